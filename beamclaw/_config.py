@@ -1,0 +1,53 @@
+"""Loading config.toml: one table per app, secrets only as ``{ env = "VAR" }``."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ._apps import APPS
+
+
+class ConfigError(Exception):
+    """The configuration is unusable; the message says which file and key, and why."""
+
+
+def default_config_path() -> Path:
+    """The config.toml shipped beside the project."""
+    return Path(__file__).resolve().parent.parent / "config.toml"
+
+
+def data_dir() -> Path:
+    """``$BEAMCLAW_HOME``, else ``~/.beamclaw``."""
+    home = os.environ.get("BEAMCLAW_HOME")
+    return Path(home).expanduser() if home else Path.home() / ".beamclaw"
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
+    """Read and check the configuration at *path* (default: the project's config.toml).
+
+    Raises ConfigError for a missing file, invalid TOML (with its line), or a table
+    that names no app.
+    """
+    config_path = Path(path) if path is not None else default_config_path()
+    try:
+        text = config_path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{config_path}: no such configuration file") from None
+    except OSError as exc:
+        raise ConfigError(f"{config_path}: cannot be read: {exc.strerror}") from None
+    try:
+        config = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{config_path}: invalid TOML: {exc}") from None
+    for table, value in config.items():
+        if table not in APPS:
+            raise ConfigError(f"{config_path}: unknown table [{table}]; the apps are {', '.join(APPS)}")
+        if not isinstance(value, dict):
+            raise ConfigError(f"{config_path}: [{table}] must be a table, got {type(value).__name__}")
+        enabled = value.get("enabled", True)
+        if not isinstance(enabled, bool):
+            raise ConfigError(f"{config_path}: {table}.enabled must be true or false, got {enabled!r}")
+    return config

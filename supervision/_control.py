@@ -1,0 +1,113 @@
+"""Control and inspection of running supervisors (OTP's supervisor API)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any
+
+import trio
+
+from ._child_spec import ChildSpec
+from ._gen_server import call
+from ._process import Dest, Pid, Process, resolve_live
+from ._supervisor import ChildCounts, ChildInfo, Control, _Engine
+
+
+def _engine(sup: Dest) -> _Engine:
+    proc = resolve_live(sup)
+    engine = proc.behaviour
+    if not isinstance(engine, _Engine):
+        raise TypeError(f"{sup!r} is not a supervisor")
+    return engine
+
+
+async def _control(sup: Dest, op: str, arg: Any) -> Any:
+    _engine(sup)
+    return await call(sup, Control(op, arg), timeout=None)
+
+
+async def start_child(sup: Dest, spec_or_args: Any) -> Pid | None:
+    """Add and start a child; return its pid, or None if its start reported `IGNORE`.
+
+    For a `Supervisor`, pass a `ChildSpec` (refused with `AlreadyStarted` or
+    `AlreadyPresent` if its id is taken). For a `DynamicSupervisor` with a template,
+    pass the extra args (a tuple, or one value); without a template, a `ChildSpec`.
+    A failing start raises `StartError`.
+    """
+    return await _control(sup, "start_child", spec_or_args)  # type: ignore[no-any-return]
+
+
+async def terminate_child(sup: Dest, id_or_pid: Hashable) -> None:
+    """Stop a child by its shutdown spec. Its spec is kept (unless temporary or dynamic)."""
+    await _control(sup, "terminate_child", id_or_pid)
+
+
+async def restart_child(sup: Dest, child_id: Hashable) -> Pid | None:
+    """Start again a child that was terminated. Refused while it runs or restarts."""
+    return await _control(sup, "restart_child", child_id)  # type: ignore[no-any-return]
+
+
+async def delete_child(sup: Dest, child_id: Hashable) -> None:
+    """Drop the spec of a child that is not running."""
+    await _control(sup, "delete_child", child_id)
+
+
+async def get_childspec(sup: Dest, id_or_pid: Hashable) -> ChildSpec:
+    return await _control(sup, "get_childspec", id_or_pid)  # type: ignore[no-any-return]
+
+
+def which_children(sup: Dest) -> list[ChildInfo]:
+    """Every child: id, pid (None when not running), type, restart type and state."""
+    return _engine(sup).which_children()
+
+
+def count_children(sup: Dest) -> ChildCounts:
+    return _engine(sup).count_children()
+
+
+def inspect_tree(sup: Dest) -> dict[str, Any]:
+    """The live tree under *sup* as plain data (str, int, float, None, lists, dicts).
+
+    Every node has id, pid, name, kind, restart, state, restarts, uptime (seconds)
+    and mailbox (queued messages); supervisors also have strategy and children.
+    Safe to serialise as JSON, for the control API and the CLI.
+    """
+    engine = _engine(sup)
+    now = trio.current_time()
+    node = _describe(engine.proc, now)
+    node.update(id=str(engine.spec.name or engine.proc.pid), restart=None, state="running")
+    return node
+
+
+def _describe(proc: Process, now: float) -> dict[str, Any]:
+    engine = proc.behaviour
+    described: dict[str, Any] = {
+        "pid": repr(proc.pid),
+        "name": proc.name if isinstance(proc.name, str) else None,
+        "kind": proc.kind,
+        "uptime": round(now - proc.started_at, 3),
+        "mailbox": len(proc.mailbox),
+    }
+    if isinstance(engine, _Engine):
+        described["kind"] = "supervisor"
+        described["strategy"] = "dynamic" if engine.dynamic else engine.strategy.value
+        described["restarts"] = engine.total_restarts
+        described["children"] = [_describe_child(child, now) for child in engine.children.values()]
+    return described
+
+
+def _describe_child(child: Any, now: float) -> dict[str, Any]:
+    proc = child.proc
+    row: dict[str, Any] = {
+        "id": str(child.spec.id),
+        "pid": None,
+        "name": None,
+        "kind": child.spec.type.value,
+        "uptime": None,
+        "mailbox": 0,
+    }
+    if proc is not None and proc.alive:
+        row.update(_describe(proc, now))
+        row["kind"] = child.spec.type.value if child.spec.type.value == "supervisor" else proc.kind
+    row.update(restart=child.spec.restart.value, state=child.state.value, restarts=child.restarts)
+    return row

@@ -1,0 +1,92 @@
+"""Supervisor events, fanned out to subscribers (how the obs app logs every crash)."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Hashable
+from typing import Any, final
+
+import attrs
+import trio
+
+from ._errors import MailboxFull
+from ._process import Pid, format_reason, node, unraisable
+
+
+@final
+class EventKind(enum.Enum):
+    CHILD_STARTED = "child_started"
+    CHILD_EXITED = "child_exited"
+    CHILD_RESTARTED = "child_restarted"
+    START_FAILED = "start_failed"
+    INTENSITY_EXCEEDED = "intensity_exceeded"
+    AUTO_SHUTDOWN = "auto_shutdown"
+
+
+@final
+@attrs.frozen
+class SupervisorEvent:
+    """Something a supervisor did or saw. `traceback` is set when `reason` is a crash."""
+
+    kind: EventKind
+    supervisor: Pid
+    supervisor_name: Any
+    child_id: Hashable
+    pid: Pid | None
+    reason: Any = None
+    traceback: str | None = None
+    time: float = attrs.field(factory=trio.current_time)
+
+
+@final
+@attrs.frozen
+class Subscription:
+    """The handle `subscribe` returns; pass it to `unsubscribe`."""
+
+    key: object
+
+
+def subscribe(handler: Callable[[SupervisorEvent], Any] | Pid) -> Subscription:
+    """Deliver every supervisor event of this run to *handler*.
+
+    A callable is called synchronously and must not block; an exception it raises is
+    reported as unraisable and never reaches the supervisor. A pid gets each event as
+    a message, dropped if its mailbox is full (events never create backpressure),
+    and is unsubscribed when it exits.
+    """
+    if isinstance(handler, Pid):
+        pid = handler
+
+        def deliver(event: SupervisorEvent) -> None:
+            proc = node().procs.get(pid)
+            if proc is not None:
+                try:
+                    proc.mailbox.put_nowait(event)
+                except MailboxFull:
+                    proc.mailbox.dropped += 1
+
+        node().subscribers[pid] = deliver
+        return Subscription(pid)
+    if not callable(handler):
+        raise TypeError(f"subscribe takes a callable or a Pid, got {handler!r}")
+    key = object()
+    node().subscribers[key] = handler
+    return Subscription(key)
+
+
+def unsubscribe(subscription: Subscription) -> None:
+    node().subscribers.pop(subscription.key, None)
+
+
+def emit(
+    kind: EventKind, supervisor: Pid, supervisor_name: Any, child_id: Hashable, pid: Pid | None, reason: Any = None
+) -> None:
+    subscribers = node().subscribers
+    if not subscribers:
+        return
+    event = SupervisorEvent(kind, supervisor, supervisor_name, child_id, pid, reason, format_reason(reason))
+    for handler in list(subscribers.values()):
+        try:
+            handler(event)
+        except Exception as exc:  # noqa: BLE001 - a subscriber must never break a supervisor
+            unraisable(exc, f"supervision event subscriber {handler!r}")

@@ -1,0 +1,215 @@
+"""The generic server: a process that owns a state and answers calls and casts."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, ClassVar, Final, final
+
+import attrs
+import outcome
+import trio
+
+from ._errors import CallTimeout, MailboxFull
+from ._mailbox import DEFAULT_CAPACITY, Overflow
+from ._process import Caller, Dest, _Call, _Cast, _StopRequest, current, resolve_live, send, start_behaviour
+from ._reasons import IGNORE, NORMAL, Exit
+
+NO_REPLY: Final = object()
+
+
+@final
+@attrs.frozen
+class Reply:
+    """Answer the call with *value* and go on with *state*."""
+
+    value: Any
+    state: Any
+
+
+@final
+@attrs.frozen
+class NoReply:
+    """Go on with *state*; a pending call is answered later with `reply`."""
+
+    state: Any
+
+
+@final
+@attrs.frozen
+class Stop:
+    """Exit with *reason* after `terminate`; answer a pending call with *reply* if given."""
+
+    reason: Any = NORMAL
+    state: Any = None
+    reply: Any = NO_REPLY
+
+
+async def call(dest: Dest, request: Any, timeout: float | None = 5.0) -> Any:
+    """Send *request* to the server *dest* and wait for its reply.
+
+    Raises at once, without waiting for the timeout, when *dest* is not alive
+    (`NoProc`) or exits before replying (`ProcessExited`); raises `CallTimeout` when no
+    reply comes within *timeout* seconds of Trio's clock (None waits for ever), and
+    the exception the server replied with if it replied with one.
+    """
+    proc = resolve_live(dest)
+    task = trio.lowlevel.current_task()
+    if proc.task is task:
+        raise RuntimeError(f"process {proc.pid!r} called itself; the call could never be answered")
+    caller = Caller(task, proc)
+    proc.callers.add(caller)
+    message = _Call(request, caller)
+    if timeout is None:
+        return await _call(proc, message, caller)
+    with trio.move_on_after(timeout):
+        return await _call(proc, message, caller)
+    raise CallTimeout(dest, request, timeout)
+
+
+async def _call(proc: Any, message: _Call, caller: Caller) -> Any:
+    mailbox = proc.mailbox
+    try:
+        if len(mailbox) < mailbox.capacity:
+            mailbox.put_nowait(message)
+        elif mailbox.overflow is Overflow.WAIT:
+            await mailbox.put(message)
+        else:
+            raise MailboxFull(proc.pid, mailbox.capacity)
+    except BaseException:
+        caller._resolve(None)
+        raise
+    return await caller._wait()
+
+
+def cast(dest: Dest, message: Any) -> None:
+    """Send *message* to the server's `handle_cast` without waiting; never fails for a dead pid."""
+    send(dest, _Cast(message))
+
+
+def reply(caller: Caller, value: Any) -> None:
+    """Answer a call the server left pending with `NoReply`. A late reply is dropped."""
+    caller._resolve(outcome.Value(value))
+
+
+def reply_error(caller: Caller, error: BaseException) -> None:
+    """Make the pending call raise *error* in its caller."""
+    caller._resolve(outcome.Error(error))
+
+
+def _returns_awaitable(method: Any) -> bool:
+    return inspect.iscoroutinefunction(method)
+
+
+class GenServer:
+    """OTP's gen_server: subclass it and override the callbacks you need.
+
+    Every callback may be a plain or an ``async`` method. ``init(*args)`` returns
+    the first state (or `IGNORE`); a raise fails the start. ``handle_call(request,
+    caller, state)`` returns `Reply`, `NoReply` or `Stop`; ``handle_cast(message,
+    state)`` and ``handle_info(message, state)`` return `NoReply` or `Stop`.
+    ``terminate(reason, state)`` runs when the server stops or crashes (not when it is
+    killed). Calls are handled one at a time, in arrival order.
+
+    A class attribute sets the mailbox: ``mailbox_capacity`` and ``mailbox_overflow``.
+    """
+
+    mailbox_capacity: ClassVar[float] = DEFAULT_CAPACITY
+    mailbox_overflow: ClassVar[Overflow] = Overflow.WAIT
+
+    @classmethod
+    async def start(cls, *args: Any, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Start a server: the start function of its `ChildSpec`, or ``nursery.start(Cls.start, ...)``."""
+        await start_behaviour(cls()._serve, args, task_status, "gen_server")
+
+    def init(self, *args: Any) -> Any:
+        """Return the first state; by default the single argument (or None, or the args tuple)."""
+        if not args:
+            return None
+        return args[0] if len(args) == 1 else args
+
+    def handle_call(self, request: Any, caller: Caller, state: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} got call {request!r} but defines no handle_call")
+
+    def handle_cast(self, message: Any, state: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} got cast {message!r} but defines no handle_cast")
+
+    def handle_info(self, message: Any, state: Any) -> Any:
+        """Messages that are neither calls nor casts; by default ignored."""
+        return NoReply(state)
+
+    def terminate(self, reason: Any, state: Any) -> Any:
+        """Clean up before the server exits; by default nothing."""
+        return None
+
+    async def _serve(self, *args: Any, task_status: Any) -> None:
+        proc = current()
+        assert proc is not None
+        proc.handles_stop = True
+        proc.behaviour = self
+        proc.mailbox.configure(self.mailbox_capacity, self.mailbox_overflow)
+        cls = type(self)
+        state = await maybe_await(self.init(*args))
+        if state is IGNORE:
+            task_status.started(IGNORE)
+            return
+        task_status.started(proc.pid)
+
+        handle_call = self.handle_call
+        handle_cast = self.handle_cast
+        handle_info = self.handle_info
+        call_async = _returns_awaitable(cls.handle_call)
+        cast_async = _returns_awaitable(cls.handle_cast)
+        info_async = _returns_awaitable(cls.handle_info)
+        get = proc.mailbox.get
+        try:
+            while True:
+                message = await get()
+                kind = type(message)
+                if kind is _Call:
+                    result = handle_call(message.request, message.caller, state)
+                    if call_async:
+                        result = await result
+                    if type(result) is Reply:
+                        message.caller._resolve(outcome.Value(result.value))
+                        state = result.state
+                        continue
+                    if type(result) is Stop and result.reply is not NO_REPLY:
+                        message.caller._resolve(outcome.Value(result.reply))
+                    callback = "handle_call"
+                elif kind is _Cast:
+                    result = handle_cast(message.message, state)
+                    if cast_async:
+                        result = await result
+                    callback = "handle_cast"
+                elif kind is _StopRequest:
+                    result = Stop(message.reason, state)
+                    callback = ""
+                else:
+                    result = handle_info(message, state)
+                    if info_async:
+                        result = await result
+                    callback = "handle_info"
+                if type(result) is NoReply:
+                    state = result.state
+                elif type(result) is Stop:
+                    state = result.state if callback else state
+                    break
+                else:
+                    raise TypeError(
+                        f"{cls.__name__}.{callback} returned {result!r}; expected "
+                        + ("sv.Reply, " if callback == "handle_call" else "")
+                        + "sv.NoReply or sv.Stop"
+                    )
+        except Exception as exc:
+            await maybe_await(self.terminate(exc, state))
+            raise
+        await maybe_await(self.terminate(result.reason, state))
+        raise Exit(result.reason)
+
+
+async def maybe_await(value: Any) -> Any:
+    """The value a callback returned, awaited if the callback was ``async``."""
+    if inspect.isawaitable(value):
+        return await value
+    return value
+

@@ -1,0 +1,87 @@
+"""Running a supervision tree: as a context, inside a nursery, or as the whole program."""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import trio
+
+from ._process import Pid, TaskStatus, new_process, node, request_stop, run_process, stop
+from ._reasons import KILLED, SHUTDOWN
+from ._supervisor import SupervisorSpec, start_supervisor
+
+
+@asynccontextmanager
+async def open_supervisor(spec: SupervisorSpec) -> AsyncIterator[Pid]:
+    """Start *spec*, yield its pid, and stop the tree (in reverse order) when the block ends.
+
+    A supervisor that gives up during the block cancels the block and its
+    `MaxIntensity` propagates, as a failing Trio task's would.
+    """
+    async with trio.open_nursery() as nursery:
+        pid: Pid = await nursery.start(start_supervisor, spec)
+        try:
+            yield pid
+        finally:
+            proc = node().procs.get(pid)
+            if proc is not None:
+                await stop(pid)
+
+
+def run(
+    spec: SupervisorSpec,
+    *,
+    signals: Sequence[int] = (signal.SIGINT, signal.SIGTERM),
+    setup: Callable[[], Any] | None = None,
+) -> Any:
+    """Run *spec* in a new Trio run until the tree stops; return its exit reason.
+
+    The first of *signals* stops the tree gracefully (children in reverse order,
+    within their shutdown times); a second one kills it. A tree that crashes
+    raises its error (`MaxIntensity` or `StartError`). *setup* runs inside the new
+    run before the tree starts: the place to `subscribe` to its events.
+    """
+    return trio.run(_run_tree, spec, tuple(signals), setup)
+
+
+async def _run_tree(spec: SupervisorSpec, signals: tuple[int, ...], setup: Callable[[], Any] | None) -> Any:
+    if setup is not None:
+        setup()
+    reason: Any = None
+
+    async def root(*, task_status: Any) -> None:
+        nonlocal reason
+        status = TaskStatus(task_status.started)
+        reason = await run_process(new_process(), start_supervisor, (spec,), status)
+        if not status.reported:
+            task_status.started(None)
+
+    async with trio.open_nursery() as nursery:
+        pid = await nursery.start(root)
+        if pid is not None and signals:
+            nursery.start_soon(_stop_on_signals, pid, signals)
+        await _wait_exit(pid)
+        nursery.cancel_scope.cancel()
+    if isinstance(reason, BaseException):
+        raise reason
+    return reason
+
+
+async def _wait_exit(pid: Pid | None) -> None:
+    proc = node().procs.get(pid) if pid is not None else None
+    if proc is not None:
+        await proc.done.wait()
+
+
+async def _stop_on_signals(pid: Pid, signals: tuple[int, ...]) -> None:
+    with trio.open_signal_receiver(*signals) as received:
+        count = 0
+        async for _ in received:
+            proc = node().procs.get(pid)
+            if proc is None:
+                return
+            count += 1
+            request_stop(proc, SHUTDOWN if count == 1 else KILLED)
