@@ -218,6 +218,15 @@ def resolve(dest: Dest) -> Process | None:
     raise TypeError(f"a destination is a Pid, a registered name or a via name, got {dest!r}")
 
 
+def is_alive(dest: Dest) -> bool:
+    """Whether *dest* names a live process (Erlang's is_process_alive)."""
+    try:
+        proc = resolve(dest)
+    except NoProc:
+        return False
+    return proc is not None and proc.alive
+
+
 def resolve_live(dest: Dest) -> Process:
     proc = resolve(dest)
     if proc is None or not proc.alive:

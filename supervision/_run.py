@@ -9,7 +9,8 @@ from typing import Any
 
 import trio
 
-from ._process import Pid, TaskStatus, new_process, node, request_stop, run_process, stop
+from ._errors import StartError
+from ._process import Pid, TaskStatus, is_alive, new_process, node, request_stop, run_process, stop
 from ._reasons import KILLED, SHUTDOWN
 from ._supervisor import SupervisorSpec, start_supervisor
 
@@ -18,17 +19,24 @@ from ._supervisor import SupervisorSpec, start_supervisor
 async def open_supervisor(spec: SupervisorSpec) -> AsyncIterator[Pid]:
     """Start *spec*, yield its pid, and stop the tree (in reverse order) when the block ends.
 
-    A supervisor that gives up during the block cancels the block and its
+    A child that fails to start raises `StartError` before the block is entered. A
+    supervisor that gives up during the block cancels the block and its
     `MaxIntensity` propagates, as a failing Trio task's would.
     """
+    start_failure: StartError | None = None
     async with trio.open_nursery() as nursery:
-        pid: Pid = await nursery.start(start_supervisor, spec)
         try:
-            yield pid
-        finally:
-            proc = node().procs.get(pid)
-            if proc is not None:
-                await stop(pid)
+            pid: Pid = await nursery.start(start_supervisor, spec)
+        except StartError as exc:
+            start_failure = exc  # raised below: inside the nursery it would come wrapped in a group
+        else:
+            try:
+                yield pid
+            finally:
+                if is_alive(pid):
+                    await stop(pid)
+    if start_failure is not None:
+        raise start_failure
 
 
 def run(
