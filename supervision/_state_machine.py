@@ -176,8 +176,12 @@ class StateMachine:
         state_timer: tuple[float, Any] | None = None
         event_timer: tuple[float, Any] | None = None
 
-        def apply(actions: tuple[Action, ...], event: Event | None) -> None:
+        def apply(actions: tuple[Action, ...], event: Event | None, changed: bool = False) -> None:
+            """Run *actions* in gen_statem's order: after a state change the postponed
+            events come first, and events inserted by NextEvent before them."""
             nonlocal state_timer, event_timer
+            if changed:
+                state_timer = None
             inserted = []
             for action in actions:
                 if isinstance(action, Postpone):
@@ -190,6 +194,9 @@ class StateMachine:
                     event_timer = None if action.seconds is None else (trio.current_time() + action.seconds, action.content)
                 else:
                     inserted.append(Event(action.type, action.content))
+            if changed:
+                queue.extendleft(reversed(postponed))
+                postponed.clear()
             queue.extendleft(reversed(inserted))
 
         if len(first) == 3:
@@ -237,12 +244,10 @@ class StateMachine:
                     new_state = state
                     if result.data is not _KEEP:
                         data = result.data
-                apply(result.actions, event)
-                if new_state != state:
+                changed = new_state != state
+                apply(result.actions, event, changed)
+                if changed:
                     old, state = state, new_state
-                    state_timer = None
-                    queue.extend(postponed)
-                    postponed.clear()
                     if self.state_enter:
                         state, data = await self._enter(old, state, data, apply)
                 self._state, self._data = state, data
