@@ -10,7 +10,7 @@ import attrs
 import trio
 
 from ._errors import MailboxFull
-from ._process import Pid, format_reason, node, unraisable
+from ._process import Pid, format_reason, node, report_ignored
 
 
 @final
@@ -50,7 +50,7 @@ def subscribe(handler: Callable[[SupervisorEvent], Any] | Pid) -> Subscription:
     """Deliver every supervisor event of this run to *handler*.
 
     A callable is called synchronously and must not block; an exception it raises is
-    reported as unraisable and never reaches the supervisor. A pid gets each event as
+    printed to stderr and never reaches the supervisor. A pid gets each event as
     a message, dropped if its mailbox is full (events never create backpressure),
     and is unsubscribed when it exits.
     """
@@ -89,4 +89,4 @@ def emit(
         try:
             handler(event)
         except Exception as exc:  # noqa: BLE001 - a subscriber must never break a supervisor
-            unraisable(exc, f"supervision event subscriber {handler!r}")
+            report_ignored(exc, f"supervision event subscriber {handler!r}")

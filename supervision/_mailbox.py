@@ -35,7 +35,7 @@ class Overflow(enum.Enum):
     RAISE = "raise"
 
 
-_EMPTY: Final = object()
+EMPTY: Final = object()
 
 
 @final
@@ -98,23 +98,27 @@ class Mailbox:
         await trio.lowlevel.cancel_shielded_checkpoint()
         return queued
 
+    def get_nowait(self, match: Callable[[Any], bool] | None = None) -> Any:
+        """Take the message `get` would take, or return `EMPTY` at once."""
+        return self._take(match)
+
     async def get(self, match: Callable[[Any], bool] | None = None) -> Any:
         """Take the oldest message, or the oldest one *match* accepts, waiting for it."""
         await trio.lowlevel.checkpoint_if_cancelled()
         message = self._take(match)
-        if message is not _EMPTY:
+        if message is not EMPTY:
             await trio.lowlevel.cancel_shielded_checkpoint()
             return message
         while True:
             await self._receivers.park()
             message = self._take(match)
-            if message is not _EMPTY:
+            if message is not EMPTY:
                 return message
 
     def _take(self, match: Callable[[Any], bool] | None) -> Any:
         queue = self._queue
         if not queue:
-            return _EMPTY
+            return EMPTY
         if match is None:
             message = queue.popleft()
         else:
@@ -122,7 +126,7 @@ class Mailbox:
                 if match(candidate):
                     break
             else:
-                return _EMPTY
+                return EMPTY
             message = candidate
             del queue[index]
         if self._senders:

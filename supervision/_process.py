@@ -21,7 +21,7 @@ import trio
 from trio.lowlevel import RunVar
 
 from ._errors import AlreadyRegistered, NoProc, ProcessExited, ReceiveTimeout
-from ._mailbox import DEFAULT_CAPACITY, Mailbox, Overflow
+from ._mailbox import DEFAULT_CAPACITY, EMPTY, Mailbox, Overflow
 from ._reasons import KILLED, NOPROC, NORMAL, SHUTDOWN, Exit
 
 _ids: Final = itertools.count(1)
@@ -309,6 +309,12 @@ async def receive(timeout: float | None = None, match: Callable[[Any], bool] | N
         raise RuntimeError("sv.receive() called outside a process")
     if timeout is None:
         return await proc.mailbox.get(match)
+    # A message already queued is taken even with a zero timeout (Erlang's `after 0`).
+    await trio.lowlevel.checkpoint_if_cancelled()
+    message = proc.mailbox.get_nowait(match)
+    if message is not EMPTY:
+        await trio.lowlevel.cancel_shielded_checkpoint()
+        return message
     with trio.move_on_after(timeout):
         return await proc.mailbox.get(match)
     raise ReceiveTimeout(f"no message within {timeout} s")
@@ -553,7 +559,8 @@ def as_process(name: str | None = None, capacity: float = DEFAULT_CAPACITY) -> I
         _exit(proc, reason)
 
 
-def unraisable(exc: BaseException, what: str) -> None:
-    """Report an exception that must not propagate (a failing event subscriber)."""
-    args = sys.UnraisableHookArgs((type(exc), exc, exc.__traceback__, what, None))  # type: ignore[call-arg]
-    sys.unraisablehook(args)
+def report_ignored(exc: BaseException, where: str) -> None:
+    """Print an exception that must not propagate (a failing event subscriber),
+    in the form Python uses for the exceptions it has to ignore."""
+    print(f"Exception ignored in {where}:", file=sys.stderr)
+    traceback.print_exception(exc, file=sys.stderr)
