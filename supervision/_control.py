@@ -53,6 +53,7 @@ async def delete_child(sup: Dest, child_id: Hashable) -> None:
 
 
 async def get_childspec(sup: Dest, id_or_pid: Hashable) -> ChildSpec:
+    """The spec of a child, by id (or pid); `ChildNotFound` if there is none."""
     return await _control(sup, "get_childspec", id_or_pid)  # type: ignore[no-any-return]
 
 
@@ -62,6 +63,7 @@ def which_children(sup: Dest) -> list[ChildInfo]:
 
 
 def count_children(sup: Dest) -> ChildCounts:
+    """How many child specs, running children, supervisors and workers *sup* has."""
     return _engine(sup).count_children()
 
 

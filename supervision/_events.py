@@ -75,6 +75,7 @@ def subscribe(handler: Callable[[SupervisorEvent], Any] | Pid) -> Subscription:
 
 
 def unsubscribe(subscription: Subscription) -> None:
+    """Stop delivering events to the subscriber; unsubscribing twice is harmless."""
     node().subscribers.pop(subscription.key, None)
 
 

@@ -24,6 +24,8 @@ class ExitReason(enum.Enum):
     def __repr__(self) -> str:
         return self.value
 
+    __str__ = __repr__
+
 
 NORMAL: Final = ExitReason.NORMAL
 SHUTDOWN: Final = ExitReason.SHUTDOWN

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 import trio
@@ -67,29 +67,33 @@ async def _run_tree(spec: SupervisorSpec, signals: tuple[int, ...], setup: Calla
         if not status.reported:
             task_status.started(None)
 
-    async with trio.open_nursery() as nursery:
-        pid = await nursery.start(root)
-        if pid is not None and signals:
-            nursery.start_soon(_stop_on_signals, pid, signals)
-        await _wait_exit(pid)
-        nursery.cancel_scope.cancel()
+    # The receiver is open before the first child starts, so a signal that comes
+    # during start-up is held and stops the tree once it is up, instead of killing
+    # the program with Python's default handling.
+    with trio.open_signal_receiver(*signals) if signals else nullcontext() as received:
+        async with trio.open_nursery() as nursery:
+            pid = await nursery.start(root)
+            if pid is not None:
+                if received is not None:
+                    nursery.start_soon(_stop_on_signals, pid, received)
+                await _wait_exit(pid)
+            nursery.cancel_scope.cancel()
     if isinstance(reason, BaseException):
         raise reason
     return reason
 
 
-async def _wait_exit(pid: Pid | None) -> None:
-    proc = node().procs.get(pid) if pid is not None else None
+async def _wait_exit(pid: Pid) -> None:
+    proc = node().procs.get(pid)
     if proc is not None:
         await proc.done.wait()
 
 
-async def _stop_on_signals(pid: Pid, signals: tuple[int, ...]) -> None:
-    with trio.open_signal_receiver(*signals) as received:
-        count = 0
-        async for _ in received:
-            proc = node().procs.get(pid)
-            if proc is None:
-                return
-            count += 1
-            request_stop(proc, SHUTDOWN if count == 1 else KILLED)
+async def _stop_on_signals(pid: Pid, received: AsyncIterator[int]) -> None:
+    count = 0
+    async for _ in received:
+        proc = node().procs.get(pid)
+        if proc is None:
+            return
+        count += 1
+        request_stop(proc, SHUTDOWN if count == 1 else KILLED)

@@ -1,0 +1,75 @@
+"""`python -m beamclaw run`: starts the app tree, stops it in reverse on a signal."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import beamclaw
+
+APP_ORDER = ["obs", "memory", "tools", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway"]
+
+
+def _daemon(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "BEAMCLAW_HOME": str(tmp_path / "home"), "BEAMCLAW_LOG_LEVEL": "DEBUG"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "beamclaw", "run", *args], stderr=subprocess.PIPE, text=True, env=env
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_run_starts_the_apps_in_order_and_stops_them_in_reverse(tmp_path: Path, sig: int) -> None:
+    daemon = _daemon(tmp_path)
+    assert daemon.stderr is not None
+    lines = []
+    for line in daemon.stderr:
+        lines.append(line)
+        if "child_started gateway" in line:
+            break
+    daemon.send_signal(sig)
+    _, rest = daemon.communicate(timeout=30)
+    lines += rest.splitlines()
+    assert daemon.returncode == 0
+    started = [line.split("child_started ")[1].split()[0] for line in lines if "child_started" in line]
+    stopped = [line.split("child_exited ")[1].split()[0] for line in lines if "child_exited" in line]
+    assert started == APP_ORDER
+    assert stopped == APP_ORDER[::-1]
+    assert any("BeamClaw stopped (shutdown)" in line for line in lines)
+    home = tmp_path / "home"
+    assert home.is_dir() and (home.stat().st_mode & 0o777) == 0o700
+
+
+def test_bad_config_is_a_clear_error_naming_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[core]\ndefault_provider = \n")
+    daemon = _daemon(tmp_path, "--config", str(bad))
+    _, err = daemon.communicate(timeout=30)
+    assert daemon.returncode == 2
+    assert f"{bad}: invalid TOML" in err and "line 2" in err
+
+    bad.write_text("[nonsense]\n")
+    daemon = _daemon(tmp_path, "--config", str(bad))
+    _, err = daemon.communicate(timeout=30)
+    assert daemon.returncode == 2 and "unknown table [nonsense]" in err
+
+
+def test_disabling_an_app_another_needs_is_refused(tmp_path: Path) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[obs]\nenabled = false\n")
+    with pytest.raises(ValueError, match="app 'memory' needs obs"):
+        beamclaw.build_tree(beamclaw.load_config(config))
+    config.write_text("[gateway]\nenabled = false\n[a2a]\nenabled = false\n")
+    tree = beamclaw.build_tree(beamclaw.load_config(config))
+    assert [spec.id for spec in tree.children] == APP_ORDER[:-2]
+
+
+def test_the_shipped_config_loads() -> None:
+    config = beamclaw.load_config()
+    assert config["core"]["providers"]["openrouter"]["api_key"] == {"env": "OPENROUTER_API_KEY"}
+    assert time.time() > 0 and [s.id for s in beamclaw.build_tree(config).children] == APP_ORDER
