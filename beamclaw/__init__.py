@@ -10,4 +10,13 @@ from ._daemon import run_daemon
 
 __version__ = "0.1.0"
 
-__all__ = ["APPS", "ConfigError", "__version__", "build_tree", "data_dir", "default_config_path", "load_config", "run_daemon"]
+__all__ = [
+    "APPS",
+    "ConfigError",
+    "__version__",
+    "build_tree",
+    "data_dir",
+    "default_config_path",
+    "load_config",
+    "run_daemon",
+]

@@ -19,6 +19,10 @@ from ._child_spec import PERMANENT, Restart
 from ._supervisor import REST_FOR_ONE, DynamicSupervisor, Supervisor
 
 
+def _to_names(names: Iterable[str]) -> tuple[str, ...]:
+    return tuple(names)
+
+
 @final
 @attrs.frozen
 class Application:
@@ -26,7 +30,7 @@ class Application:
 
     name: str
     supervisor: Supervisor | DynamicSupervisor
-    depends_on: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    depends_on: tuple[str, ...] = attrs.field(default=(), converter=_to_names)
     restart: Restart = PERMANENT
     shutdown: float | None = None
 

@@ -82,7 +82,7 @@ def _is_async_callable(fn: Any) -> bool:
     return call is not None and inspect.iscoroutinefunction(call)
 
 
-_DEFAULT_SHUTDOWN: Final = object()
+_DEFAULT_SHUTDOWN: Final[Any] = object()
 
 
 def _check_shutdown(_: Any, attribute: Any, value: Any) -> None:

@@ -18,7 +18,7 @@ class NoProc(LookupError):
         self.dest = dest
 
 
-class ProcessExited(Exception):  # noqa: N818 - a fact, not a failure of the caller
+class ProcessExited(Exception):
     """The called process exited before it replied; `reason` is its exit reason."""
 
     def __init__(self, pid: Any, reason: Any) -> None:
@@ -41,7 +41,7 @@ class ReceiveTimeout(TimeoutError):
     """`receive` found no matching message within its timeout."""
 
 
-class MailboxFull(Exception):  # noqa: N818 - a state, like trio.WouldBlock
+class MailboxFull(Exception):
     """The destination's mailbox is full and its overflow policy refuses the message."""
 
     def __init__(self, pid: Any, capacity: float) -> None:
@@ -63,7 +63,7 @@ class StartError(Exception):
         self.reason = reason
 
 
-class MaxIntensity(Exception):  # noqa: N818 - OTP's name for this exit
+class MaxIntensity(Exception):
     """More than `intensity` restarts happened within `period` seconds.
 
     The supervisor has stopped all its children and exits with this error, which its
@@ -72,8 +72,7 @@ class MaxIntensity(Exception):  # noqa: N818 - OTP's name for this exit
 
     def __init__(self, supervisor: Any, intensity: int, period: float, last_reason: Any) -> None:
         super().__init__(
-            f"supervisor {supervisor!r} exceeded {intensity} restart(s) in {period} s; "
-            f"last child exit: {last_reason!r}"
+            f"supervisor {supervisor!r} exceeded {intensity} restart(s) in {period} s; last child exit: {last_reason!r}"
         )
         self.supervisor = supervisor
         self.intensity = intensity
@@ -85,11 +84,11 @@ class ChildError(Exception):
     """Base of the refusals of the supervisor control functions."""
 
 
-class AlreadyPresent(ChildError):  # noqa: N818
+class AlreadyPresent(ChildError):
     """`start_child` with the id of a child spec that is kept but not running."""
 
 
-class AlreadyStarted(ChildError):  # noqa: N818
+class AlreadyStarted(ChildError):
     """`start_child` with the id of a running child; `pid` is that child."""
 
     def __init__(self, child_id: Any, pid: Any) -> None:
@@ -97,21 +96,21 @@ class AlreadyStarted(ChildError):  # noqa: N818
         self.pid = pid
 
 
-class ChildRunning(ChildError):  # noqa: N818
+class ChildRunning(ChildError):
     """`restart_child` or `delete_child` on a running child."""
 
 
-class ChildRestarting(ChildError):  # noqa: N818
+class ChildRestarting(ChildError):
     """`restart_child` or `delete_child` on a child the supervisor is restarting."""
 
 
-class ChildNotFound(ChildError, LookupError):  # noqa: N818
+class ChildNotFound(ChildError, LookupError):
     """No child with that id (or pid, for a dynamic supervisor)."""
 
 
-class NotSupported(ChildError):  # noqa: N818
+class NotSupported(ChildError):
     """The operation does not apply to this kind of supervisor (OTP's ``simple_one_for_one``)."""
 
 
-class MaxChildren(ChildError):  # noqa: N818
+class MaxChildren(ChildError):
     """A dynamic supervisor already runs its `max_children`."""

@@ -80,7 +80,7 @@ def unsubscribe(subscription: Subscription) -> None:
 
 
 def emit(
-    kind: EventKind, supervisor: Pid, supervisor_name: Any, child_id: Hashable, pid: Pid | None, reason: Any = None
+    kind: EventKind, supervisor: Pid, supervisor_name: Any, child_id: Hashable, pid: Pid | None, *, reason: Any = None
 ) -> None:
     subscribers = node().subscribers
     if not subscribers:

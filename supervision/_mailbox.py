@@ -42,7 +42,7 @@ EMPTY: Final = object()
 class Mailbox:
     """The queue of messages sent to one process, read only by that process."""
 
-    __slots__ = ("_queue", "_receivers", "_senders", "capacity", "overflow", "dropped", "closed", "owner")
+    __slots__ = ("_queue", "_receivers", "_senders", "capacity", "closed", "dropped", "overflow", "owner")
 
     def __init__(self, owner: object, capacity: float = DEFAULT_CAPACITY, overflow: Overflow = Overflow.WAIT) -> None:
         self.owner = owner
@@ -124,11 +124,11 @@ class Mailbox:
         else:
             for index, candidate in enumerate(queue):
                 if match(candidate):
+                    del queue[index]
+                    message = candidate
                     break
             else:
                 return EMPTY
-            message = candidate
-            del queue[index]
         if self._senders:
             self._senders.unpark()
         return message

@@ -505,9 +505,7 @@ async def run_process(
     return reason
 
 
-async def start_behaviour(
-    body: Callable[..., Any], args: tuple[Any, ...], task_status: Any, kind: str
-) -> None:
+async def start_behaviour(body: Callable[..., Any], args: tuple[Any, ...], task_status: Any, kind: str) -> None:
     """Run a behaviour's *body* as a process, reporting its pid through *task_status*.
 
     Under a supervisor the process already exists (the supervisor made it for this

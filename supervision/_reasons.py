@@ -50,7 +50,7 @@ def is_normal(reason: Any) -> bool:
     return reason is NORMAL or reason is SHUTDOWN
 
 
-class Exit(BaseException):  # noqa: N818 - mirrors Erlang's exit/1
+class Exit(BaseException):
     """Raised inside a process to exit with *reason* (``exit(Reason)`` in Erlang).
 
     It derives from BaseException so that ``except Exception`` in user code does not

@@ -14,7 +14,8 @@ from typing import Any, Final, final
 import attrs
 
 from ._errors import AlreadyRegistered
-from ._process import Dest, Pid, Process, resolve_live, self
+from ._process import Dest, Pid, Process, resolve_live
+from ._process import self as current_pid
 
 
 @final
@@ -65,7 +66,7 @@ class Registry:
 
         In a unique registry a key held by a live process raises `AlreadyRegistered`.
         """
-        proc = resolve_live(pid if pid is not None else self())
+        proc = resolve_live(pid if pid is not None else current_pid())
         entries = self._entries.setdefault(key, {})
         if self.keys is UNIQUE and entries and proc not in entries:
             holder = next(iter(entries))
@@ -79,7 +80,7 @@ class Registry:
 
     def unregister(self, key: Hashable, *, pid: Dest | None = None) -> None:
         """Remove *pid* (default: the caller) from *key*."""
-        proc = resolve_live(pid if pid is not None else self())
+        proc = resolve_live(pid if pid is not None else current_pid())
         entries = self._entries.get(key)
         if entries is None or proc not in entries:
             return
@@ -117,4 +118,3 @@ class Registry:
                 entries.pop(proc, None)
                 if not entries:
                     del self._entries[key]
-

@@ -189,9 +189,13 @@ class StateMachine:
                         raise TypeError("sv.Postpone is not allowed in init or an enter call")
                     postponed.append(event)
                 elif isinstance(action, StateTimeout):
-                    state_timer = None if action.seconds is None else (trio.current_time() + action.seconds, action.content)
+                    state_timer = (
+                        None if action.seconds is None else (trio.current_time() + action.seconds, action.content)
+                    )
                 elif isinstance(action, EventTimeout):
-                    event_timer = None if action.seconds is None else (trio.current_time() + action.seconds, action.content)
+                    event_timer = (
+                        None if action.seconds is None else (trio.current_time() + action.seconds, action.content)
+                    )
                 else:
                     inserted.append(Event(action.type, action.content))
             if changed:
@@ -263,7 +267,9 @@ class StateMachine:
             raise Exit(result.reason)
         if isinstance(result, NextState):
             if result.state != state:
-                raise TypeError(f"{type(self).__name__}: an enter call may not change the state ({state!r} -> {result.state!r})")
+                raise TypeError(
+                    f"{type(self).__name__}: an enter call may not change the state ({state!r} -> {result.state!r})"
+                )
             data = result.data
         elif result.data is not _KEEP:
             data = result.data

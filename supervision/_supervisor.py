@@ -17,8 +17,8 @@ import enum
 import functools
 import itertools
 from collections import deque
-from collections.abc import Callable, Hashable
-from typing import Any, Final, final
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Final, cast, final
 
 import attrs
 import outcome
@@ -94,6 +94,10 @@ def _check_period(_: Any, attribute: Any, value: Any) -> None:
         raise ValueError(f"period must be a number of seconds > 0, got {value!r}")
 
 
+def _to_specs(specs: Iterable[ChildSpec]) -> tuple[ChildSpec, ...]:
+    return tuple(specs)
+
+
 def _check_children(instance: Any, attribute: Any, value: tuple[Any, ...]) -> None:
     seen: set[Hashable] = set()
     for spec in value:
@@ -112,7 +116,7 @@ class _Spec:
     def child_spec(self, id: Hashable, **kwargs: Any) -> ChildSpec:  # noqa: A002 - OTP's word
         """This supervisor as a child of another (type SUPERVISOR, shutdown None by default)."""
         kwargs.setdefault("type", SUPERVISOR)
-        return ChildSpec(id, functools.partial(start_supervisor, self), **kwargs)
+        return ChildSpec(id, functools.partial(start_supervisor, cast("SupervisorSpec", self)), **kwargs)
 
 
 @final
@@ -129,7 +133,7 @@ class Supervisor(_Spec):
       name: registered for the supervisor's pid.
     """
 
-    children: tuple[ChildSpec, ...] = attrs.field(default=(), converter=tuple, validator=_check_children)
+    children: tuple[ChildSpec, ...] = attrs.field(default=(), converter=_to_specs, validator=_check_children)
     strategy: Strategy = attrs.field(default=ONE_FOR_ONE, validator=attrs.validators.instance_of(Strategy))
     intensity: int = attrs.field(default=1, validator=_check_intensity)
     period: float = attrs.field(default=5.0, validator=_check_period)
@@ -568,7 +572,7 @@ class _Engine:
         )
 
     def _emit(self, kind: EventKind, child: _Child, pid: Pid | None, reason: Any = None) -> None:
-        emit(kind, self.proc.pid, self.spec.name, child.spec.id, pid, reason)
+        emit(kind, self.proc.pid, self.spec.name, child.spec.id, pid, reason=reason)
 
 
 def _as_cause(reason: Any) -> BaseException | None:
@@ -592,7 +596,7 @@ async def _supervise(spec: SupervisorSpec, *, task_status: Any) -> None:
             await engine.init()
             task_status.started(proc.pid)
             await engine.serve()
-        except (Exit, Exception) as exc:
+        except (Exit, Exception) as exc:  # noqa: BLE001 - every exit of the engine is the supervisor's reason
             failure = exc
         nursery.cancel_scope.cancel()  # pending backoff timers
     if failure is not None:
@@ -609,4 +613,3 @@ async def start_supervisor(spec: SupervisorSpec, *, task_status: Any = trio.TASK
     if not isinstance(spec, (Supervisor, DynamicSupervisor)):
         raise TypeError(f"start_supervisor takes an sv.Supervisor or sv.DynamicSupervisor, got {spec!r}")
     await start_behaviour(_supervise, (spec,), task_status, "supervisor")
-

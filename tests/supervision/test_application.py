@@ -21,7 +21,12 @@ def _app(name: str, log: list, *deps: str) -> sv.Application:
 
 async def test_applications_start_in_dependency_order_and_stop_in_reverse() -> None:
     log: list = []
-    apps = [_app("gateway", log, "core"), _app("core", log, "tools", "obs"), _app("tools", log, "obs"), _app("obs", log)]
+    apps = [
+        _app("gateway", log, "core"),
+        _app("core", log, "tools", "obs"),
+        _app("tools", log, "obs"),
+        _app("obs", log),
+    ]
     async with sv.open_supervisor(sv.application_tree(apps)) as root:
         assert [i.id for i in sv.which_children(root)] == ["obs", "tools", "core", "gateway"]
     assert [(e[0], e[1]) for e in log] == [
@@ -44,7 +49,12 @@ async def test_a_restarted_application_restarts_the_ones_started_after_it() -> N
         log.clear()
         await sv.stop(core, reason=RuntimeError("core tree crashed"))
         await __import__("trio").testing.wait_all_tasks_blocked()
-        assert [(e[0], e[1]) for e in log] == [("terminate", "core"), ("terminate", "gateway"), ("started", "core"), ("started", "gateway")]
+        assert [(e[0], e[1]) for e in log] == [
+            ("terminate", "core"),
+            ("terminate", "gateway"),
+            ("started", "core"),
+            ("started", "gateway"),
+        ]
 
 
 def test_bad_application_graphs_are_refused_with_the_names() -> None:
@@ -96,4 +106,9 @@ def test_run_raises_the_crash_of_a_tree_that_gives_up() -> None:
     with pytest.raises(sv.MaxIntensity):
         sv.run(sv.Supervisor([sv.ChildSpec("c", crasher)], intensity=2), signals=())
     with pytest.raises(sv.StartError):
-        sv.run(sv.Supervisor([sv.ChildSpec("c", worker("x", Control(start="error")).start, args=(Control(start="error"),))]), signals=())
+        sv.run(
+            sv.Supervisor(
+                [sv.ChildSpec("c", worker("x", Control(start="error")).start, args=(Control(start="error"),))]
+            ),
+            signals=(),
+        )

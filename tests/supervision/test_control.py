@@ -57,7 +57,11 @@ async def test_count_children_counts_supervisors_and_workers(harness) -> None:
     inner = sv.Supervisor([worker("w")])
     sup = await harness.start(sv.Supervisor([worker("a"), inner.child_spec("s"), worker("b")]))
     assert counts(sup) == [3, 3, 1, 2]
-    assert [(i.id, i.type) for i in sv.which_children(sup)] == [("a", sv.WORKER), ("s", sv.SUPERVISOR), ("b", sv.WORKER)]
+    assert [(i.id, i.type) for i in sv.which_children(sup)] == [
+        ("a", sv.WORKER),
+        ("s", sv.SUPERVISOR),
+        ("b", sv.WORKER),
+    ]
     await sv.terminate_child(sup, "a")
     assert counts(sup) == [3, 2, 1, 2]
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import trio
 
@@ -123,7 +125,7 @@ async def test_crash_in_a_handler_runs_terminate_with_the_exception(harness) -> 
     sup = await harness.start(sv.Supervisor([sv.ChildSpec("w", Worker.start, args=(control, "w"))], intensity=0))
     sv.cast(sv.which_children(sup)[0].pid, "crash")
     await settle()
-    [(event, tag, reason)] = [e for e in control.log if e[0] == "terminate"]
+    [(_, _, reason)] = [e for e in control.log if e[0] == "terminate"]
     assert isinstance(reason, Boom)
 
 
@@ -139,10 +141,8 @@ async def test_a_bad_handler_return_crashes_with_a_clear_error(nursery) -> None:
 
 
 async def _swallowing_start(server, *, task_status) -> None:
-    try:
+    with contextlib.suppress(Exception):
         await server.start(task_status=task_status)
-    except Exception:
-        pass
 
 
 async def test_calling_yourself_is_refused() -> None:

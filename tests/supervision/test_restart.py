@@ -99,7 +99,9 @@ async def test_intensity_zero_gives_up_at_the_first_crash(harness) -> None:
 async def test_escalation_failing_restarts_are_retried_and_counted(harness, strategy) -> None:
     """OTP's *_escalation: a child that cannot restart makes the supervisor give up."""
     flaky = Control()
-    sup = await harness.start(sv.Supervisor([worker("child1", flaky), worker("child2")], strategy=strategy, intensity=4))
+    sup = await harness.start(
+        sv.Supervisor([worker("child1", flaky), worker("child2")], strategy=strategy, intensity=4)
+    )
     pid2 = child_pid(sup, "child2")
     flaky.start = "error"
     with watching(sup, pid2) as downs:
@@ -136,7 +138,9 @@ async def test_failing_restart_shows_restarting_until_it_succeeds(harness) -> No
 async def test_one_for_all_restarts_every_child_in_order(harness) -> None:
     log = Control()
     sup = await harness.start(
-        sv.Supervisor([worker(t, Control(log=log.log)) for t in ("c1", "c2", "c3")], strategy=sv.ONE_FOR_ALL, intensity=2)
+        sv.Supervisor(
+            [worker(t, Control(log=log.log)) for t in ("c1", "c2", "c3")], strategy=sv.ONE_FOR_ALL, intensity=2
+        )
     )
     before = [i.pid for i in sv.which_children(sup)]
     log.log.clear()
@@ -156,7 +160,9 @@ async def test_one_for_all_restarts_every_child_in_order(harness) -> None:
 async def test_rest_for_one_restarts_the_failed_child_and_those_after_it(harness) -> None:
     log = Control()
     sup = await harness.start(
-        sv.Supervisor([worker(t, Control(log=log.log)) for t in ("c1", "c2", "c3")], strategy=sv.REST_FOR_ONE, intensity=2)
+        sv.Supervisor(
+            [worker(t, Control(log=log.log)) for t in ("c1", "c2", "c3")], strategy=sv.REST_FOR_ONE, intensity=2
+        )
     )
     pid1, pid2, pid3 = (i.pid for i in sv.which_children(sup))
     log.log.clear()
@@ -188,7 +194,12 @@ async def test_other_child_fails_restart_then_the_group_is_restarted_again(harne
 @pytest.mark.parametrize("strategy", [sv.ONE_FOR_ALL, sv.REST_FOR_ONE])
 async def test_temporary_bystander_is_not_restarted(harness, strategy) -> None:
     sup = await harness.start(
-        sv.Supervisor([worker("child1", shutdown=0.1), worker("child2", restart=sv.TEMPORARY, shutdown=0.1)], strategy=strategy, intensity=2, period=300)
+        sv.Supervisor(
+            [worker("child1", shutdown=0.1), worker("child2", restart=sv.TEMPORARY, shutdown=0.1)],
+            strategy=strategy,
+            intensity=2,
+            period=300,
+        )
     )
     await sv.call(child_pid(sup, "child1"), "stop")  # a normal exit of a permanent child
     await settle()

@@ -27,7 +27,9 @@ async def test_shutdown_timeout_lets_terminate_run_and_kills_a_hanging_child(har
 async def test_shutdown_brutal_kill_skips_terminate(harness) -> None:
     """OTP's sup_stop_brutal_kill."""
     gentle, brutal = Control(), Control()
-    sup = await harness.start(sv.Supervisor([worker("child1", gentle, shutdown=1), worker("child2", brutal, shutdown=0)]))
+    sup = await harness.start(
+        sv.Supervisor([worker("child1", gentle, shutdown=1), worker("child2", brutal, shutdown=0)])
+    )
     pid1, pid2 = child_pid(sup, "child1"), child_pid(sup, "child2")
     with watching(pid1, pid2) as downs:
         await sv.stop(sup)

@@ -72,7 +72,7 @@ async def test_start_function_that_returns_without_reporting_fails_the_start() -
     async def lazy(*, task_status) -> None:
         return None
 
-    with pytest.raises(sv.StartError, match="without calling task_status.started"):
+    with pytest.raises(sv.StartError, match=r"without calling task_status\.started"):
         async with sv.open_supervisor(sv.Supervisor([sv.ChildSpec("lazy", lazy)])):
             pass
 
