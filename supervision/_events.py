@@ -26,7 +26,7 @@ class EventKind(enum.Enum):
 @final
 @attrs.frozen
 class SupervisorEvent:
-    """Something a supervisor did or saw. `traceback` is set when `reason` is a crash."""
+    """Something a supervisor did or saw."""
 
     kind: EventKind
     supervisor: Pid
@@ -34,8 +34,16 @@ class SupervisorEvent:
     child_id: Hashable
     pid: Pid | None
     reason: Any = None
-    traceback: str | None = None
     time: float = attrs.field(factory=trio.current_time)
+
+    @property
+    def traceback(self) -> str | None:
+        """The crash's formatted traceback, or None when `reason` is not an exception.
+
+        Formatted when read, not when the event is made: a restart stays cheap for
+        subscribers that never look.
+        """
+        return format_reason(self.reason)
 
 
 @final
@@ -85,7 +93,7 @@ def emit(
     subscribers = node().subscribers
     if not subscribers:
         return
-    event = SupervisorEvent(kind, supervisor, supervisor_name, child_id, pid, reason, format_reason(reason))
+    event = SupervisorEvent(kind, supervisor, supervisor_name, child_id, pid, reason)
     for handler in list(subscribers.values()):
         try:
             handler(event)

@@ -100,14 +100,13 @@ class Caller:
             await trio.lowlevel.checkpoint()
             return self._result.unwrap()
         self._parked = True
+        return await trio.lowlevel.wait_task_rescheduled(self._abort)
 
-        def abort(_: Any) -> trio.lowlevel.Abort:
-            self._parked = False
-            self.done = True
-            self._target.callers.discard(self)
-            return trio.lowlevel.Abort.SUCCEEDED
-
-        return await trio.lowlevel.wait_task_rescheduled(abort)
+    def _abort(self, _: Any) -> trio.lowlevel.Abort:
+        self._parked = False
+        self.done = True
+        self._target.callers.discard(self)
+        return trio.lowlevel.Abort.SUCCEEDED
 
 
 @attrs.define(eq=False, slots=True)
