@@ -1,0 +1,37 @@
+"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.sessions = ["tests", "lint", "typecheck"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite (pytest, Trio mode)."""
+    session.install("-e", ".[test]")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff, and the app dependency contracts."""
+    session.install("-e", ".[test]")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("lint-imports")
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy, strict on supervision/."""
+    session.install("-e", ".[test]")
+    session.run("mypy")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmarks; figures go to stdout and bench/results/."""
+    session.install("-e", ".")
+    session.run("python", "-m", "bench.supervision_bench", *session.posargs)
