@@ -186,13 +186,19 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
     args = parser.parse_args()
     result = trio.run(_main, args.quick)
-    print(f"call round trip     {result['call_us']:8.2f} us   channel floor {result['channel_round_trip_us']:.2f} us"
-          f"   ratio {result['call_vs_channel']:.2f}x")
-    print(f"casts               {result['casts_per_s']:10,.0f}/s   channel sends {result['channel_sends_per_s']:,.0f}/s"
-          f"   ratio {result['cast_vs_channel']:.2f}x")
+    print(
+        f"call round trip     {result['call_us']:8.2f} us   channel floor {result['channel_round_trip_us']:.2f} us"
+        f"   ratio {result['call_vs_channel']:.2f}x"
+    )
+    print(
+        f"casts               {result['casts_per_s']:10,.0f}/s   channel sends {result['channel_sends_per_s']:,.0f}/s"
+        f"   ratio {result['cast_vs_channel']:.2f}x"
+    )
     print(f"restart latency     p50 {result['restart_p50_us']:.1f} us   p99 {result['restart_p99_us']:.1f} us")
-    print(f"{result['children']:,} children   start {result['children_start_s']:.2f} s"
-          f"   memory {result['children_rss_mb']:.1f} MB ({result['children_bytes_each']:,.0f} B each)")
+    print(
+        f"{result['children']:,} children   start {result['children_start_s']:.2f} s"
+        f"   memory {result['children_rss_mb']:.1f} MB ({result['children_bytes_each']:,.0f} B each)"
+    )
     out = Path(__file__).parent / "results"
     out.mkdir(exist_ok=True)
     (out / "supervision.json").write_text(json.dumps(result, indent=2))
