@@ -113,6 +113,19 @@ async def test_stop_returns_once_the_process_has_exited(nursery) -> None:
         await sv.stop(echo)
 
 
+async def test_stop_with_a_timeout_kills_a_process_that_does_not_finish(nursery, autojump_clock) -> None:
+    from .conftest import Control, Worker
+
+    control = Control(hang_on_terminate=True)
+    pid = await nursery.start(Worker.start, control, "w")
+    with watching(pid) as downs:
+        started = trio.current_time()
+        await sv.stop(pid, timeout=3)
+        assert trio.current_time() - started == 3
+        assert await downs.reason(pid) == sv.KILLED
+    assert control.log[-1] == ("terminate", "w", sv.SHUTDOWN)  # it was asked first
+
+
 async def test_unique_registry_and_via_names(nursery) -> None:
     sessions = sv.Registry(sv.UNIQUE, name="sessions")
     echo = await _spawn(nursery, _echo, name=sessions.via("s1"))
