@@ -101,11 +101,9 @@ class Registry:
         return next(iter(entries)).pid
 
     def keys_of(self, pid: Dest) -> list[Hashable]:
+        """The keys *pid* is registered under."""
         proc = resolve_live(pid)
         return list(self._owned.get(proc, ()))
-
-    def all_keys(self) -> list[Hashable]:
-        return list(self._entries)
 
     def via(self, key: Hashable) -> ViaName:
         """A destination for `call`, `cast`, `send` and a `ChildSpec` name."""

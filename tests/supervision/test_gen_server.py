@@ -28,6 +28,9 @@ class Counter(sv.GenServer):
             case "answer_later":
                 sv.reply(self.pending, "deferred")
                 return sv.Reply("ok", count)
+            case "fail_later":
+                sv.reply_error(self.pending, LookupError("no such thing"))
+                return sv.Reply("ok", count)
             case "bad":
                 return "not a Reply"
         raise AssertionError(request)
@@ -60,6 +63,21 @@ async def test_deferred_reply_with_noreply(nursery) -> None:
         await settle()
         assert await sv.call(pid, "answer_later") == "ok"
     assert results == ["deferred"]
+
+    async with trio.open_nursery() as inner:
+        failures = []
+
+        async def wait_failure() -> None:
+            try:
+                await sv.call(pid, "later")
+            except LookupError as exc:
+                failures.append(str(exc))
+
+        inner.start_soon(wait_failure)
+        await settle()
+        await sv.call(pid, "fail_later")
+    assert failures == ["'no such thing'"]
+    assert await sv.call(pid, "get") == 0  # the server itself is fine
     await sv.stop(pid)
 
 

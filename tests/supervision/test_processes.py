@@ -188,3 +188,28 @@ def test_each_trio_run_has_its_own_process_table() -> None:
 
     first = trio.run(main)
     assert trio.run(main) == first  # fresh counters, nothing left over
+
+
+async def test_a_plain_process_sets_its_own_mailbox_policy(nursery) -> None:
+    async def sink(*, task_status) -> None:
+        sv.set_mailbox(capacity=1, overflow=sv.Overflow.DROP)
+        task_status.started()
+        await trio.sleep_forever()
+
+    sup = await nursery.start(sv.start_supervisor, sv.Supervisor([sv.ChildSpec("sink", sink)]))
+    pid = sv.which_children(sup)[0].pid
+    sv.send(pid, 1)
+    sv.send(pid, 2)  # dropped, as the process chose
+    [child] = sv.inspect_tree(sup)["children"]
+    assert child["mailbox"] == 1
+    with pytest.raises(RuntimeError, match="outside a process"):
+        sv.set_mailbox(capacity=1)
+    await sv.stop(sup)
+
+    async def bad(*, task_status) -> None:
+        sv.set_mailbox(capacity=0)
+
+    with pytest.raises(sv.StartError) as raised:
+        async with sv.open_supervisor(sv.Supervisor([sv.ChildSpec("bad", bad)])):
+            pass
+    assert "mailbox capacity must be at least 1, got 0" in str(raised.value.__cause__)
