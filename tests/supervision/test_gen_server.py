@@ -76,7 +76,7 @@ async def test_deferred_reply_with_noreply(nursery) -> None:
         inner.start_soon(wait_failure)
         await settle()
         await sv.call(pid, "fail_later")
-    assert failures == ["'no such thing'"]
+    assert failures == ["no such thing"]
     assert await sv.call(pid, "get") == 0  # the server itself is fine
     await sv.stop(pid)
 
