@@ -47,15 +47,23 @@ async def _channel_round_trips(n: int) -> float:
         async for request in requests_receive:
             await replies_send.send(request)
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(server)
-        started = time.perf_counter()
+    async def client() -> None:
         for i in range(n):
             await requests_send.send(i)
             await replies_receive.receive()
+
+    return await _timed_against(server, client) / n
+
+
+async def _timed_against(server: Any, client: Any) -> float:
+    """Seconds *client* takes while *server* runs beside it."""
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(server)
+        started = time.perf_counter()
+        await client()
         elapsed = time.perf_counter() - started
         nursery.cancel_scope.cancel()
-    return elapsed / n
+    return elapsed
 
 
 async def _call_round_trips(n: int) -> float:
@@ -76,14 +84,11 @@ async def _channel_sends(n: int) -> float:
         async for _ in receive:
             pass
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(drain)
-        started = time.perf_counter()
+    async def sender() -> None:
         for i in range(n):
             await send.send(i)
-        await send.aclose()
-        elapsed = time.perf_counter() - started
-    return n / elapsed
+
+    return n / await _timed_against(drain, sender)
 
 
 async def _casts(n: int) -> float:

@@ -12,7 +12,7 @@ import trio
 
 from ._errors import CallTimeout, MailboxFull
 from ._mailbox import DEFAULT_CAPACITY, Overflow
-from ._process import Caller, Dest, _Call, _Cast, _StopRequest, current, resolve_live, send, start_behaviour
+from ._process import Caller, Dest, _Call, _Cast, _StopRequest, adopt_behaviour, resolve_live, send, start_behaviour
 from ._reasons import IGNORE, NORMAL, Exit
 
 NO_REPLY: Final = object()
@@ -138,11 +138,7 @@ class GenServer:
         return None
 
     async def _serve(self, *args: Any, task_status: Any) -> None:
-        proc = current()
-        assert proc is not None
-        proc.handles_stop = True
-        proc.behaviour = self
-        proc.mailbox.configure(self.mailbox_capacity, self.mailbox_overflow)
+        proc = adopt_behaviour(self, self.mailbox_capacity, self.mailbox_overflow)
         cls = type(self)
         state = await maybe_await(self.init(*args))
         if state is IGNORE:

@@ -504,6 +504,16 @@ async def run_process(
     return reason
 
 
+def adopt_behaviour(behaviour: Any, capacity: float, overflow: Overflow) -> Process:
+    """Make the calling process run *behaviour*: it handles stop requests and is inspectable."""
+    proc = _CURRENT.get()
+    assert proc is not None
+    proc.handles_stop = True
+    proc.behaviour = behaviour
+    proc.mailbox.configure(capacity, overflow)
+    return proc
+
+
 async def start_behaviour(body: Callable[..., Any], args: tuple[Any, ...], task_status: Any, kind: str) -> None:
     """Run a behaviour's *body* as a process, reporting its pid through *task_status*.
 

@@ -13,7 +13,7 @@ import trio
 
 from ._gen_server import NO_REPLY, Stop, maybe_await, reply
 from ._mailbox import DEFAULT_CAPACITY, Overflow
-from ._process import Caller, _Call, _Cast, _StopRequest, current, start_behaviour
+from ._process import Caller, _Call, _Cast, _StopRequest, adopt_behaviour, start_behaviour
 from ._reasons import IGNORE, Exit
 
 
@@ -156,11 +156,7 @@ class StateMachine:
         return result
 
     async def _serve(self, *args: Any, task_status: Any) -> None:
-        proc = current()
-        assert proc is not None
-        proc.handles_stop = True
-        proc.behaviour = self
-        proc.mailbox.configure(self.mailbox_capacity, self.mailbox_overflow)
+        proc = adopt_behaviour(self, self.mailbox_capacity, self.mailbox_overflow)
         first = await maybe_await(self.init(*args))
         if first is IGNORE:
             task_status.started(IGNORE)

@@ -481,6 +481,15 @@ class _Engine:
             raise ChildNotFound(f"no child {id_or_pid!r}")
         return child
 
+    def _find_stopped(self, child_id: Any) -> _Child:
+        """The child *child_id*, refused while it runs or is being restarted."""
+        child = self._find(child_id)
+        if child.state is ChildState.RUNNING:
+            raise ChildRunning(f"child {child_id!r} is running")
+        if child.state is ChildState.RESTARTING:
+            raise ChildRestarting(f"child {child_id!r} is being restarted")
+        return child
+
     async def _op_start_child(self, arg: Any) -> Pid | None:
         if isinstance(self.spec, DynamicSupervisor):
             spec = self._dynamic_spec(arg)
@@ -530,11 +539,7 @@ class _Engine:
     async def _op_restart_child(self, arg: Any) -> Pid | None:
         if self.dynamic:
             raise NotSupported("restart_child does not apply to a dynamic supervisor")
-        child = self._find(arg)
-        if child.state is ChildState.RUNNING:
-            raise ChildRunning(f"child {arg!r} is running")
-        if child.state is ChildState.RESTARTING:
-            raise ChildRestarting(f"child {arg!r} is being restarted")
+        child = self._find_stopped(arg)
         failure = await self._start(child)
         if failure is not None:
             raise StartError(child.spec.id, failure.reason) from _as_cause(failure.reason)
@@ -543,12 +548,7 @@ class _Engine:
     async def _op_delete_child(self, arg: Any) -> None:
         if self.dynamic:
             raise NotSupported("delete_child does not apply to a dynamic supervisor")
-        child = self._find(arg)
-        if child.state is ChildState.RUNNING:
-            raise ChildRunning(f"child {arg!r} is running")
-        if child.state is ChildState.RESTARTING:
-            raise ChildRestarting(f"child {arg!r} is being restarted")
-        self._remove(child)
+        self._remove(self._find_stopped(arg))
 
     async def _op_get_childspec(self, arg: Any) -> ChildSpec:
         return self._find(arg).spec
