@@ -7,6 +7,7 @@ pyproject.toml enforce: an app starts after the apps it may call.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from typing import Any, Final
 
 import supervision as sv
@@ -25,17 +26,17 @@ APPS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
-def _app_tree(name: str, config: dict[str, Any]) -> sv.Supervisor | sv.DynamicSupervisor:
-    """The app's own tree: its package's ``supervision_tree(config)``, else an empty supervisor."""
+def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | sv.DynamicSupervisor:
+    """The app's own tree: its package's ``supervision_tree(table, data_dir)``, else an empty supervisor."""
     module = importlib.import_module(f"beamclaw_{name}")
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
         return sv.Supervisor([], name=f"beamclaw_{name}")
-    tree: sv.Supervisor | sv.DynamicSupervisor = builder(config.get(name, {}))
+    tree: sv.Supervisor | sv.DynamicSupervisor = builder(config.get(name, {}), home)
     return tree
 
 
-def build_tree(config: dict[str, Any]) -> sv.Supervisor:
+def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
     """The root supervisor: every enabled app, each after its dependencies.
 
     Disabling an app that an enabled one depends on is a configuration error.
@@ -45,5 +46,5 @@ def build_tree(config: dict[str, Any]) -> sv.Supervisor:
         missing = [dep for dep in APPS[name] if dep not in enabled]
         if missing:
             raise ValueError(f"app {name!r} needs {', '.join(missing)}, which the configuration disables")
-    apps = [sv.Application(name, _app_tree(name, config), depends_on=APPS[name]) for name in enabled]
+    apps = [sv.Application(name, _app_tree(name, config, home), depends_on=APPS[name]) for name in enabled]
     return sv.application_tree(apps, name="beamclaw", intensity=3, period=5.0)

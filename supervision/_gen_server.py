@@ -77,9 +77,12 @@ async def call(dest: Dest, request: Any, timeout: float | None = 5.0) -> Any:
     raise CallTimeout(dest, request, timeout)  # type: ignore[arg-type]
 
 
-def cast(dest: Dest, message: Any) -> None:
-    """Send *message* to the server's `handle_cast` without waiting; never fails for a dead pid."""
-    send(dest, _Cast(message))
+def cast(dest: Dest, message: Any) -> bool:
+    """Send *message* to the server's `handle_cast` without waiting; never fails for a dead pid.
+
+    Returns whether the message was queued, as `send` does.
+    """
+    return send(dest, _Cast(message))
 
 
 def reply(caller: Caller, value: Any) -> None:

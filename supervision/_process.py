@@ -277,15 +277,16 @@ def registered() -> list[str]:
 # -- messages --------------------------------------------------------------------
 
 
-def send(dest: Dest, message: Any) -> None:
-    """Send *message* without waiting. A message to a dead pid is dropped, as in Erlang.
+def send(dest: Dest, message: Any) -> bool:
+    """Send *message* without waiting; return whether it was queued.
 
-    Raises `NoProc` for an unknown name, and `MailboxFull` when the receiver's mailbox is
-    full and its policy is WAIT or RAISE (use `send_wait` to wait for room).
+    A message to a dead pid is dropped, as in Erlang, and so is one to a full mailbox
+    whose policy is DROP (counted by the mailbox): both return False. Raises `NoProc`
+    for an unknown name, and `MailboxFull` when the receiver's mailbox is full and its
+    policy is WAIT or RAISE (use `send_wait` to wait for room).
     """
     proc = resolve(dest)
-    if proc is not None:
-        proc.mailbox.put_nowait(message)
+    return proc is not None and proc.mailbox.put_nowait(message)
 
 
 async def send_wait(dest: Dest, message: Any) -> None:

@@ -1,6 +1,32 @@
 """Telemetry fan-out: events to log and metrics backends, never blocking the emitter.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+``emit(name, **data)`` casts to the manager, which scrubs the payload and fans it
+out to every process in the backends group (the loguru log backend, the Prometheus
+metrics backend, and any `Backend` a test or another app starts). The scrubber
+lives here, at the bottom of the app graph, so every app can apply it.
 """
 
-__all__: list[str] = []
+from ._backend import Backend
+from ._emit import BACKENDS, MANAGER, dropped_events, emit
+from ._event import ObsEvent
+from ._log_backend import format_event, install_scrubbing_patcher
+from ._metrics_backend import metrics_text
+from ._scrubber import REDACTED, register_secret, scrub, scrub_data
+from ._tree import supervision_tree
+
+__all__ = [
+    "BACKENDS",
+    "MANAGER",
+    "REDACTED",
+    "Backend",
+    "ObsEvent",
+    "dropped_events",
+    "emit",
+    "format_event",
+    "install_scrubbing_patcher",
+    "metrics_text",
+    "register_secret",
+    "scrub",
+    "scrub_data",
+    "supervision_tree",
+]

@@ -1,0 +1,38 @@
+"""The base of an event backend: a process in the backends group with a dropping mailbox."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import supervision as sv
+
+from ._emit import BACKENDS
+from ._event import ObsEvent
+
+
+class Backend(sv.GenServer):
+    """Subclass and override `handle_event`; start it under any supervisor.
+
+    The mailbox drops the newest event when full (the manager counts it), because a
+    slow backend must never make an emitter wait.
+    """
+
+    mailbox_capacity: ClassVar[float] = 10_000
+    mailbox_overflow: ClassVar[sv.Overflow] = sv.Overflow.DROP
+
+    def init(self, *args: Any) -> Any:
+        sv.pg.join(BACKENDS)
+        return self.setup(*args)
+
+    def setup(self, *args: Any) -> Any:
+        """Build the backend's state; by default none."""
+        return None
+
+    def handle_event(self, event: ObsEvent, state: Any) -> Any:
+        raise NotImplementedError
+
+    def handle_cast(self, message: Any, state: Any) -> Any:
+        if isinstance(message, ObsEvent):
+            new_state = self.handle_event(message, state)
+            return sv.NoReply(state if new_state is None else new_state)
+        return sv.NoReply(state)

@@ -1,0 +1,77 @@
+"""The log backend: one structured loguru line per event, also to a rotating file.
+
+Starting it also installs the scrubber as loguru's patcher, so every log line of the
+process (not only events) is scrubbed before any sink sees it.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Final
+
+from loguru import logger
+
+from ._backend import Backend
+from ._event import ObsEvent
+from ._scrubber import scrub, scrub_data
+
+_DEBUG_EVENTS: Final = frozenset(
+    {"llm_request", "llm_response", "tool_call_start", "tool_call_result", "child_started", "agent_start"}
+)
+_ERROR_EVENTS: Final = frozenset({"intensity_exceeded"})
+_WARNING_EVENTS: Final = frozenset({"start_failed", "auto_shutdown"})
+
+
+def _scrub_record(record: Any) -> None:
+    record["message"] = scrub(record["message"])
+    record["extra"] = scrub_data(record["extra"])
+    if record["exception"] is not None and record["exception"].value is not None:
+        # The traceback text is formatted by the sink; scrub the message it carries.
+        value = record["exception"].value
+        value.args = tuple(scrub(a) if isinstance(a, str) else a for a in value.args)
+
+
+def install_scrubbing_patcher() -> None:
+    """Make every loguru record pass through the scrubber (idempotent)."""
+    logger.configure(patcher=_scrub_record)
+
+
+def _level(event: ObsEvent) -> str:
+    if event.name == "child_exited":
+        return "ERROR" if event.data.get("crashed") else "DEBUG"
+    if event.name in _ERROR_EVENTS:
+        return "ERROR"
+    if event.name in _WARNING_EVENTS:
+        return "WARNING"
+    return "DEBUG" if event.name in _DEBUG_EVENTS else "INFO"
+
+
+def format_event(event: ObsEvent) -> str:
+    """``name key=value ...`` with values as compact JSON; a traceback goes on the lines after."""
+    fields = " ".join(
+        f"{key}={json.dumps(value, default=str, ensure_ascii=False)}"
+        for key, value in event.data.items()
+        if key != "traceback" and value is not None
+    )
+    line = f"{event.name} {fields}".rstrip()
+    traceback = event.data.get("traceback")
+    return f"{line}\n{traceback.rstrip()}" if traceback else line
+
+
+class LogBackend(Backend):
+    def setup(self, log_file: Path | None, level: str) -> int | None:
+        install_scrubbing_patcher()
+        if log_file is None:
+            return None
+        log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return logger.add(
+            log_file, level=level, rotation="10 MB", retention=5, serialize=True, enqueue=False, encoding="utf-8"
+        )
+
+    def handle_event(self, event: ObsEvent, state: int | None) -> None:
+        logger.bind(event=event.name).log(_level(event), "{}", format_event(event))
+
+    def terminate(self, reason: Any, state: int | None) -> None:
+        if state is not None:
+            logger.remove(state)

@@ -1,0 +1,96 @@
+"""The obs app: emit never blocks or raises, events are scrubbed, fanned out, logged and counted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+import beamclaw_obs as obs
+import supervision as sv
+
+
+class Collect(obs.Backend):
+    """A backend that keeps what it gets, for the test to read."""
+
+    def setup(self, sink: list[obs.ObsEvent]) -> list[obs.ObsEvent]:
+        return sink
+
+    def handle_event(self, event: obs.ObsEvent, sink: list[obs.ObsEvent]) -> None:
+        sink.append(event)
+
+
+def _tree(tmp_path: Path, sink: list[obs.ObsEvent]) -> sv.Supervisor:
+    tree = obs.supervision_tree({"log_level": "DEBUG"}, tmp_path)
+    return sv.Supervisor([*tree.children, sv.ChildSpec("collect", Collect.start, args=(sink,))], name="obs")
+
+
+async def test_emit_without_a_manager_drops_and_counts() -> None:
+    before = obs.dropped_events()
+    obs.emit("turn_complete", session_id="s")  # no manager running in this node
+    assert obs.dropped_events() == before + 1
+
+
+def test_emit_outside_trio_does_not_raise() -> None:
+    before = obs.dropped_events()
+    obs.emit("session_start")
+    assert obs.dropped_events() == before + 1
+
+
+async def test_events_reach_every_backend_scrubbed(tmp_path: Path) -> None:
+    sink: list[obs.ObsEvent] = []
+    async with sv.open_supervisor(_tree(tmp_path, sink)):
+        obs.emit("tool_call_result", tool="curl", result="token=abcd1234 and sk-abcdefghijklmnopqrstuvwxyz")
+        await trio.testing.wait_all_tasks_blocked()
+        (event,) = [e for e in sink if e.name == "tool_call_result"]
+        assert event.data == {"tool": "curl", "result": "token=[REDACTED] and [REDACTED]"}
+    lines = [json.loads(line) for line in (tmp_path / "logs" / "beamclaw.log").read_text().splitlines()]
+    logged = [line["text"] for line in lines if "tool_call_result" in line["text"]]
+    assert logged and "abcd1234" not in logged[0] and "[REDACTED]" in logged[0]
+
+
+async def test_a_crash_becomes_an_event_with_its_traceback(tmp_path: Path) -> None:
+    sink: list[obs.ObsEvent] = []
+
+    async def doomed(task_status: Any) -> None:
+        task_status.started()
+        await trio.sleep(1)
+        raise RuntimeError("boom with password=hunter22")
+
+    tree = _tree(tmp_path, sink)
+    tree = sv.Supervisor([*tree.children, sv.ChildSpec("doomed", doomed, restart=sv.TEMPORARY)], name="obs")
+    async with sv.open_supervisor(tree):
+        await trio.sleep(1.5)
+        await trio.testing.wait_all_tasks_blocked()
+        text = await obs.metrics_text()
+    (exited,) = [e for e in sink if e.name == "child_exited" and e.data["child_id"] == "doomed"]
+    assert exited.data["crashed"] is True
+    assert "RuntimeError" in exited.data["traceback"] and "hunter22" not in exited.data["traceback"]
+    assert "beamclaw_crashes_total 1.0" in text
+
+
+async def test_metrics_count_turns_tools_and_latency(tmp_path: Path) -> None:
+    async with sv.open_supervisor(_tree(tmp_path, [])):
+        obs.emit("turn_complete", outcome="ok")
+        obs.emit("llm_response", model="m", duration_ms=120, prompt_tokens=10, completion_tokens=5)
+        obs.emit("tool_call_result", tool="bash", duration_ms=3, is_error=True)
+        await trio.testing.wait_all_tasks_blocked()
+        text = await obs.metrics_text()
+    assert 'beamclaw_turns_total{outcome="ok"} 1.0' in text
+    assert 'beamclaw_llm_tokens_total{kind="prompt"} 10.0' in text
+    assert 'beamclaw_tool_errors_total{tool="bash"} 1.0' in text
+    assert 'beamclaw_llm_latency_seconds_bucket{le="0.25",model="m"} 1.0' in text
+    assert "beamclaw_obs_dropped_events_total" in text
+
+
+async def test_a_full_backend_drops_instead_of_blocking(tmp_path: Path) -> None:
+    sink: list[obs.ObsEvent] = []
+    async with sv.open_supervisor(_tree(tmp_path, sink)):
+        before = obs.dropped_events()
+        for i in range(25_000):  # more than the manager's and the backends' mailboxes hold
+            obs.emit("llm_request", n=i)
+        assert obs.dropped_events() > before
+        await trio.testing.wait_all_tasks_blocked()
+        assert 0 < len([e for e in sink if e.name == "llm_request"]) < 25_000
