@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import inspect
 import random
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Any, Final, final
 
 import attrs
@@ -97,6 +97,10 @@ def _check_id(_: Any, attribute: Any, value: Any) -> None:
         raise TypeError(f"a child id must be hashable, got {value!r}")
 
 
+def _to_tuple(args: Iterable[Any]) -> tuple[Any, ...]:
+    return tuple(args)
+
+
 @final
 @attrs.frozen
 class ChildSpec:
@@ -121,7 +125,7 @@ class ChildSpec:
 
     id: Hashable = attrs.field(validator=_check_id)
     start: Callable[..., Any]
-    args: tuple[Any, ...] = attrs.field(default=(), converter=tuple)
+    args: tuple[Any, ...] = attrs.field(default=(), converter=_to_tuple)
     restart: Restart = attrs.field(default=PERMANENT, validator=attrs.validators.instance_of(Restart))
     shutdown: float | None = attrs.field(default=_DEFAULT_SHUTDOWN, validator=_check_shutdown)
     type: ChildType = attrs.field(default=WORKER, validator=attrs.validators.instance_of(ChildType))
