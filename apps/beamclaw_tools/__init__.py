@@ -1,6 +1,59 @@
-"""The tool behaviour, the tool registry and the built-in tools.
+"""Tools: the tool behaviour, the registry process, and the built-in tools.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+A tool is anything with a `ToolDefinition`, ``requires_approval``, ``min_autonomy``
+and ``async execute(args, session, context)``. `run_tool` checks the arguments
+against the tool's JSON schema before it runs, and turns every failure into an
+error result the model can read.
 """
 
-__all__: list[str] = []
+from ._config import ConfigError, structure_config
+from ._curl import Credential, CurlTool
+from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
+from ._invoke import parse_arguments, run_tool
+from ._jq import JqTool
+from ._net_guard import is_public, pinned_url
+from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
+from ._secret import MissingSecret, Secret
+from ._shell import BashTool, TerminalTool
+from ._shell_policy import check_command
+from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession
+from ._tree import ToolsConfig, builtin_tools, supervision_tree
+from ._web_search import WebSearchTool
+
+__all__ = [
+    "REGISTRY",
+    "Autonomy",
+    "BashTool",
+    "ConfigError",
+    "Credential",
+    "CurlTool",
+    "DeleteFileTool",
+    "JqTool",
+    "MissingSecret",
+    "ReadFileTool",
+    "Secret",
+    "TerminalTool",
+    "Tool",
+    "ToolContext",
+    "ToolDefinition",
+    "ToolError",
+    "ToolResult",
+    "ToolSession",
+    "ToolsConfig",
+    "WebSearchTool",
+    "WriteFileTool",
+    "builtin_tools",
+    "check_command",
+    "is_public",
+    "list_tools",
+    "lookup_tool",
+    "parse_arguments",
+    "pinned_url",
+    "register_tool",
+    "resolve_in_workspace",
+    "run_tool",
+    "structure_config",
+    "supervision_tree",
+    "tool_definitions",
+    "unregister_tool",
+]

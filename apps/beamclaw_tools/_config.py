@@ -1,0 +1,78 @@
+"""Configuration tables into attrs classes: unknown keys and wrong types name the key.
+
+Shared by the apps (core imports it from here), so every ``[table]`` of config.toml
+is checked the same way and every error reads the same.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import cattrs
+
+from ._secret import Secret
+
+T = TypeVar("T")
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or of the wrong type; the message names it."""
+
+
+def _converter() -> cattrs.Converter:
+    converter = cattrs.Converter(forbid_extra_keys=True)
+
+    def secret(value: Any, _: type) -> Secret:
+        if isinstance(value, dict) and set(value) == {"env"} and isinstance(value["env"], str):
+            return Secret(value["env"])
+        raise ValueError('a secret must be written { env = "VARIABLE" }, never as a literal value')
+
+    def strict_str(value: Any, _: type) -> str:
+        if not isinstance(value, str):
+            raise TypeError(f"expected a string, got {type(value).__name__} {value!r}")
+        return value
+
+    def strict_bool(value: Any, _: type) -> bool:
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true or false, got {value!r}")
+        return value
+
+    def strict_int(value: Any, _: type) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return value
+
+    def strict_float(value: Any, _: type) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected a number, got {value!r}")
+        return float(value)
+
+    converter.register_structure_hook(Secret, secret)
+    converter.register_structure_hook(str, strict_str)
+    converter.register_structure_hook(bool, strict_bool)
+    converter.register_structure_hook(int, strict_int)
+    converter.register_structure_hook(float, strict_float)
+    return converter
+
+
+_CONVERTER = _converter()
+
+
+def _format(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, cattrs.BaseValidationError):
+        return str(exc)
+    return cattrs.v.format_exception(exc, type_)
+
+
+def structure_config(data: Any, cls: type[T], table: str) -> T:
+    """*data* (a parsed TOML table) as *cls*; raises `ConfigError` naming each bad key."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{table}: expected a table, got {data!r}")
+    try:
+        return _CONVERTER.structure(data, cls)
+    except cattrs.BaseValidationError as exc:
+        messages = cattrs.transform_error(exc, path=table, format_exception=_format)
+    except (TypeError, ValueError) as exc:
+        messages = [f"{exc} @ {table}"]
+    problems = [f"{where}: {what}" for what, _, where in (m.rpartition(" @ ") for m in messages)]
+    raise ConfigError("; ".join(problems))

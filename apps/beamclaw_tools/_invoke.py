@@ -1,0 +1,58 @@
+"""Calling a tool: arguments parsed and checked against its schema first, every failure a result.
+
+A model that sends bad arguments gets an error result that says what was wrong, so it
+can correct itself; nothing a tool raises escapes to the agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import jsonschema
+import trio
+from loguru import logger
+
+from ._tool import Tool, ToolContext, ToolError, ToolResult, ToolSession
+
+
+def _schema_errors(schema: dict[str, Any], args: Any) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
+    return [f"{'/'.join(str(p) for p in error.absolute_path) or 'arguments'}: {error.message}" for error in errors[:5]]
+
+
+def parse_arguments(tool_name: str, raw: str | dict[str, Any] | None) -> dict[str, Any]:
+    """The call's arguments as a dict; raises `ToolError` naming what was wrong."""
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ToolError(f"arguments for {tool_name!r} are not valid JSON: {exc.msg} at position {exc.pos}") from None
+    if not isinstance(value, dict):
+        raise ToolError(f"arguments for {tool_name!r} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+async def run_tool(
+    tool: Tool, raw_args: str | dict[str, Any] | None, session: ToolSession, context: ToolContext
+) -> ToolResult:
+    """Validate and execute one call. Never raises, except for cancellation."""
+    name = tool.definition.name
+    try:
+        args = parse_arguments(name, raw_args)
+        problems = _schema_errors(tool.definition.parameters, args)
+        if problems:
+            raise ToolError(f"invalid arguments for {name!r}: " + "; ".join(problems))
+        result = await tool.execute(args, session, context)
+    except ToolError as exc:
+        return ToolResult(str(exc), is_error=True)
+    except trio.Cancelled:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a tool's bug becomes an error result, not a crash
+        logger.opt(exception=exc).warning("tool {} failed", name)
+        return ToolResult(f"tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+    return result if isinstance(result, ToolResult) else ToolResult(str(result))

@@ -1,0 +1,60 @@
+"""The tool registry process: which tools exist, by name.
+
+Apps register their own tools at start (the scheduler its cron tool, MCP its
+discovered tools), so core never has to import them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import supervision as sv
+
+from ._tool import Tool, ToolDefinition
+
+REGISTRY: Final = "beamclaw_tools.registry"
+
+
+class ToolRegistry(sv.GenServer):
+    def init(self, tools: tuple[Tool, ...] = ()) -> dict[str, Tool]:
+        sv.register(REGISTRY)
+        return {tool.definition.name: tool for tool in tools}
+
+    def handle_call(self, request: Any, caller: sv.Caller, tools: dict[str, Tool]) -> sv.Reply:
+        match request:
+            case ("register", tool):
+                return sv.Reply(None, {**tools, tool.definition.name: tool})
+            case ("unregister", name):
+                return sv.Reply(name in tools, {k: v for k, v in tools.items() if k != name})
+            case ("lookup", name):
+                return sv.Reply(tools.get(name), tools)
+            case "tools":
+                return sv.Reply(list(tools.values()), tools)
+        raise ValueError(f"unknown tool registry request {request!r}")
+
+
+async def register_tool(tool: Tool) -> None:
+    """Add *tool*, replacing one of the same name."""
+    if not isinstance(tool, Tool):
+        raise TypeError(f"{tool!r} does not implement the Tool protocol")
+    await sv.call(REGISTRY, ("register", tool))
+
+
+async def unregister_tool(name: str) -> bool:
+    """Remove the tool called *name*; return whether there was one."""
+    removed: bool = await sv.call(REGISTRY, ("unregister", name))
+    return removed
+
+
+async def lookup_tool(name: str) -> Tool | None:
+    tool: Tool | None = await sv.call(REGISTRY, ("lookup", name))
+    return tool
+
+
+async def list_tools() -> list[Tool]:
+    tools: list[Tool] = await sv.call(REGISTRY, "tools")
+    return tools
+
+
+async def tool_definitions() -> list[ToolDefinition]:
+    return [tool.definition for tool in await list_tools()]

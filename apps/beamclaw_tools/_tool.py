@@ -1,0 +1,91 @@
+"""What a tool is: a definition the model sees, an async `execute`, and its risk level."""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any, Protocol, final, runtime_checkable
+
+import attrs
+
+
+class Autonomy(enum.IntEnum):
+    """How far an agent may act on its own, in increasing order."""
+
+    READ_ONLY = 0
+    SUPERVISED = 1
+    FULL = 2
+
+    @classmethod
+    def parse(cls, text: str) -> Autonomy:
+        try:
+            return cls[text.upper()]
+        except KeyError:
+            names = ", ".join(a.name.lower() for a in cls)
+            raise ValueError(f"unknown autonomy level {text!r} (expected one of {names})") from None
+
+
+@final
+@attrs.frozen
+class ToolDefinition:
+    """Name, description and JSON-schema parameters: what the model is shown."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+
+@final
+@attrs.frozen
+class ToolResult:
+    """The text that goes back to the model; ``is_error`` marks a failed call."""
+
+    text: str
+    is_error: bool = False
+
+
+@final
+@attrs.frozen
+class ToolSession:
+    """The conversation a call belongs to."""
+
+    id: str
+    agent_id: str
+    user_id: str
+    channel: str = ""
+
+
+@final
+@attrs.frozen
+class ToolContext:
+    """Where a call may act: the agent's workspace, and the data dir it must never touch."""
+
+    workspace: Path
+    data_dir: Path
+
+
+class ToolError(Exception):
+    """Raised by a tool for a failure the model should read (bad path, denied command...)."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """The tool behaviour. ``execute`` returns the result text or a `ToolResult`, and
+    raises `ToolError` for a failure the model should see."""
+
+    @property
+    def definition(self) -> ToolDefinition: ...
+
+    @property
+    def requires_approval(self) -> bool: ...
+
+    @property
+    def min_autonomy(self) -> Autonomy: ...
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str | ToolResult: ...

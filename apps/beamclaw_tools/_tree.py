@@ -1,0 +1,96 @@
+"""The tools app: its configuration and its tree (the registry, holding the built-ins)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+import supervision as sv
+
+from ._config import structure_config
+from ._curl import Credential, CurlTool
+from ._files import DeleteFileTool, ReadFileTool, WriteFileTool
+from ._jq import JqTool
+from ._registry import ToolRegistry
+from ._secret import Secret
+from ._shell import BashTool, TerminalTool
+from ._tool import Tool
+from ._web_search import WebSearchTool
+
+
+@attrs.frozen
+class ShellConfig:
+    timeout_seconds: float = 30.0
+    output_limit: int = 16_000
+
+
+@attrs.frozen
+class CredentialConfig:
+    api_key: Secret
+    hosts: list[str]
+    header: str = "Authorization"
+    prefix: str = "Bearer "
+
+
+@attrs.frozen
+class CurlConfig:
+    timeout_seconds: float = 20.0
+    output_limit: int = 16_000
+    allowed_hosts: list[str] = attrs.field(factory=list)
+    credentials: dict[str, CredentialConfig] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class WebSearchConfig:
+    api_key: Secret = Secret("BRAVE_API_KEY")
+    base_url: str = "https://api.search.brave.com/res/v1/web/search"
+
+
+@attrs.frozen
+class ToolsConfig:
+    """``[tools]``: ``disabled`` lists built-ins to leave out; one sub-table per tool."""
+
+    enabled: bool = True
+    disabled: list[str] = attrs.field(factory=list)
+    bash: ShellConfig = ShellConfig()
+    terminal: ShellConfig = ShellConfig()
+    curl: CurlConfig = CurlConfig()
+    web_search: WebSearchConfig = WebSearchConfig()
+
+
+def builtin_tools(config: ToolsConfig) -> list[Tool]:
+    """The built-in tools as configured, without the disabled ones."""
+    curl = config.curl
+    tools: list[Tool] = [
+        BashTool(config.bash.timeout_seconds, config.bash.output_limit),
+        TerminalTool(config.terminal.timeout_seconds, config.terminal.output_limit),
+        CurlTool(
+            timeout=curl.timeout_seconds,
+            output_limit=curl.output_limit,
+            allowed_hosts=frozenset(curl.allowed_hosts),
+            credentials={
+                name: Credential(c.api_key, frozenset(c.hosts), c.header, c.prefix)
+                for name, c in curl.credentials.items()
+            },
+        ),
+        JqTool(),
+        ReadFileTool(),
+        WriteFileTool(),
+        DeleteFileTool(),
+        WebSearchTool(config.web_search.api_key, config.web_search.base_url),
+    ]
+    names = {tool.definition.name for tool in tools}
+    unknown = sorted(set(config.disabled) - names)
+    if unknown:
+        raise ValueError(f"tools.disabled: unknown tool {unknown[0]!r} (built-ins: {', '.join(sorted(names))})")
+    return [tool for tool in tools if tool.definition.name not in config.disabled]
+
+
+def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+    config = structure_config(table, ToolsConfig, "tools")
+    return sv.Supervisor(
+        [sv.ChildSpec("registry", ToolRegistry.start, args=(tuple(builtin_tools(config)),))],
+        name="beamclaw_tools",
+    )

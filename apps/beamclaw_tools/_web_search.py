@@ -1,0 +1,61 @@
+"""The `web_search` tool: the Brave Search API, its key from the environment."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+import httpx
+
+from ._secret import MissingSecret, Secret
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+
+
+@attrs.define
+class WebSearchTool:
+    api_key: Secret = Secret("BRAVE_API_KEY")
+    base_url: str = "https://api.search.brave.com/res/v1/web/search"
+    timeout: float = 15.0
+    requires_approval: bool = False
+    min_autonomy: Autonomy = Autonomy.READ_ONLY
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            "web_search",
+            "Search the web and return the top results (title, URL, snippet).",
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1},
+                    "count": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        )
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
+        try:
+            key = self.api_key.get("web_search (Brave Search API)")
+        except MissingSecret as exc:
+            raise ToolError(str(exc)) from None
+        params = {"q": args["query"], "count": args.get("count", 5)}
+        headers = {"X-Subscription-Token": key, "Accept": "application/json"}
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout, trust_env=False) as client:
+                response = await client.get(self.base_url, params=params, headers=headers)
+        except httpx.HTTPError as exc:
+            raise ToolError(f"web search failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code != 200:
+            raise ToolError(f"web search failed: HTTP {response.status_code} {response.text[:200]}")
+        try:
+            results = response.json().get("web", {}).get("results", [])
+        except ValueError:
+            raise ToolError("web search answered with something that is not JSON") from None
+        if not results:
+            return f"no results for {args['query']!r}"
+        return "\n\n".join(
+            f"{i}. {r.get('title', '')}\n{r.get('url', '')}\n{r.get('description', '')}"
+            for i, r in enumerate(results, 1)
+        )
