@@ -1,6 +1,73 @@
-"""Sessions, the agentic loop, providers, approval, compaction, the scrubber, workspaces and skills.
+"""The agent brain: sessions that survive crashes, the agentic loop, providers and policy.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+Each conversation is a `Session` process (history, run queue) and a `Loop` state
+machine under their own one_for_one supervisor: a crashing loop is restarted and the
+conversation goes on. History is written to SQLite before it is acknowledged, so it
+also survives the whole daemon being killed. Channels use `open_session`,
+`send_message` (or `submit`) and the `Channel` protocol.
 """
 
-__all__: list[str] = []
+from ._api import (
+    SessionHandle,
+    history,
+    open_session,
+    reset_session,
+    running_sessions,
+    send_message,
+    stop_session,
+    submit,
+)
+from ._approval import Decision, decide
+from ._budget import BudgetExceeded, used_today
+from ._channel import Channel, CollectingChannel
+from ._cleaner import sweep_expired
+from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
+from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
+from ._messages import Message, ToolCall, estimate_tokens
+from ._provider import Completion, OpenAICompatProvider, ProviderError, Usage
+from ._run import Run, TurnResult
+from ._session import SessionInfo, session_id
+from ._store import SCHEMA_VERSION, StoreError
+from ._tool_parsing import parse_text_tool_calls, strip_thinking
+from ._tree import supervision_tree
+
+__all__ = [
+    "CONTEXT_WINDOWS",
+    "SCHEMA_VERSION",
+    "SUMMARY_HEADER",
+    "AgenticLoopConfig",
+    "BudgetExceeded",
+    "Channel",
+    "CollectingChannel",
+    "Completion",
+    "CoreConfig",
+    "Decision",
+    "Message",
+    "OpenAICompatProvider",
+    "ProviderConfig",
+    "ProviderError",
+    "Run",
+    "SessionHandle",
+    "SessionInfo",
+    "StoreError",
+    "ToolCall",
+    "TurnResult",
+    "Usage",
+    "context_window",
+    "decide",
+    "estimate_tokens",
+    "history",
+    "open_session",
+    "parse_core_config",
+    "parse_text_tool_calls",
+    "reset_session",
+    "running_sessions",
+    "send_message",
+    "session_id",
+    "stop_session",
+    "strip_thinking",
+    "submit",
+    "supervision_tree",
+    "sweep_expired",
+    "used_today",
+]

@@ -59,8 +59,10 @@ _CONVERTER = _converter()
 
 
 def _format(exc: BaseException, type_: Any) -> str:
-    if isinstance(exc, (TypeError, ValueError)) and not isinstance(exc, cattrs.BaseValidationError):
-        return str(exc)
+    if isinstance(exc, (TypeError, ValueError, cattrs.errors.CattrsError)) and not isinstance(
+        exc, cattrs.BaseValidationError
+    ):
+        return str(exc).replace("not in literal typing.Literal", "is not one of ")
     return cattrs.v.format_exception(exc, type_)
 
 

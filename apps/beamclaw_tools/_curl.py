@@ -129,10 +129,13 @@ class CurlTool:
         chunks: list[bytes] = []
         size = 0
         try:
+            # Read to the end (discarding past the limit) unless the body is huge: an
+            # unfinished httpcore body generator makes Trio warn when it is collected.
             async for chunk in response.aiter_bytes():
-                chunks.append(chunk)
                 size += len(chunk)
-                if size > self.max_body_bytes:
+                if size <= self.max_body_bytes + len(chunk):
+                    chunks.append(chunk)
+                if size > 10 * self.max_body_bytes:
                     break
         finally:
             await response.aclose()

@@ -1,0 +1,68 @@
+"""The daily token budget per agent: reserved before each model call, failing closed.
+
+A reservation covers the prompt's estimated tokens plus a completion allowance;
+after the call it is settled to the tokens actually used. When the store cannot be
+asked, the call is refused: an unknown spend is not a free one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+from typing import Final
+
+import attrs
+
+import supervision as sv
+
+from ._store import StoreError, store_call
+
+_FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
+
+
+class BudgetExceeded(Exception):
+    """The call would pass the agent's daily budget; the message is for the user."""
+
+
+def today() -> str:
+    return datetime.datetime.now(datetime.UTC).date().isoformat()
+
+
+@attrs.frozen
+class Reservation:
+    agent_id: str
+    day: str
+    tokens: int
+
+
+async def reserve(agent_id: str, tokens: int, limit: int) -> Reservation | None:
+    """Reserve *tokens* against *limit* (0: no budget, returns None)."""
+    if limit <= 0:
+        return None
+    day = today()
+    try:
+        total = await store_call("reserve", agent_id, day, tokens, limit)
+    except _FAILURES as exc:
+        raise BudgetExceeded(
+            f"The token budget cannot be checked right now ({type(exc).__name__}), so the model was not called."
+        ) from None
+    if total is None:
+        raise BudgetExceeded(
+            f"The daily token budget of agent {agent_id!r} ({limit:,} tokens) is used up; it resets at midnight UTC."
+        )
+    return Reservation(agent_id, day, tokens)
+
+
+async def settle(reservation: Reservation | None, used: int) -> None:
+    """Replace the reservation by the tokens actually *used*."""
+    if reservation is None or used == reservation.tokens:
+        return
+    # If the store cannot be reached, the reservation stays counted: the budget errs on
+    # the side of spending less.
+    with contextlib.suppress(*_FAILURES):
+        await store_call("adjust", reservation.agent_id, reservation.day, used - reservation.tokens)
+
+
+async def used_today(agent_id: str) -> int:
+    used: int = await store_call("used", agent_id, today())
+    return used

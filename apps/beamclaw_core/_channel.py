@@ -1,0 +1,47 @@
+"""The channel protocol: how the loop talks back to wherever a message came from."""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import attrs
+
+
+@runtime_checkable
+class Channel(Protocol):
+    """A destination for one run's replies (the TUI, a Telegram chat, an HTTP response).
+
+    ``update_draft`` gets the whole reply so far, about every 80 new characters, so a
+    channel can edit one message in place; ``finalize_draft`` gets the final text.
+    ``send`` is for separate messages, such as an approval question or an error.
+    """
+
+    async def send(self, text: str) -> None: ...
+
+    async def send_typing(self) -> None: ...
+
+    async def update_draft(self, text: str) -> None: ...
+
+    async def finalize_draft(self, text: str) -> None: ...
+
+
+@attrs.define
+class CollectingChannel:
+    """A channel that keeps everything it is given: for request/response callers and tests."""
+
+    sent: list[str] = attrs.field(factory=list)
+    drafts: list[str] = attrs.field(factory=list)
+    finals: list[str] = attrs.field(factory=list)
+    typing: int = 0
+
+    async def send(self, text: str) -> None:
+        self.sent.append(text)
+
+    async def send_typing(self) -> None:
+        self.typing += 1
+
+    async def update_draft(self, text: str) -> None:
+        self.drafts.append(text)
+
+    async def finalize_draft(self, text: str) -> None:
+        self.finals.append(text)

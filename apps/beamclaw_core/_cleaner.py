@@ -1,0 +1,50 @@
+"""The cleaner: conversations idle past ``session_ttl_seconds`` are stopped and deleted."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import trio
+from loguru import logger
+
+import supervision as sv
+from beamclaw_obs import emit
+
+from ._api import running_sessions, stop_session
+from ._runtime import Runtime
+from ._sessions import SESSIONS
+from ._store import store_call
+
+
+async def sweep_expired() -> list[str]:
+    """Stop and delete every session idle for longer than the TTL; return their ids."""
+    runtime: Runtime = await sv.call(SESSIONS, "runtime")
+    cutoff = time.time() - runtime.config.session_ttl_seconds
+    expired: set[str] = set()
+    if runtime.config.session_persistence:
+        expired.update(await store_call("expired", cutoff))
+    for sid in await running_sessions():
+        try:
+            _, updated_at, busy = await sv.call(runtime.session_dest(sid), "info")
+        except sv.NoProc:
+            continue
+        if busy:
+            expired.discard(sid)  # never pull a conversation from under a running turn
+        elif updated_at < cutoff:
+            expired.add(sid)
+    for sid in sorted(expired):
+        await stop_session(sid)
+        if runtime.config.session_persistence:
+            await store_call("delete", sid)
+        emit("session_end", session_id=sid, reason="expired")
+    if expired:
+        logger.info("removed {} expired session(s)", len(expired))
+    return sorted(expired)
+
+
+async def cleaner(interval: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    task_status.started()
+    while True:
+        await trio.sleep(interval)
+        await sweep_expired()

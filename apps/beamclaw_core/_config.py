@@ -1,0 +1,85 @@
+"""``[core]`` of config.toml as attrs classes; secrets stay references until used."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from beamclaw_tools import Autonomy, Secret, structure_config
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are BeamClaw, a capable and careful assistant. Use the tools you are given when they help; "
+    "say plainly when you cannot do something."
+)
+
+
+@attrs.frozen
+class ProviderConfig:
+    """One OpenAI-compatible endpoint. ``api_key`` may be left out for local servers."""
+
+    base_url: str
+    model: str
+    api_key: Secret | None = None
+    timeout_seconds: float = 120.0
+    max_retries: int = 3
+    max_tokens: int | None = None
+    context_window: int | None = None
+    headers: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class AgenticLoopConfig:
+    max_tool_iterations: int = 10
+    compaction_threshold_pct: int = 80
+    compaction_target_pct: int = 40
+    stream_chunk_chars: int = 80
+    approval_timeout_seconds: float = 300.0
+
+
+@attrs.frozen
+class CoreConfig:
+    enabled: bool = True
+    default_provider: str = "openrouter"
+    default_agent: str = "default"
+    providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
+    agentic_loop: AgenticLoopConfig = AgenticLoopConfig()
+    autonomy_level: str = "supervised"
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    session_ttl_seconds: float = 30 * 24 * 3600.0
+    session_persistence: bool = True
+    session_sharing: Literal["per_user", "per_channel"] = "per_user"
+    cleanup_interval_seconds: float = 3600.0
+    daily_token_budget: int = 0
+    budgets: dict[str, int] = attrs.field(factory=dict)
+    budget_completion_reserve: int = 1024
+
+    @property
+    def autonomy(self) -> Autonomy:
+        return Autonomy.parse(self.autonomy_level)
+
+    @property
+    def provider(self) -> ProviderConfig:
+        return self.providers[self.default_provider]
+
+    def budget_for(self, agent_id: str) -> int:
+        """The agent's daily token budget; 0 means none."""
+        return self.budgets.get(agent_id, self.daily_token_budget)
+
+
+def parse_core_config(table: dict[str, Any]) -> CoreConfig:
+    """Check ``[core]``; raises `ConfigError` (a ValueError) naming the bad key."""
+    config = structure_config(table, CoreConfig, "core")
+    if config.default_provider not in config.providers:
+        known = ", ".join(config.providers) or "none"
+        raise ValueError(
+            f"core.default_provider is {config.default_provider!r}, but [core.providers.{config.default_provider}] "
+            f"is not configured (configured: {known})"
+        )
+    config.autonomy  # noqa: B018 - parse now, so a typo fails at start, not at the first tool call
+    loop = config.agentic_loop
+    if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:
+        raise ValueError("core.agentic_loop: need 0 < compaction_target_pct < compaction_threshold_pct <= 100")
+    if loop.max_tool_iterations < 0:
+        raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
+    return config

@@ -1,0 +1,335 @@
+"""The agentic loop: a state machine that turns one run into an answer.
+
+    idle -> compacting -> streaming -> awaiting_approval -> executing_tools -> streaming ...
+         -> finalizing -> idle
+
+It is the transient half of the per-session pair, and it keeps nothing the session
+does not also have: it re-reads the history before every model call, and asks the
+session for the next run when it is idle. So when it crashes, the supervisor starts
+a fresh one that simply carries on with the queue; the session has already told the
+user that the crashed turn failed. Expected failures (the model unreachable, a key
+missing, the budget used up) are not crashes: they end the turn with a clear reply.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final
+
+import attrs
+
+import supervision as sv
+from beamclaw_obs import emit, scrub
+from beamclaw_tools import ToolContext, ToolResult, ToolSession, list_tools, run_tool
+
+from ._approval import Decision, decide
+from ._budget import BudgetExceeded, Reservation, reserve, settle
+from ._compaction import compact, context_window
+from ._drafts import Drafter, tell
+from ._messages import Message, ToolCall, estimate_tokens
+from ._provider import Completion, OpenAICompatProvider, ProviderError
+from ._run import Run, TurnResult
+from ._runtime import Runtime, shared_http_client
+from ._session import PersistError, SessionInfo
+from ._tool_parsing import parse_text_tool_calls, strip_thinking
+
+IDLE: Final = "idle"
+COMPACTING: Final = "compacting"
+STREAMING: Final = "streaming"
+AWAITING_APPROVAL: Final = "awaiting_approval"
+EXECUTING_TOOLS: Final = "executing_tools"
+FINALIZING: Final = "finalizing"
+
+
+@attrs.define
+class _Turn:
+    """What the loop knows about the run in progress."""
+
+    run: Run
+    rounds: int = 0
+    tool_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    pending: list[ToolCall] = attrs.field(factory=list)
+    decisions: dict[str, tuple[bool, str]] = attrs.field(factory=dict)
+    asking: ToolCall | None = None
+    reply: str = ""
+    ok: bool = True
+
+
+@attrs.define
+class _Data:
+    info: SessionInfo
+    runtime: Runtime
+    provider: OpenAICompatProvider
+    turn: _Turn | None = None
+
+    @property
+    def session(self) -> sv.ViaName:
+        return self.runtime.session_dest(self.info.id)
+
+
+def _args_preview(call: ToolCall, limit: int = 300) -> str:
+    text = call.arguments if len(call.arguments) <= limit else call.arguments[:limit] + "..."
+    return scrub(text)
+
+
+class Loop(sv.StateMachine):
+    async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
+        data = _Data(info, runtime, runtime.provider(await shared_http_client()))
+        busy = await sv.call(data.session, ("attach_loop", sv.self()))
+        emit("agent_start", session_id=info.id, agent_id=info.agent_id, model=data.provider.model)
+        return IDLE, data, [sv.NextEvent("next")] if busy else []
+
+    async def handle_event(self, event: sv.Event, state: str, data: _Data) -> Any:
+        content = event.content
+        if state == IDLE:
+            if content in {"run_available", "next"}:
+                return await self._start(data)
+            return sv.KeepState()
+        if event.type is sv.INTERNAL:
+            step = {
+                "compact": self._compact,
+                "call_model": self._call_model,
+                "approve": self._approve_next,
+                "execute": self._execute,
+                "finalize": self._finalize,
+            }[content]
+            return await step(data)
+        if state == AWAITING_APPROVAL:
+            if event.type is sv.CAST and isinstance(content, tuple) and content[0] == "approval":
+                return self._resolve(data, content[1] in {"yes", "always"}, f"the user answered {content[1]}")
+            if event.type is sv.STATE_TIMEOUT:
+                await sv.call(data.session, ("awaiting_approval", None))
+                assert data.turn is not None
+                await tell(data.turn.run.channel.send, "No answer to the approval request; the tool call was denied.")
+                return self._resolve(data, False, "the approval request timed out")
+        return sv.KeepState()  # runs arriving while busy wait in the session's queue
+
+    # --- idle -> compacting ---------------------------------------------------------------
+
+    async def _start(self, data: _Data) -> Any:
+        run: Run | None = await sv.call(data.session, "take_run")
+        if run is None:
+            return sv.KeepState()
+        data.turn = _Turn(run)
+        await tell(run.channel.send_typing)
+        try:
+            await sv.call(data.session, ("append", [Message("user", scrub(run.text))]))
+        except PersistError as exc:
+            return self._fail(data, f"Your message could not be saved, so it was not sent to the model: {exc}")
+        return sv.NextState(COMPACTING, data, sv.NextEvent("compact"))
+
+    # --- compacting -> streaming ----------------------------------------------------------
+
+    async def _compact(self, data: _Data) -> Any:
+        history: list[Message] = await sv.call(data.session, "history")
+        provider = data.provider
+        loop = data.runtime.config.agentic_loop
+        window = context_window(provider.model, provider.config.context_window)
+        result = await compact(history, provider, window, loop.compaction_threshold_pct, loop.compaction_target_pct)
+        if result is not None:
+            try:
+                await sv.call(data.session, ("replace", result.history))
+            except PersistError as exc:
+                return self._fail(data, f"The conversation could not be compacted and saved: {exc}")
+            emit(
+                "compaction_complete", session_id=data.info.id, method=result.method,
+                tokens_before=result.tokens_before, tokens_after=result.tokens_after,
+            )  # fmt: skip
+        return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
+
+    # --- streaming ------------------------------------------------------------------------
+
+    async def _tool_specs(self, data: _Data, final_round: bool) -> list[dict[str, Any]]:
+        if final_round:
+            return []
+        autonomy = data.runtime.config.autonomy
+        try:
+            tools = await list_tools()
+        except sv.NoProc:
+            return []  # the tools app is not running: the model answers without tools
+        return [t.definition.to_openai() for t in tools if t.min_autonomy <= autonomy]
+
+    async def _call_model(self, data: _Data) -> Any:
+        turn = data.turn
+        assert turn is not None
+        config = data.runtime.config
+        final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
+        history: list[Message] = await sv.call(data.session, "history")
+        messages = [Message("system", config.system_prompt), *history]
+        tools = await self._tool_specs(data, final_round)
+        estimate = estimate_tokens(messages) + len(json.dumps(tools)) // 4 + config.budget_completion_reserve
+        try:
+            reservation = await reserve(data.info.agent_id, estimate, config.budget_for(data.info.agent_id))
+        except BudgetExceeded as exc:
+            return self._fail(data, str(exc))
+        emit("llm_request", session_id=data.info.id, model=data.provider.model, messages=len(messages),
+             tools=len(tools), round=turn.rounds)  # fmt: skip
+        completion = await self._stream(data, reservation, messages, tools)
+        if isinstance(completion, str):
+            return self._fail(data, completion)
+        return await self._after_completion(data, completion, final_round)
+
+    async def _stream(
+        self, data: _Data, reservation: Reservation | None, messages: list[Message], tools: list[dict[str, Any]]
+    ) -> Completion | str:
+        turn = data.turn
+        assert turn is not None
+        drafter = Drafter(turn.run.channel, data.runtime.config.agentic_loop.stream_chunk_chars)
+        started = time.perf_counter()
+        try:
+            completion = await data.provider.stream(messages, tools, drafter.feed)
+        except ProviderError as exc:
+            await settle(reservation, 0)
+            emit("llm_response", session_id=data.info.id, model=data.provider.model, status="error",
+                 error=str(exc), duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
+            return f"I could not get an answer from the model: {exc}"
+        usage = completion.usage
+        used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
+        await settle(reservation, used)
+        turn.prompt_tokens += usage.prompt_tokens if usage else 0
+        turn.completion_tokens += usage.completion_tokens if usage else 0
+        emit(
+            "llm_response", session_id=data.info.id, model=completion.model or data.provider.model, status="ok",
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+            prompt_tokens=usage.prompt_tokens if usage else None,
+            completion_tokens=usage.completion_tokens if usage else None,
+            tool_calls=len(completion.tool_calls),
+        )  # fmt: skip
+        return completion
+
+    async def _after_completion(self, data: _Data, completion: Completion, final_round: bool) -> Any:
+        turn = data.turn
+        assert turn is not None
+        text = scrub(completion.content)
+        calls = list(completion.tool_calls)
+        if not calls and not final_round:
+            calls, text = parse_text_tool_calls(text)
+        visible = strip_thinking(text)
+        if calls and not final_round:
+            message = Message("assistant", visible, tool_calls=tuple(calls))
+            try:
+                await sv.call(data.session, ("append", [message]))
+            except PersistError as exc:
+                return self._fail(data, f"The model's reply could not be saved: {exc}")
+            turn.pending = calls
+            turn.decisions = {}
+            turn.rounds += 1
+            return sv.NextState(AWAITING_APPROVAL, data, sv.NextEvent("approve"))
+        if not visible:
+            limit = data.runtime.config.agentic_loop.max_tool_iterations
+            visible = (
+                f"I stopped after {limit} rounds of tool calls without reaching an answer."
+                if final_round and turn.rounds
+                else "The model returned an empty reply."
+            )
+        try:
+            await sv.call(data.session, ("append", [Message("assistant", visible)]))
+        except PersistError as exc:
+            return self._fail(data, f"The model's reply could not be saved: {exc}")
+        turn.reply = visible
+        return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
+
+    # --- awaiting_approval ----------------------------------------------------------------
+
+    async def _approve_next(self, data: _Data) -> Any:
+        turn = data.turn
+        assert turn is not None
+        tools = {t.definition.name: t for t in await self._all_tools()}
+        allowlist: frozenset[str] | None = None
+        for call in turn.pending:
+            if call.id in turn.decisions:
+                continue
+            tool = tools.get(call.name)
+            if tool is None:
+                turn.decisions[call.id] = (False, f"there is no tool called {call.name!r}")
+                continue
+            if allowlist is None:
+                allowlist = await sv.call(data.session, "allowlist")
+            decision, reason = decide(tool, data.runtime.config.autonomy, allowlist)
+            if decision is Decision.ASK:
+                return await self._ask(data, call)
+            turn.decisions[call.id] = (decision is Decision.APPROVE, reason)
+        return sv.NextState(EXECUTING_TOOLS, data, sv.NextEvent("execute"))
+
+    async def _all_tools(self) -> list[Any]:
+        try:
+            return await list_tools()
+        except sv.NoProc:
+            return []
+
+    async def _ask(self, data: _Data, call: ToolCall) -> Any:
+        turn = data.turn
+        assert turn is not None
+        turn.asking = call
+        await sv.call(data.session, ("awaiting_approval", call.name))
+        emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
+        await tell(
+            turn.run.channel.send,
+            f"Approve {call.name} with {_args_preview(call)}? Reply /yes, /no or /always (allow {call.name} "
+            "for the rest of this conversation).",
+        )
+        timeout = data.runtime.config.agentic_loop.approval_timeout_seconds
+        return sv.KeepState(data, sv.StateTimeout(timeout, "approval"))
+
+    def _resolve(self, data: _Data, approved: bool, how: str) -> Any:
+        turn = data.turn
+        assert turn is not None and turn.asking is not None
+        call, turn.asking = turn.asking, None
+        turn.decisions[call.id] = (approved, "" if approved else f"denied: {how}")
+        emit("approval_resolved", session_id=data.info.id, tool=call.name, approved=approved, how=how)
+        return sv.KeepState(data, [sv.StateTimeout(None), sv.NextEvent("approve")])
+
+    # --- executing_tools -> streaming -----------------------------------------------------
+
+    async def _execute(self, data: _Data) -> Any:
+        turn = data.turn
+        assert turn is not None
+        info = data.info
+        tools = {t.definition.name: t for t in await self._all_tools()}
+        session = ToolSession(info.id, info.agent_id, info.user_id, info.channel)
+        context = ToolContext(workspace=data.runtime.workspace(info.agent_id), data_dir=data.runtime.data_dir)
+        results = []
+        for call in turn.pending:
+            approved, reason = turn.decisions.get(call.id, (False, "not approved"))
+            tool = tools.get(call.name)
+            if approved and tool is not None:
+                emit("tool_call_start", session_id=info.id, tool=call.name, arguments=_args_preview(call))
+                started = time.perf_counter()
+                result = await run_tool(tool, call.arguments, session, context)
+                emit("tool_call_result", session_id=info.id, tool=call.name, is_error=result.is_error,
+                     duration_ms=round((time.perf_counter() - started) * 1000, 1), chars=len(result.text))  # fmt: skip
+            else:
+                result = ToolResult(f"the tool call was not run: {reason}", is_error=True)
+            turn.tool_calls += 1
+            results.append(Message("tool", scrub(result.text), tool_call_id=call.id, name=call.name))
+        try:
+            await sv.call(data.session, ("append", results))
+        except PersistError as exc:
+            return self._fail(data, f"The tool results could not be saved: {exc}")
+        turn.pending = []
+        return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
+
+    # --- finalizing -> idle ---------------------------------------------------------------
+
+    def _fail(self, data: _Data, message: str) -> Any:
+        assert data.turn is not None
+        data.turn.reply = scrub(message)
+        data.turn.ok = False
+        return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
+
+    async def _finalize(self, data: _Data) -> Any:
+        turn = data.turn
+        assert turn is not None
+        await tell(turn.run.channel.finalize_draft, turn.reply)
+        result = TurnResult(turn.reply, turn.ok, turn.prompt_tokens, turn.completion_tokens, turn.tool_calls)
+        await sv.call(data.session, ("finish_run", turn.run, result))
+        emit(
+            "turn_complete", session_id=data.info.id, agent_id=data.info.agent_id,
+            outcome="ok" if turn.ok else "error", rounds=turn.rounds, tool_calls=turn.tool_calls,
+            prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
+        )  # fmt: skip
+        data.turn = None
+        return sv.NextState(IDLE, data, sv.NextEvent("next"))

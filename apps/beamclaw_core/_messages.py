@@ -1,0 +1,80 @@
+"""Chat messages and tool calls, in the shape OpenAI-compatible APIs use and storage keeps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final, Literal, final
+
+import attrs
+
+#: The stored format's version; a record of a newer version is refused, never misread.
+RECORD_VERSION: Final = 1
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@final
+@attrs.frozen
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text, as the model sent it
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+@final
+@attrs.frozen
+class Message:
+    role: Role
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+            out["content"] = self.content or None
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            out["name"] = self.name
+        return out
+
+    def to_record(self) -> str:
+        """The JSON text stored for this message (versioned)."""
+        record: dict[str, Any] = {"v": RECORD_VERSION, "role": self.role, "content": self.content}
+        if self.tool_calls:
+            record["tool_calls"] = [[c.id, c.name, c.arguments] for c in self.tool_calls]
+        if self.tool_call_id is not None:
+            record["tool_call_id"] = self.tool_call_id
+        if self.name is not None:
+            record["name"] = self.name
+        return json.dumps(record, ensure_ascii=False)
+
+    @classmethod
+    def from_record(cls, text: str) -> Message:
+        record = json.loads(text)
+        version = record.get("v")
+        if version != RECORD_VERSION:
+            raise ValueError(f"stored message has format version {version!r}; this BeamClaw reads {RECORD_VERSION}")
+        return cls(
+            role=record["role"],
+            content=record.get("content", ""),
+            tool_calls=tuple(ToolCall(*call) for call in record.get("tool_calls", ())),
+            tool_call_id=record.get("tool_call_id"),
+            name=record.get("name"),
+        )
+
+    @property
+    def chars(self) -> int:
+        """Characters the model reads for this message (content and tool-call arguments)."""
+        return len(self.content) + sum(len(c.name) + len(c.arguments) for c in self.tool_calls)
+
+
+def estimate_tokens(messages: list[Message]) -> int:
+    """Tokens estimated at four characters each, plus a little per message for its framing."""
+    return sum(m.chars // 4 + 4 for m in messages)

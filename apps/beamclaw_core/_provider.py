@@ -1,0 +1,261 @@
+"""The OpenAI-compatible provider: OpenRouter, OpenAI, Ollama, llama.cpp... by base_url.
+
+It retries 429 and 5xx answers (and connection failures) with backoff, honouring
+Retry-After, and turns every other failure (a missing key, a refusal, a malformed
+reply, a stream cut short) into a `ProviderError` whose message a user can act on.
+Only metadata is logged (status, duration, model, tokens), never a body.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, final
+
+import attrs
+import httpx
+import trio
+from loguru import logger
+
+from beamclaw_obs import scrub
+from beamclaw_tools import MissingSecret
+
+from ._config import ProviderConfig
+from ._messages import Message, ToolCall
+
+_RETRYABLE: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_MAX_RETRY_AFTER: Final = 60.0
+
+OnText = Callable[[str], Awaitable[None]]
+
+
+class ProviderError(Exception):
+    """A model call failed; ``str()`` is a message fit for the user."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retryable: bool = False, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+@final
+@attrs.frozen
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@final
+@attrs.frozen
+class Completion:
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    model: str = ""
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        data = json.loads(body)
+        message = data.get("error", {}).get("message") if isinstance(data.get("error"), dict) else data.get("error")
+    except (ValueError, AttributeError):
+        message = None
+    return scrub(str(message or body[:200].decode(errors="replace")))
+
+
+def _usage(data: Any) -> Usage | None:
+    if not isinstance(data, dict):
+        return None
+    return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
+
+
+@attrs.define
+class _StreamState:
+    content: list[str] = attrs.field(factory=list)
+    calls: dict[int, list[str]] = attrs.field(factory=dict)  # index -> [id, name, arguments]
+    finish_reason: str | None = None
+    usage: Usage | None = None
+    model: str = ""
+    done: bool = False
+
+    def completion(self) -> Completion:
+        calls = tuple(
+            ToolCall(id=c[0] or f"call_{i}", name=c[1], arguments=c[2]) for i, c in sorted(self.calls.items())
+        )
+        return Completion("".join(self.content), calls, self.usage, self.finish_reason, self.model)
+
+
+class OpenAICompatProvider:
+    """One configured endpoint, over a caller-owned `httpx.AsyncClient`."""
+
+    def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
+        self.name = name
+        self.config = config
+        self._client = client
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+
+    @property
+    def model(self) -> str:
+        return self.config.model
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", **self.config.headers}
+        if self.config.api_key is not None:
+            try:
+                key = self.config.api_key.get(f"the model provider {self.name!r}")
+            except MissingSecret as exc:
+                raise ProviderError(f"{exc}. Set it and send your message again.") from None
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def _body(self, messages: list[Message], tools: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.config.model, "messages": [m.to_openai() for m in messages]}
+        if tools:
+            body["tools"] = tools
+        if self.config.max_tokens is not None:
+            body["max_tokens"] = self.config.max_tokens
+        if stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        """One whole reply."""
+        return await self._request(self._body(messages, tools or [], stream=False), None)
+
+    async def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None, on_text: OnText) -> Completion:
+        """A streamed reply: *on_text* gets each piece of text as it arrives."""
+        return await self._request(self._body(messages, tools or [], stream=True), on_text)
+
+    async def _request(self, body: dict[str, Any], on_text: OnText | None) -> Completion:
+        headers = self._headers()
+        content = json.dumps(body).encode()
+        for attempt in range(self.config.max_retries + 1):
+            started = time.perf_counter()
+            try:
+                return await self._attempt(content, headers, on_text, started)
+            except ProviderError as exc:
+                if not exc.retryable or attempt == self.config.max_retries:
+                    raise
+                delay = exc.retry_after
+                if delay is None:
+                    delay = min(_MAX_RETRY_AFTER, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
+                logger.warning(
+                    "provider {}: {} (attempt {} of {}); retrying in {:.1f} s",
+                    self.name, exc, attempt + 1, self.config.max_retries + 1, delay,
+                )  # fmt: skip
+                await trio.sleep(min(delay, _MAX_RETRY_AFTER))
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self, content: bytes, headers: dict[str, str], on_text: OnText | None, started: float
+    ) -> Completion:
+        request = self._client.build_request(
+            "POST", self._url, content=content, headers=headers, timeout=self.config.timeout_seconds
+        )
+        try:
+            response = await self._client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise ProviderError(
+                f"cannot reach the model server at {self.config.base_url}: {type(exc).__name__}", retryable=True
+            ) from None
+        try:
+            if response.status_code >= 400:
+                raw = await response.aread()
+                raise ProviderError(
+                    f"the model server answered HTTP {response.status_code}: {_error_text(raw)}",
+                    status=response.status_code,
+                    retryable=response.status_code in _RETRYABLE,
+                    retry_after=_retry_after(response.headers.get("retry-after")),
+                )
+            if on_text is None:
+                completion = self._parse_whole(await response.aread())
+            else:
+                completion = await self._parse_stream(response, on_text)
+        except httpx.TransportError as exc:
+            raise ProviderError(f"the model server's reply broke off: {type(exc).__name__}", retryable=False) from None
+        finally:
+            await response.aclose()
+            elapsed = (time.perf_counter() - started) * 1000
+            logger.debug("provider {} HTTP {} in {:.0f} ms", self.name, response.status_code, elapsed)
+        return completion
+
+    def _parse_whole(self, raw: bytes) -> Completion:
+        try:
+            data = json.loads(raw)
+            choice = data["choices"][0]
+            message = choice["message"]
+            calls = tuple(
+                ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], c["function"].get("arguments") or "")
+                for i, c in enumerate(message.get("tool_calls") or [])
+            )
+            return Completion(
+                message.get("content") or "", calls, _usage(data.get("usage")), choice.get("finish_reason"),
+                data.get("model", ""),
+            )  # fmt: skip
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            raise ProviderError("the model server sent a reply that is not a valid chat completion") from None
+
+    async def _parse_stream(self, response: httpx.Response, on_text: OnText) -> Completion:
+        state = _StreamState()
+        malformed = False
+        # The stream is always read to its end, even after [DONE] or a bad chunk: leaving
+        # httpcore's body generator unfinished makes Trio warn when it is collected.
+        async for line in response.aiter_lines():
+            if state.done or malformed or not line.startswith("data:"):
+                continue
+            payload = line[5:].strip()
+            if payload == "[DONE]":
+                state.done = True
+                continue
+            try:
+                chunk = json.loads(payload)
+                await self._apply_chunk(state, chunk, on_text)
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                malformed = True
+        if malformed:
+            raise ProviderError("the model server sent a malformed stream chunk")
+        if not state.done and state.finish_reason is None:
+            raise ProviderError("the model's reply was cut off before it finished; please try again")
+        return state.completion()
+
+    @staticmethod
+    async def _apply_chunk(state: _StreamState, chunk: dict[str, Any], on_text: OnText) -> None:
+        state.model = chunk.get("model", state.model)
+        if chunk.get("usage"):
+            state.usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            for call in delta.get("tool_calls") or []:
+                slot = state.calls.setdefault(int(call.get("index", 0)), ["", "", ""])
+                slot[0] = call.get("id") or slot[0]
+                function = call.get("function") or {}
+                slot[1] += function.get("name") or ""
+                slot[2] += function.get("arguments") or ""
+            text = delta.get("content")
+            if text:
+                state.content.append(text)
+                await on_text(text)
+            if choice.get("finish_reason"):
+                state.finish_reason = choice["finish_reason"]

@@ -1,0 +1,239 @@
+"""The session process: a conversation's history, its run queue and its metadata.
+
+It is the permanent half of the per-session pair: the loop that works on its runs
+may crash and be restarted, but the session, and with it the conversation, stays.
+Every history change is written to the store before it is acknowledged. When the
+loop dies in the middle of a run, the session answers that run with an error (the
+user is told, not left waiting), closes any tool call left without a result so the
+history stays valid for the model, and hands the queued runs to the new loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections import deque
+from typing import Any, Final, final
+
+import attrs
+import trio
+from loguru import logger
+
+import supervision as sv
+from beamclaw_obs import emit, scrub
+
+from ._messages import Message
+from ._run import Run, TurnResult
+from ._store import StoreError, store_call
+
+APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": "yes", "/n": "no"}
+_STORE_FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
+
+
+class PersistError(Exception):
+    """The store could not save a change; nothing was acknowledged."""
+
+
+@final
+@attrs.frozen
+class SessionInfo:
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str = ""
+
+
+def session_id(user_id: str, agent_id: str, channel: str = "", *, per_channel: bool = False) -> str:
+    """SHA-256 of user and agent (and channel, when sessions are per channel), in hex."""
+    parts = [user_id, agent_id, channel] if per_channel else [user_id, agent_id]
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+@attrs.define
+class _State:
+    info: SessionInfo
+    persist: bool
+    loop_name: Any
+    history: list[Message] = attrs.field(factory=list)
+    queue: deque[Run] = attrs.field(factory=deque)
+    current: Run | None = None
+    loop_ref: sv.Ref | None = None
+    allowlist: set[str] = attrs.field(factory=set)
+    pending_approval: str | None = None
+    updated_at: float = attrs.field(factory=time.time)
+
+
+def _dangling_tool_calls(history: list[Message]) -> list[Message]:
+    """Tool results for calls the last assistant message made but never got answered."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.role == "assistant" and message.tool_calls:
+            answered = {m.tool_call_id for m in history[index + 1 :] if m.role == "tool"}
+            return [
+                Message(
+                    "tool",
+                    "error: the agent restarted before this tool call finished",
+                    tool_call_id=call.id,
+                    name=call.name,
+                )
+                for call in message.tool_calls
+                if call.id not in answered
+            ]
+        if message.role == "user":
+            return []
+    return []
+
+
+def _describe(reason: Any) -> str:
+    if isinstance(reason, BaseException):
+        return f"{type(reason).__name__}: {reason}"
+    return str(reason)
+
+
+class Session(sv.GenServer):
+    async def init(self, info: SessionInfo, persist: bool, loop_name: Any) -> _State:
+        state = _State(info, persist, loop_name)
+        if persist:
+            stored = await store_call("load", info.id)
+            if stored is not None:
+                state.history = stored.history
+                state.allowlist = set(stored.allowlist)
+                state.updated_at = stored.updated_at
+        if state.history:
+            emit("session_restored", session_id=info.id, agent_id=info.agent_id, messages=len(state.history))
+        else:
+            emit("session_start", session_id=info.id, agent_id=info.agent_id, user_id=info.user_id)
+        return state
+
+    async def _save(self, state: _State, messages: list[Message], *, replace: bool = False) -> None:
+        if not state.persist:
+            return
+        try:
+            if replace:
+                await store_call("replace", state.info, state.allowlist, messages)
+            else:
+                await store_call("append", state.info, state.allowlist, len(state.history), messages)
+        except _STORE_FAILURES as exc:
+            raise PersistError(f"the session could not be saved ({type(exc).__name__}: {exc})") from None
+
+    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+        state.updated_at = time.time()
+        match request:
+            case ("submit", Run() as run):
+                return sv.Reply(self._submit(run, state), state)
+            case "take_run":
+                if state.current is None and state.queue:
+                    state.current = state.queue.popleft()
+                return sv.Reply(state.current, state)
+            case ("finish_run", Run() as run, TurnResult() as result):
+                run.finish(result)
+                if state.current is run:
+                    state.current = None
+                return sv.Reply(bool(state.queue), state)
+            case ("append", list() as messages):
+                try:
+                    await self._save(state, messages)
+                except PersistError as exc:
+                    sv.reply_error(caller, exc)
+                    return sv.NoReply(state)
+                state.history.extend(messages)
+                return sv.Reply(len(state.history), state)
+            case ("replace", list() as messages):
+                try:
+                    await self._save(state, messages, replace=True)
+                except PersistError as exc:
+                    sv.reply_error(caller, exc)
+                    return sv.NoReply(state)
+                state.history = list(messages)
+                return sv.Reply(len(state.history), state)
+            case "history":
+                return sv.Reply(list(state.history), state)
+            case ("attach_loop", sv.Pid() as pid):
+                if state.loop_ref is not None:
+                    sv.demonitor(state.loop_ref, flush=True)
+                state.loop_ref = sv.monitor(pid)
+                return sv.Reply(bool(state.queue) or state.current is not None, state)
+            case ("awaiting_approval", tool):
+                state.pending_approval = tool
+                return sv.Reply(None, state)
+            case ("allow", str() as tool):
+                state.allowlist.add(tool)
+                return sv.Reply(None, state)
+            case "allowlist":
+                return sv.Reply(frozenset(state.allowlist), state)
+            case "reset":
+                return await self._reset(caller, state)
+            case "info":
+                return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
+        raise ValueError(f"unknown session request {request!r}")
+
+    def _submit(self, run: Run, state: _State) -> str:
+        word = APPROVAL_WORDS.get(run.text.strip().lower())
+        if word is not None:
+            if state.pending_approval is None:
+                run.finish(TurnResult("There is nothing waiting for approval.", ok=False))
+                return "no_approval"
+            if word == "always":
+                state.allowlist.add(state.pending_approval)
+            state.pending_approval = None
+            self._notify_loop(state, ("approval", word))
+            run.finish(TurnResult(f"approval: {word}"))
+            return "approval"
+        state.queue.append(run)
+        self._notify_loop(state, "run_available")
+        return "queued"
+
+    @staticmethod
+    def _notify_loop(state: _State, message: Any) -> None:
+        # A loop that is restarting asks for the queued runs when it attaches.
+        with contextlib.suppress(sv.NoProc):
+            sv.cast(state.loop_name, message)
+
+    async def _reset(self, caller: sv.Caller, state: _State) -> Any:
+        try:
+            await self._save(state, [], replace=True)
+        except PersistError as exc:
+            sv.reply_error(caller, exc)
+            return sv.NoReply(state)
+        dropped = len(state.history)
+        state.history = []
+        emit("session_reset", session_id=state.info.id, messages=dropped)
+        return sv.Reply(dropped, state)
+
+    async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
+        if isinstance(message, sv.Down) and message.ref == state.loop_ref:
+            state.loop_ref = None
+            state.pending_approval = None
+            if not sv.is_normal(message.reason):
+                await self._loop_crashed(state, message.reason)
+        return sv.NoReply(state)
+
+    async def _loop_crashed(self, state: _State, reason: Any) -> None:
+        repairs = _dangling_tool_calls(state.history)
+        if repairs:
+            try:
+                await self._save(state, repairs)
+                state.history.extend(repairs)
+            except PersistError:
+                logger.error("session {}: could not close the crashed turn's tool calls", state.info.id[:12])
+        run, state.current = state.current, None
+        if run is None:
+            return
+        text = scrub(
+            "Sorry, something went wrong while I was answering this message "
+            f"({_describe(reason)}). "
+            "The conversation is intact; please send it again."
+        )
+        run.finish(TurnResult(text, ok=False))
+        with trio.move_on_after(10):
+            try:
+                await run.channel.send(text)
+            except Exception:  # noqa: BLE001 - the channel failing must not take the session down
+                logger.opt(exception=True).warning("session {}: could not send the error reply", state.info.id[:12])
+
+    def terminate(self, reason: Any, state: _State) -> None:
+        pending = [*([state.current] if state.current else []), *state.queue]
+        for run in pending:
+            run.finish(TurnResult("The session stopped before answering this message; please send it again.", ok=False))
+        emit("session_end", session_id=state.info.id, reason=_describe(reason), unanswered_runs=len(pending))

@@ -1,0 +1,70 @@
+"""The session tree: one supervisor per conversation under a dynamic supervisor.
+
+    sessions_sup (DynamicSupervisor)
+    └── session:<id> (Supervisor, one_for_one)
+        ├── session (GenServer, permanent): history, run queue, metadata
+        └── loop (StateMachine, transient): the agentic loop
+
+The sessions process starts a conversation's tree on first use and finds it again by
+session id through the registry; it is the only starter, so two messages arriving
+at once never start the same session twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import supervision as sv
+
+from ._loop import Loop
+from ._runtime import Runtime
+from ._session import Session, SessionInfo, session_id
+
+SESSIONS: Final = "beamclaw_core.sessions"
+SESSIONS_SUP: Final = "beamclaw_core.sessions_sup"
+
+
+def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
+    persist = runtime.config.session_persistence
+    tree = sv.Supervisor(
+        [
+            sv.ChildSpec(
+                "session", Session.start, args=(info, persist, runtime.loop_dest(info.id)),
+                name=runtime.session_dest(info.id),
+            ),
+            sv.ChildSpec(
+                "loop", Loop.start, args=(info, runtime), restart=sv.TRANSIENT, name=runtime.loop_dest(info.id)
+            ),
+        ],
+        strategy=sv.ONE_FOR_ONE,
+        intensity=5,
+        period=10.0,
+        name=f"session:{info.id[:12]}",
+    )  # fmt: skip
+    return tree.child_spec(info.id, restart=sv.TRANSIENT)
+
+
+class SessionsManager(sv.GenServer):
+    def init(self, runtime: Runtime) -> Runtime:
+        sv.register(SESSIONS)
+        return runtime
+
+    async def handle_call(self, request: Any, caller: sv.Caller, runtime: Runtime) -> Any:
+        match request:
+            case ("open", str() as user_id, str() as agent_id, str() as channel):
+                per_channel = runtime.config.session_sharing == "per_channel"
+                sid = session_id(user_id, agent_id, channel, per_channel=per_channel)
+                if runtime.registry.whereis(sid) is None:
+                    info = SessionInfo(sid, user_id, agent_id, channel)
+                    await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
+                return sv.Reply(sid, runtime)
+            case ("stop", str() as sid):
+                pids = [c.pid for c in sv.which_children(SESSIONS_SUP) if c.id == sid and c.pid is not None]
+                for pid in pids:
+                    await sv.terminate_child(SESSIONS_SUP, pid)
+                return sv.Reply(bool(pids), runtime)
+            case "runtime":
+                return sv.Reply(runtime, runtime)
+            case "running":
+                return sv.Reply(sorted(str(c.id) for c in sv.which_children(SESSIONS_SUP) if c.pid), runtime)
+        raise ValueError(f"unknown sessions request {request!r}")

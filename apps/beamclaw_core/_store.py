@@ -1,0 +1,216 @@
+"""The session store: SQLite (WAL) in the data dir, owned by one process.
+
+Every history change is committed before the session acknowledges it, so a crash
+of anything (or a SIGKILL of the daemon) loses nothing that was acknowledged. The
+database carries its format version in ``PRAGMA user_version`` and refuses a newer
+one rather than misread it. SQLite is reached through a worker thread, so a slow
+disk never stalls the Trio loop; one process owns the connection, so writes are
+serialised without locks.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import attrs
+import trio
+
+import supervision as sv
+
+from ._messages import Message
+
+STORE: Final = "beamclaw_core.store"
+SCHEMA_VERSION: Final = 1
+T = TypeVar("T")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    allowlist TEXT NOT NULL DEFAULT '[]'
+);
+CREATE TABLE IF NOT EXISTS messages (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    message TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX IF NOT EXISTS sessions_updated ON sessions(updated_at);
+CREATE TABLE IF NOT EXISTS token_usage (
+    agent_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    PRIMARY KEY (agent_id, day)
+);
+"""
+
+
+class StoreError(Exception):
+    """The database cannot be used (a newer format, a corrupt file); the message says which."""
+
+
+@attrs.frozen
+class StoredSession:
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    updated_at: float
+    allowlist: frozenset[str]
+    history: list[Message]
+
+
+def _open(path: Path | None) -> sqlite3.Connection:
+    if path is not None:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db = sqlite3.connect(":memory:" if path is None else path, check_same_thread=False, isolation_level=None)
+    try:
+        (version,) = db.execute("PRAGMA user_version").fetchone()
+        if version > SCHEMA_VERSION:
+            raise StoreError(
+                f"{path} has format version {version}, newer than this BeamClaw's {SCHEMA_VERSION}; "
+                "upgrade BeamClaw or move the file away"
+            )
+        db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL in WAL mode survives a crash or kill of the process; only losing power can
+        # lose the last commits. FULL would add an fsync to every message.
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.executescript(_SCHEMA)
+        db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise StoreError(f"cannot open the session database {path}: {exc}") from None
+    if path is not None:
+        path.chmod(0o600)
+    return db
+
+
+def _load(db: sqlite3.Connection, session_id: str) -> StoredSession | None:
+    row = db.execute(
+        "SELECT id, user_id, agent_id, channel, updated_at, allowlist FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    rows = db.execute("SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
+    history = [Message.from_record(text) for (text,) in rows]
+    sid, user_id, agent_id, channel, updated_at, allowlist = row
+    return StoredSession(sid, user_id, agent_id, channel, updated_at, frozenset(json.loads(allowlist)), history)
+
+
+def _upsert(db: sqlite3.Connection, info: Any, allowlist: Iterable[str]) -> None:
+    now = time.time()
+    db.execute(
+        "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at, allowlist) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
+        "allowlist = excluded.allowlist",
+        (info.id, info.user_id, info.agent_id, info.channel, now, now, json.dumps(sorted(allowlist))),
+    )
+
+
+def _append(db: sqlite3.Connection, info: Any, allowlist: Iterable[str], start: int, messages: list[Message]) -> None:
+    with db:
+        db.execute("BEGIN")
+        _upsert(db, info, allowlist)
+        db.executemany(
+            "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
+            [(info.id, start + i, m.to_record()) for i, m in enumerate(messages)],
+        )
+
+
+def _replace(db: sqlite3.Connection, info: Any, allowlist: Iterable[str], messages: list[Message]) -> None:
+    with db:
+        db.execute("BEGIN")
+        _upsert(db, info, allowlist)
+        db.execute("DELETE FROM messages WHERE session_id = ?", (info.id,))
+        db.executemany(
+            "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
+            [(info.id, i, m.to_record()) for i, m in enumerate(messages)],
+        )
+
+
+def _expired(db: sqlite3.Connection, cutoff: float) -> list[str]:
+    return [r[0] for r in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,)).fetchall()]
+
+
+def _delete(db: sqlite3.Connection, session_id: str) -> bool:
+    with db:
+        db.execute("BEGIN")
+        db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+        return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
+
+
+def _reserve(db: sqlite3.Connection, agent_id: str, day: str, tokens: int, limit: int) -> int | None:
+    """Add *tokens* to the day's use unless that passes *limit*; return the new total or None."""
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        row = db.execute("SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (agent_id, day)).fetchone()
+        used = row[0] if row else 0
+        if used + tokens > limit:
+            return None
+        db.execute(
+            "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, ?) "
+            "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = excluded.tokens",
+            (agent_id, day, used + tokens),
+        )
+        return int(used + tokens)
+
+
+def _adjust(db: sqlite3.Connection, agent_id: str, day: str, delta: int) -> None:
+    with db:
+        db.execute(
+            "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, max(?, 0)) "
+            "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = max(tokens + ?, 0)",
+            (agent_id, day, delta, delta),
+        )
+
+
+def _used(db: sqlite3.Connection, agent_id: str, day: str) -> int:
+    row = db.execute("SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (agent_id, day)).fetchone()
+    return int(row[0]) if row else 0
+
+
+_OPERATIONS: Final[dict[str, Callable[..., Any]]] = {
+    "load": _load,
+    "append": _append,
+    "replace": _replace,
+    "expired": _expired,
+    "delete": _delete,
+    "reserve": _reserve,
+    "adjust": _adjust,
+    "used": _used,
+}
+
+
+class Store(sv.GenServer):
+    """``call(STORE, (operation, *args))``; *path* None keeps the data in memory only."""
+
+    async def init(self, path: Path | None) -> sqlite3.Connection:
+        sv.register(STORE)
+        return await trio.to_thread.run_sync(_open, path)
+
+    async def handle_call(self, request: tuple[Any, ...], caller: sv.Caller, db: sqlite3.Connection) -> sv.Reply:
+        operation, *args = request
+        try:
+            function = _OPERATIONS[operation]
+        except KeyError:
+            raise ValueError(f"unknown store operation {operation!r}") from None
+        result = await trio.to_thread.run_sync(lambda: function(db, *args))
+        return sv.Reply(result, db)
+
+    async def terminate(self, reason: Any, db: sqlite3.Connection) -> None:
+        await trio.to_thread.run_sync(db.close)
+
+
+async def store_call(operation: str, *args: Any, timeout: float | None = 30.0) -> Any:
+    """Run one store operation in the store process."""
+    return await sv.call(STORE, (operation, *args), timeout=timeout)

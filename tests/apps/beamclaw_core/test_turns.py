@@ -1,0 +1,99 @@
+"""Whole turns through the real provider code against the scripted model server."""
+
+from __future__ import annotations
+
+import json
+
+import beamclaw_core as core
+from tests.support.model_server import Call, Reply
+
+from .conftest import RunCore
+
+
+async def test_a_plain_streamed_turn(run_core: RunCore) -> None:
+    text = "Hello! " * 30
+    async with run_core(Reply(text)) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        result = await core.send_message(session, "hi there", channel)
+        assert result == core.TurnResult(text.strip(), True, 10, 5, 0)
+        assert channel.finals == [text.strip()]
+        assert channel.drafts and all(len(d) >= 80 for d in channel.drafts) and text.startswith(channel.drafts[0])
+        assert [(m.role, m.content) for m in await core.history(session)] == [
+            ("user", "hi there"),
+            ("assistant", text.strip()),
+        ]
+        request = r.model.requests[0]
+        assert request["stream"] is True and request["messages"][0]["role"] == "system"
+        assert request["messages"][1:] == [{"role": "user", "content": "hi there"}]
+        assert {t["function"]["name"] for t in request["tools"]} >= {"bash", "read_file", "jq"}
+
+
+async def test_a_multi_tool_turn_end_to_end(run_core: RunCore) -> None:
+    steps = [
+        Reply("Let me look.", tool_calls=(
+            Call("write_file", {"path": "a.txt", "content": "alpha"}, id="c1"),
+            Call("jq", {"filter": ".n", "input": '{"n": 7}'}, id="c2"),
+        )),
+        Reply(tool_calls=(Call("read_file", {"path": "a.txt"}, id="c3"),)),
+        Reply("The file says alpha and n is 7."),
+    ]  # fmt: skip
+    async with run_core(*steps) as r:
+        session = await r.open()
+        result = await core.send_message(session, "check things", core.CollectingChannel())
+        assert result.text == "The file says alpha and n is 7." and result.tool_calls == 3
+        assert (r.home / "agents" / "default" / "a.txt").read_text() == "alpha"
+        messages = r.model.requests[2]["messages"]
+        tool_messages = [m for m in messages if m["role"] == "tool"]
+        assert [(m["tool_call_id"], m["content"]) for m in tool_messages] == [
+            ("c1", "wrote 5 characters to a.txt"),
+            ("c2", "7"),
+            ("c3", "alpha"),
+        ]
+        assistant = [m for m in messages if m["role"] == "assistant"]
+        assert assistant[0]["tool_calls"][0]["function"]["name"] == "write_file"
+        await r.settle()
+        assert [e.data["tool"] for e in r.named("tool_call_result")] == ["write_file", "jq", "read_file"]
+        assert r.named("turn_complete")[-1].data["outcome"] == "ok"
+
+
+async def test_runs_wait_in_order_while_the_loop_is_busy(run_core: RunCore) -> None:
+    async with run_core(Reply("one"), Reply("two"), Reply("three")) as r:
+        session = await r.open()
+        runs = [await core.submit(session, f"msg {i}", core.CollectingChannel()) for i in range(3)]
+        results = [await run.wait() for run in runs]
+        assert [res.text for res in results] == ["one", "two", "three"]
+        users = [m.content for m in await core.history(session) if m.role == "user"]
+        assert users == ["msg 0", "msg 1", "msg 2"]
+
+
+async def test_text_tool_calls_are_parsed_when_the_model_has_no_native_ones(run_core: RunCore) -> None:
+    call = json.dumps({"name": "jq", "arguments": {"filter": ".a", "input": '{"a": 1}'}})
+    steps = [Reply(f"<think>plan</think><tool_call>{call}</tool_call>"), Reply("<think>ok</think>a is 1")]
+    async with run_core(*steps) as r:
+        session = await r.open()
+        result = await core.send_message(session, "what is a?", core.CollectingChannel())
+        assert result.text == "a is 1"
+        tool = [m for m in await core.history(session) if m.role == "tool"]
+        assert tool[0].content == "1"
+
+
+async def test_tool_rounds_are_capped_then_a_final_answer_is_asked_for(run_core: RunCore) -> None:
+    loop_call = Reply(tool_calls=(Call("jq", {"filter": ".", "input": "1"}),))
+    async with run_core(loop_call, loop_call, Reply("final"), agentic_loop={"max_tool_iterations": 2}) as r:
+        session = await r.open()
+        result = await core.send_message(session, "go", core.CollectingChannel())
+        assert result.text == "final" and result.tool_calls == 2
+        assert "tools" not in r.model.requests[2]  # the last call offers no tools
+
+
+async def test_sessions_are_per_user_and_agent_or_per_channel(run_core: RunCore) -> None:
+    async with run_core(repeat=Reply("ok")) as r:
+        a = await r.open("u1", "default", "tui")
+        b = await r.open("u1", "default", "telegram")
+        c = await r.open("u2", "default", "tui")
+        assert a.id == b.id == core.session_id("u1", "default") and c.id != a.id
+    async with run_core(repeat=Reply("ok"), session_sharing="per_channel") as r:
+        a = await r.open("u1", "default", "tui")
+        b = await r.open("u1", "default", "telegram")
+        assert a.id != b.id and b.id == core.session_id("u1", "default", "telegram", per_channel=True)
