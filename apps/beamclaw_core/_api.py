@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import final
+from typing import Final, final
 
 import attrs
+import trio
 
 import supervision as sv
 
@@ -13,6 +14,10 @@ from ._messages import Message
 from ._run import Run, TurnResult
 from ._runtime import Runtime
 from ._sessions import SESSIONS
+
+_LIVENESS_CHECK: Final = 1.0
+_RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, None)
+_LOST: Final = "The conversation's process stopped before answering; please send your message again."
 
 
 @final
@@ -36,13 +41,24 @@ async def open_session(user_id: str, agent_id: str, channel: str = "") -> Sessio
     return SessionHandle(sid, user_id, agent_id, channel, runtime.session_dest(sid))
 
 
-async def _session_call(handle: SessionHandle, request: object) -> object:
-    """Call the session, starting it again first if it has stopped (expired, say)."""
-    try:
-        return await sv.call(handle.dest, request, timeout=30.0)
-    except sv.NoProc:
-        await open_session(handle.user_id, handle.agent_id, handle.channel)
-        return await sv.call(handle.dest, request, timeout=30.0)
+async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid, object]:
+    """Call the session; if it has stopped (expired) or is being restarted, start it again
+    if need be and retry a few times.
+
+    Returns the pid that answered along with the answer.
+    """
+    for delay in _RETRY_DELAYS:
+        pid = handle.dest.whereis()
+        try:
+            if pid is None:
+                raise sv.NoProc(handle.dest)
+            return pid, await sv.call(pid, request, timeout=30.0)
+        except (sv.NoProc, sv.ProcessExited):
+            if delay is None:
+                raise
+            await trio.sleep(delay)
+            await open_session(handle.user_id, handle.agent_id, handle.channel)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 async def submit(handle: SessionHandle, text: str, channel: Channel) -> Run:
@@ -51,25 +67,39 @@ async def submit(handle: SessionHandle, text: str, channel: Channel) -> Run:
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing.
     """
     run = Run(text, channel)
-    await _session_call(handle, ("submit", run))
+    await _submit(handle, run)
     return run
 
 
+async def _submit(handle: SessionHandle, run: Run) -> sv.Pid:
+    pid, _ = await _session_call(handle, ("submit", run))
+    return pid
+
+
 async def send_message(handle: SessionHandle, text: str, channel: Channel) -> TurnResult:
-    """Queue *text* and wait for the agent's answer (also streamed to *channel*)."""
-    run = await submit(handle, text, channel)
-    return await run.wait()
+    """Queue *text* and wait for the agent's answer (also streamed to *channel*).
+
+    If the session process is killed outright (it gets no chance to answer its
+    queue), the run ends with an error instead of waiting for ever.
+    """
+    run = Run(text, channel)
+    pid = await _submit(handle, run)
+    while True:
+        with trio.move_on_after(_LIVENESS_CHECK):
+            return await run.wait()
+        if not sv.is_alive(pid):
+            run.finish(TurnResult(_LOST, ok=False))
 
 
 async def history(handle: SessionHandle) -> list[Message]:
-    messages: list[Message] = await _session_call(handle, "history")  # type: ignore[assignment]
-    return messages
+    _, messages = await _session_call(handle, "history")
+    return messages  # type: ignore[return-value]
 
 
 async def reset_session(handle: SessionHandle) -> int:
     """Forget the conversation (``/new``); return how many messages were dropped."""
-    dropped: int = await _session_call(handle, "reset")  # type: ignore[assignment]
-    return dropped
+    _, dropped = await _session_call(handle, "reset")
+    return dropped  # type: ignore[return-value]
 
 
 async def stop_session(session_id: str) -> bool:

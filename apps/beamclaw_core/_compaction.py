@@ -70,7 +70,11 @@ class Compacted:
 
 
 def split(history: list[Message], budget: int) -> tuple[list[Message], list[Message]]:
-    """(older, kept): the newest messages within *budget* tokens, never starting at a tool result."""
+    """(older, kept): the newest whole turns within *budget* tokens.
+
+    The kept part starts at a user message, so no turn is cut in half (a tool result
+    without the call that asked for it would make the history invalid for the model).
+    """
     kept_tokens = 0
     cut = len(history)
     while cut > 0:
@@ -79,8 +83,7 @@ def split(history: list[Message], budget: int) -> tuple[list[Message], list[Mess
             break
         kept_tokens += cost
         cut -= 1
-    # A tool result must follow the assistant message that asked for it.
-    while cut < len(history) and history[cut].role == "tool":
+    while cut < len(history) and history[cut].role != "user":
         cut += 1
     if cut == len(history):  # keep at least the newest user message
         users = [i for i, m in enumerate(history) if m.role == "user"]

@@ -24,6 +24,10 @@ SESSIONS: Final = "beamclaw_core.sessions"
 SESSIONS_SUP: Final = "beamclaw_core.sessions_sup"
 
 
+def tree_name(sid: str) -> str:
+    return f"session:{sid}"
+
+
 def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
     persist = runtime.config.session_persistence
     tree = sv.Supervisor(
@@ -39,7 +43,7 @@ def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
         strategy=sv.ONE_FOR_ONE,
         intensity=5,
         period=10.0,
-        name=f"session:{info.id[:12]}",
+        name=tree_name(info.id),
     )  # fmt: skip
     return tree.child_spec(info.id, restart=sv.TRANSIENT)
 
@@ -54,7 +58,8 @@ class SessionsManager(sv.GenServer):
             case ("open", str() as user_id, str() as agent_id, str() as channel):
                 per_channel = runtime.config.session_sharing == "per_channel"
                 sid = session_id(user_id, agent_id, channel, per_channel=per_channel)
-                if runtime.registry.whereis(sid) is None:
+                # The tree may be running while its session process is being restarted.
+                if runtime.registry.whereis(sid) is None and sv.whereis(tree_name(sid)) is None:
                     info = SessionInfo(sid, user_id, agent_id, channel)
                     await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
                 return sv.Reply(sid, runtime)

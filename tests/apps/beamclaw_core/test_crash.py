@@ -64,10 +64,12 @@ async def test_a_loop_crashing_again_and_again_escalates_but_keeps_history(run_c
     async with run_core(repeat=Reply("fine")) as r:
         session = await r.open()
         await core.send_message(session, "remember me", core.CollectingChannel())
+        killed: list[sv.Pid | None] = [None]
         for _ in range(7):  # past the session supervisor's intensity (5 in 10 s)
-            await wait_for(lambda: loop_of(session).whereis() is not None)
-            sv.kill(loop_of(session), RuntimeError("again"))
-        await wait_for(lambda: loop_of(session).whereis() is not None)
+            await wait_for(lambda: loop_of(session).whereis() not in killed)
+            killed.append(loop_of(session).whereis())
+            sv.kill(killed[-1], RuntimeError("again"))
+        await wait_for(lambda: loop_of(session).whereis() not in killed)
         result = await core.send_message(session, "still there?", core.CollectingChannel())
         assert result.text == "fine"
         assert [m.content for m in await core.history(session)][:2] == ["remember me", "fine"]

@@ -1,0 +1,102 @@
+"""Approval: allowlist, autonomy, and asking the channel for /yes, /no or /always."""
+
+from __future__ import annotations
+
+import pytest
+
+import beamclaw_core as core
+from beamclaw_tools import Autonomy, BashTool, JqTool
+from tests.support.model_server import Call, Reply
+
+from .conftest import RunCore, wait_for
+
+ECHO = Reply(tool_calls=(Call("bash", {"command": "echo ran"}, id="b1"),))
+
+
+def test_the_policy_order() -> None:
+    bash, jq = BashTool(), JqTool()
+    assert core.decide(jq, Autonomy.READ_ONLY, set())[0] is core.Decision.APPROVE
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash"})[0] is core.Decision.APPROVE
+    assert core.decide(bash, Autonomy.FULL, set())[0] is core.Decision.APPROVE
+    assert core.decide(bash, Autonomy.SUPERVISED, set())[0] is core.Decision.ASK
+    decision, reason = core.decide(bash, Autonomy.READ_ONLY, {"bash"})
+    assert decision is core.Decision.DENY and reason == "bash needs autonomy supervised; this agent is read_only"
+
+
+async def _ask_and_answer(run_core: RunCore, answer: str) -> tuple[core.TurnResult, list[core.Message], list[str]]:
+    async with run_core(ECHO, Reply("after")) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "please run it", channel)
+        await wait_for(lambda: bool(channel.sent))
+        assert channel.sent[0].startswith('Approve bash with {"command": "echo ran"}? Reply /yes, /no or /always')
+        ack = await core.send_message(session, answer, core.CollectingChannel())
+        assert ack.text == f"approval: {answer.strip('/')}"
+        result = await run.wait()
+        await r.settle()
+        events = [e.name for e in r.events if e.name.startswith("approval")]
+        return result, await core.history(session), events
+
+
+@pytest.mark.parametrize("answer", ["/yes", "/always"])
+async def test_yes_runs_the_tool(run_core: RunCore, answer: str) -> None:
+    result, history, events = await _ask_and_answer(run_core, answer)
+    assert result.text == "after"
+    assert [m.content for m in history if m.role == "tool"] == ["exit code: 0\nran"]
+    assert events == ["approval_requested", "approval_resolved"]
+
+
+async def test_no_denies_the_tool(run_core: RunCore) -> None:
+    result, history, _ = await _ask_and_answer(run_core, "/no")
+    assert result.text == "after"
+    assert [m.content for m in history if m.role == "tool"] == [
+        "the tool call was not run: denied: the user answered no"
+    ]
+
+
+async def test_always_adds_to_the_session_allowlist(run_core: RunCore) -> None:
+    async with run_core(ECHO, Reply("one"), ECHO, Reply("two")) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "first", channel)
+        await wait_for(lambda: bool(channel.sent))
+        await core.send_message(session, "/always", core.CollectingChannel())
+        assert (await run.wait()).text == "one"
+        second = core.CollectingChannel()
+        assert (await core.send_message(session, "second", second)).text == "two"
+        assert second.sent == []  # not asked again
+        assert [m.content for m in await core.history(session) if m.role == "tool"] == ["exit code: 0\nran"] * 2
+
+
+async def test_read_only_denies_without_asking_and_full_runs_without_asking(run_core: RunCore) -> None:
+    async with run_core(ECHO, Reply("done"), autonomy_level="read_only") as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        assert (await core.send_message(session, "go", channel)).text == "done"
+        assert channel.sent == []
+        (tool,) = [m for m in await core.history(session) if m.role == "tool"]
+        assert "denied" in tool.content or "needs autonomy" in tool.content
+        assert "bash" not in {t["function"]["name"] for t in r.model.requests[0]["tools"]}
+    async with run_core(ECHO, Reply("done"), autonomy_level="full") as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        assert (await core.send_message(session, "go", channel)).text == "done"
+        assert channel.sent == [] and (r.home / "agents" / "default").is_dir()
+
+
+async def test_no_answer_in_time_denies(run_core: RunCore) -> None:
+    async with run_core(ECHO, Reply("gave up"), agentic_loop={"approval_timeout_seconds": 0.2}) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        assert (await core.send_message(session, "go", channel)).text == "gave up"
+        assert channel.sent[-1] == "No answer to the approval request; the tool call was denied."
+        (tool,) = [m for m in await core.history(session) if m.role == "tool"]
+        assert tool.content == "the tool call was not run: denied: the approval request timed out"
+
+
+async def test_an_answer_with_nothing_pending_is_refused(run_core: RunCore) -> None:
+    async with run_core() as r:
+        session = await r.open()
+        result = await core.send_message(session, "/yes", core.CollectingChannel())
+        assert not result.ok and result.text == "There is nothing waiting for approval."
+        assert await core.history(session) == []

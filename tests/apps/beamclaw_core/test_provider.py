@@ -1,0 +1,126 @@
+"""The OpenAI-compatible provider against the scripted server: replies, retries and failures."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import pytest
+
+import beamclaw_core as core
+from beamclaw_tools import Secret
+from tests.support.model_server import Call, CutOff, Malformed, Reply, ScriptedModel, Status, scripted_model
+
+from .conftest import RunCore
+
+USER = [core.Message("user", "hi")]
+
+
+@asynccontextmanager
+async def provider(*steps: Any, **config: Any) -> AsyncIterator[tuple[core.OpenAICompatProvider, ScriptedModel]]:
+    async with scripted_model(*steps) as model, httpx.AsyncClient() as client:
+        settings = core.ProviderConfig(base_url=model.base_url, model="m", **{"max_retries": 2, **config})
+        yield core.OpenAICompatProvider("test", settings, client), model
+
+
+async def _collect(p: core.OpenAICompatProvider) -> tuple[core.Completion, list[str]]:
+    pieces: list[str] = []
+
+    async def on_text(text: str) -> None:
+        pieces.append(text)
+
+    return await p.stream(USER, [], on_text), pieces
+
+
+async def test_complete_and_stream_give_the_same_reply() -> None:
+    reply = Reply("Hello there, friend.", tool_calls=(Call("jq", {"filter": "."}, id="x"),), prompt_tokens=7)
+    async with provider(reply, reply) as (p, _):
+        whole = await p.complete(USER)
+        streamed, pieces = await _collect(p)
+    expected_call = core.ToolCall("x", "jq", '{"filter": "."}')
+    assert whole == core.Completion("Hello there, friend.", (expected_call,), core.Usage(7, 5), "tool_calls", "m")
+    assert streamed == whole
+    assert len(pieces) > 1 and "".join(pieces) == "Hello there, friend."
+
+
+async def test_429_then_success_honours_retry_after() -> None:
+    async with provider(Status(429, retry_after=0.05), Reply("ok")) as (p, model):
+        assert (await p.complete(USER)).content == "ok"
+    assert len(model.requests) == 2
+
+
+async def test_5xx_is_retried_then_reported() -> None:
+    async with provider(
+        Status(503, retry_after=0.01), Status(502, retry_after=0.01), Status(500, message="still down")
+    ) as (p, model):
+        with pytest.raises(core.ProviderError, match="HTTP 500: still down"):
+            await p.complete(USER)
+    assert len(model.requests) == 3
+
+
+async def test_a_client_error_is_not_retried() -> None:
+    async with provider(Status(400, message="bad model name")) as (p, model):
+        with pytest.raises(core.ProviderError, match="HTTP 400: bad model name"):
+            await p.complete(USER)
+    assert len(model.requests) == 1
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_malformed_json_is_a_clear_error(stream: bool) -> None:
+    async with provider(Malformed()) as (p, _):
+        with pytest.raises(core.ProviderError, match=r"not a valid chat completion|malformed stream chunk"):
+            await (_collect(p) if stream else p.complete(USER))
+
+
+async def test_a_cut_off_stream_is_an_error() -> None:
+    async with provider(CutOff()) as (p, _):
+        with pytest.raises(core.ProviderError, match="cut off before it finished"):
+            await _collect(p)
+
+
+async def test_the_key_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TEST_PROVIDER_KEY", raising=False)
+    async with provider(Reply("ok"), api_key=Secret("TEST_PROVIDER_KEY")) as (p, model):
+        with pytest.raises(core.ProviderError, match="needs the environment variable TEST_PROVIDER_KEY"):
+            await p.complete(USER)
+        assert model.requests == []
+        monkeypatch.setenv("TEST_PROVIDER_KEY", "sk-test-provider-key-123456")
+        await p.complete(USER)
+    assert model.headers[0]["authorization"] == "Bearer sk-test-provider-key-123456"
+
+
+async def test_an_unreachable_server_is_reported() -> None:
+    async with httpx.AsyncClient() as client:
+        settings = core.ProviderConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=0)
+        with pytest.raises(core.ProviderError, match=r"cannot reach the model server at http://127\.0\.0\.1:9/v1"):
+            await core.OpenAICompatProvider("x", settings, client).complete(USER)
+
+
+async def test_a_bad_reply_ends_the_turn_with_a_clear_message_and_loses_nothing(run_core: RunCore) -> None:
+    async with run_core(Reply("first"), Malformed(), CutOff(), Reply("back")) as r:
+        session = await r.open()
+        await core.send_message(session, "one", core.CollectingChannel())
+        bad = await core.send_message(session, "two", core.CollectingChannel())
+        assert not bad.ok and bad.text.startswith("I could not get an answer from the model:")
+        cut = core.CollectingChannel()
+        assert "cut off" in (await core.send_message(session, "three", cut)).text and cut.finals
+        assert (await core.send_message(session, "four", core.CollectingChannel())).text == "back"
+        assert [m.content for m in await core.history(session)] == ["one", "first", "two", "three", "four", "back"]
+
+
+async def test_no_api_key_answers_with_the_variable_to_set(run_core: RunCore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("UNSET_KEY_FOR_TEST", raising=False)
+    async with run_core(Reply("never"), provider={"api_key": {"env": "UNSET_KEY_FOR_TEST"}}) as r:
+        session = await r.open()
+        result = await core.send_message(session, "hello?", core.CollectingChannel())
+        assert not result.ok and "UNSET_KEY_FOR_TEST" in result.text and r.model.requests == []
+
+
+def test_context_windows_by_model_name() -> None:
+    assert core.context_window("anthropic/claude-sonnet-4") == 200_000
+    assert core.context_window("openai/gpt-4o-mini") == 128_000
+    assert core.context_window("gpt-4") == 8_192
+    assert core.context_window("some-local-model") == 32_768
+    assert core.context_window("gpt-4o", override=1000) == 1000
