@@ -6,6 +6,7 @@ is checked the same way and every error reads the same.
 
 from __future__ import annotations
 
+import re
 from typing import Any, TypeVar
 
 import cattrs
@@ -13,6 +14,8 @@ import cattrs
 from ._secret import Secret
 
 T = TypeVar("T")
+
+_KEY_INDEX = re.compile(r"\['([^']*)'\]")  # cattrs writes table keys as ['name']
 
 
 class ConfigError(ValueError):
@@ -59,6 +62,8 @@ _CONVERTER = _converter()
 
 
 def _format(exc: BaseException, type_: Any) -> str:
+    if isinstance(exc, cattrs.errors.ForbiddenExtraKeysError):
+        return "unknown key " + ", ".join(repr(k) for k in sorted(exc.extra_fields))
     if isinstance(exc, (TypeError, ValueError, cattrs.errors.CattrsError)) and not isinstance(
         exc, cattrs.BaseValidationError
     ):
@@ -76,5 +81,8 @@ def structure_config(data: Any, cls: type[T], table: str) -> T:
         messages = cattrs.transform_error(exc, path=table, format_exception=_format)
     except (TypeError, ValueError) as exc:
         messages = [f"{exc} @ {table}"]
-    problems = [f"{where}: {what}" for what, _, where in (m.rpartition(" @ ") for m in messages)]
+    problems = []
+    for message in messages:
+        what, _, where = message.rpartition(" @ ")
+        problems.append(_KEY_INDEX.sub(r".\1", where) + f": {what}")
     raise ConfigError("; ".join(problems))
