@@ -6,12 +6,13 @@ order under one root supervisor, and serves until SIGINT or SIGTERM.
 
 from ._apps import APPS, build_tree
 from ._config import ConfigError, data_dir, default_config_path, load_config
+from ._control import SOCKET_NAME as CONTROL_SOCKET
 from ._daemon import run_daemon
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "APPS",
+    "CONTROL_SOCKET",
     "ConfigError",
     "__version__",
     "build_tree",

@@ -12,6 +12,8 @@ from typing import Any, Final
 
 import supervision as sv
 
+from ._control import SOCKET_NAME, control_server
+
 #: app -> the apps it depends on (the CLI is not part of the daemon tree).
 APPS: Final[dict[str, tuple[str, ...]]] = {
     "obs": (),
@@ -37,7 +39,8 @@ def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | 
 
 
 def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
-    """The root supervisor: every enabled app, each after its dependencies.
+    """The root supervisor: every enabled app, each after its dependencies, then the
+    control socket the CLI talks to.
 
     Disabling an app that an enabled one depends on is a configuration error.
     """
@@ -47,4 +50,7 @@ def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
         if missing:
             raise ValueError(f"app {name!r} needs {', '.join(missing)}, which the configuration disables")
     apps = [sv.Application(name, _app_tree(name, config, home), depends_on=APPS[name]) for name in enabled]
+    if "core" in enabled:
+        control = sv.Supervisor([sv.ChildSpec("server", control_server, args=(home / SOCKET_NAME,))], name="control")
+        apps.append(sv.Application("control", control, depends_on=("core",)))
     return sv.application_tree(apps, name="beamclaw", intensity=3, period=5.0)

@@ -28,6 +28,13 @@ class ProviderConfig:
     headers: dict[str, str] = attrs.field(factory=dict)
 
 
+_DEFAULT_PROVIDERS = {
+    "openrouter": ProviderConfig(
+        base_url="https://openrouter.ai/api/v1", model="anthropic/claude-sonnet-4", api_key=Secret("OPENROUTER_API_KEY")
+    )
+}
+
+
 @attrs.frozen
 class AgenticLoopConfig:
     max_tool_iterations: int = 10
@@ -42,7 +49,7 @@ class CoreConfig:
     enabled: bool = True
     default_provider: str = "openrouter"
     default_agent: str = "default"
-    providers: dict[str, ProviderConfig] = attrs.field(factory=dict)
+    providers: dict[str, ProviderConfig] = attrs.field(factory=lambda: dict(_DEFAULT_PROVIDERS))
     agentic_loop: AgenticLoopConfig = AgenticLoopConfig()
     autonomy_level: str = "supervised"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT

@@ -12,7 +12,7 @@ import pytest
 
 import beamclaw
 
-APP_ORDER = ["obs", "memory", "tools", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway"]
+APP_ORDER = ["obs", "memory", "tools", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway", "control"]
 
 
 def _daemon(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -33,7 +33,7 @@ def test_run_starts_the_apps_in_order_and_stops_them_in_reverse(tmp_path: Path, 
     lines = []
     for line in daemon.stderr:
         lines.append(line)
-        if 'child_started supervisor="beamclaw" child_id="gateway"' in line:
+        if 'child_started supervisor="beamclaw" child_id="control"' in line:
             break
     daemon.send_signal(sig)
     _, rest = daemon.communicate(timeout=30)
@@ -70,7 +70,7 @@ def test_disabling_an_app_another_needs_is_refused(tmp_path: Path) -> None:
         beamclaw.build_tree(beamclaw.load_config(config), tmp_path)
     config.write_text("[gateway]\nenabled = false\n[a2a]\nenabled = false\n")
     tree = beamclaw.build_tree(beamclaw.load_config(config), tmp_path)
-    assert [spec.id for spec in tree.children] == APP_ORDER[:-2]
+    assert [spec.id for spec in tree.children] == [*APP_ORDER[:-3], "control"]
 
 
 def test_the_shipped_config_loads(tmp_path: Path) -> None:
