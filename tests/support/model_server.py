@@ -114,7 +114,11 @@ def _usage(reply: Reply) -> dict[str, int]:
 
 @attrs.define
 class ScriptedModel:
-    """The server's script and what it has seen. ``repeat`` answers when the script is empty."""
+    """The server's script and what it has seen. ``repeat`` answers when the script is empty.
+
+    ``keep_requests=False`` keeps only a count: a benchmark's thousands of growing
+    request bodies would otherwise fill the heap and its figures with GC pauses.
+    """
 
     steps: list[Step] = attrs.field(factory=list)
     repeat: Step | None = None
@@ -122,6 +126,8 @@ class ScriptedModel:
     headers: list[dict[str, str]] = attrs.field(factory=list)
     base_url: str = ""
     chunk_size: int = 8
+    keep_requests: bool = True
+    count: int = 0
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -141,8 +147,10 @@ class ScriptedModel:
             await respond(send, 404, {"error": {"message": f"no route {scope['path']}"}})
             return
         body = json.loads(await read_body(receive))
-        self.requests.append(body)
-        self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        self.count += 1
+        if self.keep_requests:
+            self.requests.append(body)
+            self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
         step = self._next()
         while isinstance(step, Hold):
             step.reached.set()
@@ -166,7 +174,7 @@ class ScriptedModel:
                     send,
                     200,
                     {
-                        "id": f"chatcmpl-{len(self.requests)}",
+                        "id": f"chatcmpl-{self.count}",
                         "object": "chat.completion",
                         "created": int(time.time()),
                         "model": model,
@@ -178,7 +186,7 @@ class ScriptedModel:
                 await self._stream(send, step, model, body)
 
     async def _stream(self, send: Send, step: Step, model: str, body: dict[str, Any]) -> None:
-        cid = f"chatcmpl-{len(self.requests)}"
+        cid = f"chatcmpl-{self.count}"
         headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
 
