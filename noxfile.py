@@ -33,5 +33,6 @@ def typecheck(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """The benchmarks; figures go to stdout and bench/results/."""
-    session.install("-e", ".")
+    session.install("-e", ".[test]")  # the turn benchmark serves the scripted model with hypercorn
     session.run("python", "-m", "bench.supervision_bench", *session.posargs)
+    session.run("python", "-m", "bench.turn_bench", *session.posargs)
