@@ -12,18 +12,17 @@ Figures (printed, and written to bench/results/supervision.json):
 
 from __future__ import annotations
 
-import argparse
 import gc
-import json
 import os
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 import trio
 
 import supervision as sv
+
+from ._cli import quick_flag, save
 
 
 class _Echo(sv.GenServer):
@@ -192,10 +191,8 @@ async def _main(quick: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer iterations (a smoke run)")
-    args = parser.parse_args()
-    result = trio.run(_main, args.quick)
+    quick = quick_flag(__doc__)
+    result = trio.run(_main, quick)
     print(
         f"call round trip     {result['call_us']:8.2f} us   channel floor {result['channel_round_trip_us']:.2f} us"
         f"   ratio {result['call_vs_channel']:.2f}x"
@@ -209,9 +206,7 @@ def main() -> None:
         f"{result['children']:,} children   start {result['children_start_s']:.2f} s"
         f"   memory {result['children_rss_mb']:.1f} MB ({result['children_bytes_each']:,.0f} B each)"
     )
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "supervision.json").write_text(json.dumps(result, indent=2))
+    save("supervision", result)
 
 
 if __name__ == "__main__":

@@ -16,8 +16,6 @@ Figures (printed, and written to bench/results/turn.json):
 
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import tempfile
 import time
@@ -33,6 +31,8 @@ import beamclaw_obs as obs
 import beamclaw_tools as tools
 import supervision as sv
 from tests.support.model_server import Call, Reply, scripted_model
+
+from ._cli import quick_flag, save
 
 _ANSWER = "The answer, with a sentence or two of text, as a short model reply would have. " * 2
 
@@ -124,20 +124,16 @@ async def _main(quick: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--quick", action="store_true", help="fewer turns (a smoke run)")
-    args = parser.parse_args()
+    quick = quick_flag(__doc__)
     logger.remove()  # the log backend still writes its file; keep the terminal for the figures
-    result = trio.run(_main, args.quick)
+    result = trio.run(_main, quick)
     for kind, r in result.items():
         print(
             f"{kind:5} turn p50 {r['turn_p50_ms']:6.2f} ms  model alone p50 {r['model_p50_ms']:6.2f} ms  "
             f"overhead p50 {r['overhead_p50_ms']:5.2f} ms  p99 {r['overhead_p99_ms']:5.2f} ms  "
             f"ratio {r['turn_vs_model']:.2f}x  ({r['turns']} turns)"
         )
-    out = Path(__file__).parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "turn.json").write_text(json.dumps(result, indent=2))
+    save("turn", result)
 
 
 if __name__ == "__main__":

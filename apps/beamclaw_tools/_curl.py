@@ -23,9 +23,10 @@ _MAX_REDIRECTS: Final = 5
 
 @attrs.frozen
 class Credential:
-    """``[tools.curl.credentials.NAME]``: a header filled from an environment variable."""
+    """``[tools.curl.credentials.NAME]``: a header filled from an environment variable,
+    sent only to the listed hosts."""
 
-    secret: Secret
+    api_key: Secret
     hosts: frozenset[str]
     header: str = "Authorization"
     prefix: str = "Bearer "
@@ -118,7 +119,7 @@ class CurlTool:
         if credential is not None:
             if host not in credential.hosts:
                 raise ToolError(f"the credential may only be sent to {', '.join(sorted(credential.hosts))}, not {host}")
-            headers[credential.header] = credential.prefix + credential.secret.get("this credential")
+            headers[credential.header] = credential.prefix + credential.api_key.get("this credential")
         request = client.build_request(method, target, headers=headers, content=body, extensions={"sni_hostname": host})
         try:
             return await client.send(request, stream=True)

@@ -90,14 +90,6 @@ def _parameters(extra: str) -> dict[str, Any]:
     }
 
 
-def _checked(args: dict[str, Any], max_timeout: float) -> tuple[str, float]:
-    command: str = args["command"]
-    reason = check_command(command)
-    if reason is not None:
-        raise ToolError(f"command refused: {reason}")
-    return command, min(float(args.get("timeout_seconds", max_timeout)), max_timeout)
-
-
 @attrs.define
 class BashTool:
     """Run one shell command in the agent's workspace."""
@@ -116,19 +108,23 @@ class BashTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
-        command, timeout = _checked(args, self.timeout)
+        command, timeout = self._checked(args)
         context.workspace.mkdir(parents=True, exist_ok=True)
         return _report(await run_shell(command, context.workspace, timeout), timeout, self.output_limit)
 
+    def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
+        """The command, refused by the deny list if it must be, and its time limit."""
+        command: str = args["command"]
+        reason = check_command(command)
+        if reason is not None:
+            raise ToolError(f"command refused: {reason}")
+        return command, min(float(args.get("timeout_seconds", self.timeout)), self.timeout)
+
 
 @attrs.define
-class TerminalTool:
+class TerminalTool(BashTool):
     """A terminal per session: like `bash`, but ``cd`` carries over to the next call."""
 
-    timeout: float = 30.0
-    output_limit: int = 16_000
-    requires_approval: bool = True
-    min_autonomy: Autonomy = Autonomy.SUPERVISED
     _cwd: dict[str, Path] = attrs.field(factory=dict, init=False)
 
     @property
@@ -140,7 +136,7 @@ class TerminalTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
-        command, timeout = _checked(args, self.timeout)
+        command, timeout = self._checked(args)
         context.workspace.mkdir(parents=True, exist_ok=True)
         cwd = self._cwd.get(session.id, context.workspace)
         if not cwd.is_dir():

@@ -27,19 +27,11 @@ class ShellConfig:
 
 
 @attrs.frozen
-class CredentialConfig:
-    api_key: Secret
-    hosts: list[str]
-    header: str = "Authorization"
-    prefix: str = "Bearer "
-
-
-@attrs.frozen
 class CurlConfig:
     timeout_seconds: float = 20.0
     output_limit: int = 16_000
     allowed_hosts: list[str] = attrs.field(factory=list)
-    credentials: dict[str, CredentialConfig] = attrs.field(factory=dict)
+    credentials: dict[str, Credential] = attrs.field(factory=dict)
 
 
 @attrs.frozen
@@ -70,10 +62,7 @@ def builtin_tools(config: ToolsConfig) -> list[Tool]:
             timeout=curl.timeout_seconds,
             output_limit=curl.output_limit,
             allowed_hosts=frozenset(curl.allowed_hosts),
-            credentials={
-                name: Credential(c.api_key, frozenset(c.hosts), c.header, c.prefix)
-                for name, c in curl.credentials.items()
-            },
+            credentials=dict(curl.credentials),
         ),
         JqTool(),
         ReadFileTool(),
