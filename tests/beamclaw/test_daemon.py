@@ -77,3 +77,21 @@ def test_the_shipped_config_loads(tmp_path: Path) -> None:
     config = beamclaw.load_config()
     assert config["core"]["providers"]["openrouter"]["api_key"] == {"env": "OPENROUTER_API_KEY"}
     assert [s.id for s in beamclaw.build_tree(config, tmp_path).children] == APP_ORDER
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[core]\nautonomy_level = "wild"\n', "unknown autonomy level 'wild'"),
+        ('[tools.bash]\ntimeout_seconds = "x"\n', "tools.bash.timeout_seconds: expected a number, got 'x'"),
+        ('[core.providers.openrouter]\nbase_url = "x"\nmodel = "m"\napi_key = "sk-literal"\n',
+         'core.providers.openrouter.api_key: a secret must be written { env = "VARIABLE" }'),
+        ("[obs]\nlog_fiel = true\n", "[obs]: unknown key 'log_fiel'"),
+    ],
+)  # fmt: skip
+def test_a_bad_app_table_is_a_clear_error(tmp_path: Path, table: str, message: str) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text(table)
+    daemon = _daemon(tmp_path, "--config", str(bad))
+    _, err = daemon.communicate(timeout=30)
+    assert daemon.returncode == 2 and message in err
