@@ -198,13 +198,21 @@ class Store(sv.GenServer):
         sv.register(STORE)
         return await trio.to_thread.run_sync(_open, path)
 
-    async def handle_call(self, request: tuple[Any, ...], caller: sv.Caller, db: sqlite3.Connection) -> sv.Reply:
+    async def handle_call(
+        self, request: tuple[Any, ...], caller: sv.Caller, db: sqlite3.Connection
+    ) -> sv.Reply | sv.NoReply:
         operation, *args = request
         try:
             function = _OPERATIONS[operation]
         except KeyError:
             raise ValueError(f"unknown store operation {operation!r}") from None
-        result = await trio.to_thread.run_sync(lambda: function(db, *args))
+        try:
+            result = await trio.to_thread.run_sync(lambda: function(db, *args))
+        except sqlite3.Error as exc:
+            # A failed write (disk full, a constraint) is the caller's error to handle;
+            # restarting the store would restart every session with it.
+            sv.reply_error(caller, StoreError(f"the session database refused {operation}: {exc}"))
+            return sv.NoReply(db)
         return sv.Reply(result, db)
 
     async def terminate(self, reason: Any, db: sqlite3.Connection) -> None:

@@ -90,3 +90,18 @@ async def test_a_killed_session_process_restores_from_the_store(run_core: RunCor
         result = await core.send_message(session, "after", core.CollectingChannel())
         assert result.text == "kept" and session.dest.whereis() != pid
         assert [m.content for m in await core.history(session)] == ["before", "kept", "after", "kept"]
+
+
+async def test_a_failed_write_is_an_error_for_the_caller_not_a_crash(run_core: RunCore) -> None:
+    from beamclaw_core._store import STORE, store_call
+
+    async with run_core() as r:
+        info = core.SessionInfo("s", "u", "a")
+        await store_call("append", info, [], 0, [core.Message("user", "one")])
+        pid = sv.whereis(STORE)
+        with pytest.raises(core.StoreError, match="the session database refused append: UNIQUE constraint"):
+            await store_call("append", info, [], 0, [core.Message("user", "again at the same place")])
+        assert sv.whereis(STORE) == pid
+        stored = await store_call("load", "s")
+        assert [m.content for m in stored.history] == ["one"]
+        assert r.named("child_restarted") == []
