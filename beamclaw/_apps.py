@@ -14,6 +14,9 @@ import supervision as sv
 
 from ._control import SOCKET_NAME, control_server
 
+#: The skills shipped with the project (lowest precedence; see beamclaw_core).
+BUNDLED_SKILLS: Final = Path(__file__).resolve().parent.parent / "skills"
+
 #: app -> the apps it depends on (the CLI is not part of the daemon tree).
 APPS: Final[dict[str, tuple[str, ...]]] = {
     "obs": (),
@@ -34,7 +37,10 @@ def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | 
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
         return sv.Supervisor([], name=f"beamclaw_{name}")
-    tree: sv.Supervisor | sv.DynamicSupervisor = builder(config.get(name, {}), home)
+    table = dict(config.get(name, {}))
+    if name == "core":
+        table.setdefault("bundled_skills_dir", str(BUNDLED_SKILLS))
+    tree: sv.Supervisor | sv.DynamicSupervisor = builder(table, home)
     return tree
 
 

@@ -14,6 +14,7 @@ from ._messages import Message
 from ._run import Run, TurnResult
 from ._runtime import Runtime
 from ._sessions import SESSIONS
+from ._workspace import check_agent_name
 
 _LIVENESS_CHECK: Final = 1.0
 _RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, None)
@@ -34,8 +35,9 @@ class SessionHandle:
 
 async def open_session(user_id: str, agent_id: str, channel: str = "") -> SessionHandle:
     """Start (or find) the conversation of *user_id* with *agent_id*; its history is restored."""
-    if not user_id or not agent_id:
-        raise ValueError("a session needs a user id and an agent id")
+    if not user_id:
+        raise ValueError("a session needs a user id")
+    check_agent_name(agent_id)
     sid: str = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0)
     runtime: Runtime = await sv.call(SESSIONS, "runtime")
     return SessionHandle(sid, user_id, agent_id, channel, runtime.session_dest(sid))

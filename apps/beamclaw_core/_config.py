@@ -60,6 +60,8 @@ class CoreConfig:
     daily_token_budget: int = 0
     budgets: dict[str, int] = attrs.field(factory=dict)
     budget_completion_reserve: int = 1024
+    bundled_skills_dir: str = ""
+    skills_watch_debounce_ms: int = 500
 
     @property
     def autonomy(self) -> Autonomy:

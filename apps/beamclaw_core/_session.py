@@ -14,6 +14,7 @@ import contextlib
 import hashlib
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any, Final, final
 
 import attrs
@@ -26,6 +27,7 @@ from beamclaw_obs import emit, scrub
 from ._messages import Message
 from ._run import Run, TurnResult
 from ._store import StoreError, store_call
+from ._workspace import Workspace
 
 APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": "yes", "/n": "no"}
 _STORE_FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
@@ -92,8 +94,9 @@ def _describe(reason: Any) -> str:
 
 
 class Session(sv.GenServer):
-    async def init(self, info: SessionInfo, persist: bool, loop_name: Any) -> _State:
+    async def init(self, info: SessionInfo, persist: bool, loop_name: Any, data_dir: Path) -> _State:
         state = _State(info, persist, loop_name)
+        await trio.to_thread.run_sync(Workspace.of(data_dir, info.agent_id).seed)
         if persist:
             stored = await store_call("load", info.id)
             if stored is not None:

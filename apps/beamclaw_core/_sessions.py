@@ -33,7 +33,7 @@ def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
     tree = sv.Supervisor(
         [
             sv.ChildSpec(
-                "session", Session.start, args=(info, persist, runtime.loop_dest(info.id)),
+                "session", Session.start, args=(info, persist, runtime.loop_dest(info.id), runtime.data_dir),
                 name=runtime.session_dest(info.id),
             ),
             sv.ChildSpec(

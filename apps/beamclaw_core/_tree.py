@@ -6,30 +6,39 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
+from beamclaw_tools import tool_provider
 
 from ._cleaner import cleaner
 from ._config import parse_core_config
 from ._runtime import HttpClientOwner, Runtime
 from ._sessions import SESSIONS_SUP, SessionsManager
+from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
 from ._store import Store
+from ._workspace_tool import WorkspaceMemoryTool
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
-    """store, the shared HTTP client, then the sessions' dynamic supervisor, the sessions
-    process and the cleaner.
+    """store, the shared HTTP client, the sessions' dynamic supervisor, the sessions
+    process, the skills catalog and its watcher, core's own tools, and the cleaner.
 
     rest_for_one: if the store restarts, everything after it restarts too, so no session
-    keeps running on top of a store it no longer matches.
+    keeps running on top of a store it no longer matches. What the sessions use but can
+    do without for a moment (skills, the cleaner) comes after them.
     """
     config = parse_core_config(table)
     runtime = Runtime(config, data_dir, sv.Registry(sv.UNIQUE, name="sessions"))
     path = data_dir / "sessions.db"
+    bundled = Path(config.bundled_skills_dir) if config.bundled_skills_dir else None
+    watched = (*([bundled] if bundled and bundled.is_dir() else []), data_dir / "skills", data_dir / "agents")
     return sv.Supervisor(
         [
             sv.ChildSpec("store", Store.start, args=(path,)),
             sv.ChildSpec("http", HttpClientOwner.start),
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
+            sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
+            sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
+            tool_provider("tools", [WorkspaceMemoryTool(), SkillSearchTool(), ReadSkillTool()]),
             sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
         ],
         strategy=sv.REST_FOR_ONE,

@@ -12,6 +12,7 @@ from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_work
 from ._invoke import parse_arguments, run_tool
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
+from ._provider import tool_provider
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
 from ._secret import MissingSecret, Secret
 from ._shell import BashTool, TerminalTool
@@ -55,5 +56,6 @@ __all__ = [
     "structure_config",
     "supervision_tree",
     "tool_definitions",
+    "tool_provider",
     "unregister_tool",
 ]

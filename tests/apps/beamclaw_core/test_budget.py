@@ -9,16 +9,16 @@ from .conftest import RunCore
 
 
 async def test_the_budget_refuses_a_call_that_would_pass_it(run_core: RunCore) -> None:
-    costly = Reply("expensive", prompt_tokens=600, completion_tokens=300)
-    async with run_core(costly, Reply("never"), daily_token_budget=2000, budget_completion_reserve=200) as r:
+    costly = Reply("expensive", prompt_tokens=2500, completion_tokens=1500)
+    async with run_core(costly, Reply("never"), daily_token_budget=5000, budget_completion_reserve=200) as r:
         session = await r.open()
         assert (await core.send_message(session, "one", core.CollectingChannel())).ok
-        assert await core.used_today("default") == 900  # the reservation settled to real usage
+        assert await core.used_today("default") == 4000  # the reservation settled to real usage
         channel = core.CollectingChannel()
         refused = await core.send_message(session, "two", channel)
         assert not refused.ok
         assert refused.text == (
-            "The daily token budget of agent 'default' (2,000 tokens) is used up; it resets at midnight UTC."
+            "The daily token budget of agent 'default' (5,000 tokens) is used up; it resets at midnight UTC."
         )
         assert channel.finals == [refused.text] and len(r.model.requests) == 1
         # The refused message is kept: nothing the user sent is lost.

@@ -1,0 +1,150 @@
+"""The skills catalog process, its file watcher, and the skill tools.
+
+The catalog discovers each agent's skills on first use and keeps them until a
+SKILL.md changes: the watcher (watchfiles, debounced) tells it to forget, so edits
+are picked up without a restart.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+import watchfiles
+from loguru import logger
+
+import supervision as sv
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+
+from ._skill_index import SkillIndex
+from ._skills import Skill, discover
+
+SKILLS: Final = "beamclaw_core.skills"
+
+
+@attrs.define
+class _Catalog:
+    bundled: Path | None
+    data_dir: Path
+    found: dict[str, tuple[dict[str, Skill], list[str]]] = attrs.field(factory=dict)
+    indexes: dict[str, SkillIndex] = attrs.field(factory=dict)
+
+    def places(self, agent_id: str) -> list[tuple[str, Path]]:
+        places = [("bundled", self.bundled)] if self.bundled else []
+        return [*places, ("home", self.data_dir / "skills"), ("agent", self.data_dir / "agents" / agent_id / "skills")]
+
+
+class SkillsCatalog(sv.GenServer):
+    def init(self, bundled: Path | None, data_dir: Path) -> _Catalog:
+        sv.register(SKILLS)
+        return _Catalog(bundled, data_dir)
+
+    async def _skills(self, catalog: _Catalog, agent_id: str) -> tuple[dict[str, Skill], list[str]]:
+        if agent_id not in catalog.found:
+            catalog.found[agent_id] = await trio.to_thread.run_sync(discover, catalog.places(agent_id))
+            for problem in catalog.found[agent_id][1]:
+                logger.warning("skill skipped: {}", problem)
+        return catalog.found[agent_id]
+
+    async def handle_call(self, request: Any, caller: sv.Caller, catalog: _Catalog) -> sv.Reply:
+        match request:
+            case ("skills", str() as agent_id):
+                return sv.Reply(await self._skills(catalog, agent_id), catalog)
+            case ("search", str() as agent_id, str() as query, int() as limit):
+                skills, _ = await self._skills(catalog, agent_id)
+                eligible = [s for s in skills.values() if s.eligible]
+                if agent_id not in catalog.indexes:
+                    catalog.indexes[agent_id] = await trio.to_thread.run_sync(SkillIndex, eligible)
+                hits = catalog.indexes[agent_id].search(query, limit)
+                return sv.Reply([(skills[name], score) for name, score in hits if name in skills], catalog)
+        raise ValueError(f"unknown skills request {request!r}")
+
+    def handle_cast(self, message: Any, catalog: _Catalog) -> sv.NoReply:
+        if message == "reload":
+            catalog.found.clear()
+            catalog.indexes.clear()
+        return sv.NoReply(catalog)
+
+
+def _is_skill_change(change: watchfiles.Change, path: str) -> bool:
+    return "/skills/" in path or path.endswith("/skills")
+
+
+async def watch_skills(
+    folders: tuple[Path, ...], debounce_ms: int, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Tell the catalog to reload when anything under a skills folder changes."""
+    for folder in folders:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    task_status.started()
+    async for changes in watchfiles.awatch(
+        *folders, debounce=debounce_ms, step=50, rust_timeout=100, watch_filter=_is_skill_change
+    ):
+        logger.info("skills changed ({} file(s)); reloading", len(changes))
+        sv.cast(SKILLS, "reload")
+
+
+async def agent_skills(agent_id: str) -> tuple[dict[str, Skill], list[str]]:
+    """The agent's skills by name (eligible or not), and the SKILL.md files that could not be read."""
+    result: tuple[dict[str, Skill], list[str]] = await sv.call(SKILLS, ("skills", agent_id), timeout=30.0)
+    return result
+
+
+@attrs.define
+class SkillSearchTool:
+    requires_approval: bool = False
+    min_autonomy: Autonomy = Autonomy.READ_ONLY
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            "skill_search",
+            "Find the skills that fit a task (ranked by relevance); read one with read_skill.",
+            {
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "minLength": 1},
+                    "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
+                },
+                "required": ["query"],
+                "additionalProperties": False,
+            },
+        )
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
+        hits: list[tuple[Skill, float]] = await sv.call(
+            SKILLS, ("search", session.agent_id, args["query"], args.get("limit", 5)), timeout=30.0
+        )
+        if not hits:
+            return f"no skill matches {args['query']!r}"
+        return "\n".join(f"{skill.summary()} (score {score:.2f})" for skill, score in hits)
+
+
+@attrs.define
+class ReadSkillTool:
+    requires_approval: bool = False
+    min_autonomy: Autonomy = Autonomy.READ_ONLY
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            "read_skill",
+            "Read a skill's full instructions by name.",
+            {
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1}},
+                "required": ["name"],
+                "additionalProperties": False,
+            },
+        )
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
+        skills, _ = await agent_skills(session.agent_id)
+        skill = skills.get(args["name"])
+        if skill is None:
+            raise ToolError(f"there is no skill called {args['name']!r}")
+        if not skill.eligible:
+            raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(skill.missing)}")
+        return f"# {skill.name} (folder {skill.path})\n\n{skill.body}"

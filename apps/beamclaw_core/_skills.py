@@ -1,0 +1,197 @@
+"""Skills: SKILL.md folders with YAML front matter, discovered in three places.
+
+Lowest to highest precedence: the bundled ``skills/``, ``$BEAMCLAW_HOME/skills/``, and
+the agent's own ``skills/``; a skill of the same name in a later place replaces the
+earlier one. A skill's requirements (binaries, environment variables, operating
+systems) decide whether it is eligible; an ineligible skill is listed with the
+reason and left out of prompts. ``{baseDir}`` in a skill's text becomes its folder.
+
+    ---
+    name: git-digest
+    description: Summarise a git repository's recent activity.
+    emoji: "📜"
+    homepage: https://example.org
+    metadata:
+      requires: {bins: [git], env: [], os: [linux, darwin]}
+      install: [{kind: apt, package: git}]
+    ---
+    Run `{baseDir}/digest.sh PATH` ...
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Final, final
+
+import attrs
+import yaml
+
+from ._messages import Message, estimate_tokens
+
+INLINE_MAX_SKILLS: Final = 20
+INLINE_MAX_TOKENS: Final = 3_500
+_FRONT_MATTER: Final = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.S)
+_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_INSTALL_KINDS: Final = {"pip": "python -m pip install {}", "apt": "apt-get install -y {}", "npm": "npm install -g {}"}
+
+
+class SkillError(ValueError):
+    """A SKILL.md that cannot be read; the message names the file and the problem."""
+
+
+@final
+@attrs.frozen
+class InstallStep:
+    kind: str
+    target: str
+
+    def describe(self) -> str:
+        return self.target if self.kind == "shell" else _INSTALL_KINDS[self.kind].format(self.target)
+
+    def argv(self) -> list[str]:
+        if self.kind == "shell":
+            return ["bash", "-c", self.target]
+        return [
+            sys.executable if self.kind == "pip" else self.kind.replace("apt", "apt-get"),
+            *self.describe().split()[1:],
+        ]
+
+
+@final
+@attrs.frozen
+class Skill:
+    name: str
+    description: str
+    path: Path
+    source: str
+    body: str
+    homepage: str = ""
+    emoji: str = ""
+    bins: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()
+    os: tuple[str, ...] = ()
+    install: tuple[InstallStep, ...] = ()
+
+    @property
+    def missing(self) -> list[str]:
+        """Why the skill cannot be used here (empty when it can)."""
+        reasons = [f"needs the program {b!r}, which is not on PATH" for b in self.bins if shutil.which(b) is None]
+        reasons += [f"needs the environment variable {v}" for v in self.env if not os.environ.get(v)]
+        platform = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
+        if self.os and platform not in self.os:
+            reasons.append(f"runs on {', '.join(self.os)}, not {platform}")
+        return reasons
+
+    @property
+    def eligible(self) -> bool:
+        return not self.missing
+
+    def summary(self) -> str:
+        return f"- {self.emoji + ' ' if self.emoji else ''}{self.name}: {self.description}"
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise SkillError(f"{where} must be a list of strings")
+
+
+def _install(value: Any, where: str) -> tuple[InstallStep, ...]:
+    steps = []
+    for i, item in enumerate(value or []):
+        if not isinstance(item, dict) or item.get("kind") not in {*_INSTALL_KINDS, "shell"}:
+            raise SkillError(f"{where}[{i}] needs kind pip, apt, npm or shell")
+        target = item.get("command" if item["kind"] == "shell" else "package")
+        if not isinstance(target, str) or not target.strip():
+            raise SkillError(f"{where}[{i}] needs {'command' if item['kind'] == 'shell' else 'package'}")
+        steps.append(InstallStep(item["kind"], target.strip()))
+    return tuple(steps)
+
+
+def parse_skill(skill_md: Path, source: str) -> Skill:
+    """Read one SKILL.md; raises `SkillError` naming the file and what is wrong."""
+    try:
+        text = skill_md.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SkillError(f"{skill_md}: cannot read: {exc}") from None
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        raise SkillError(f"{skill_md}: no front matter (a '---' block at the top)")
+    try:
+        meta = yaml.safe_load(match.group(1)) or {}
+    except yaml.YAMLError as exc:
+        raise SkillError(f"{skill_md}: front matter is not valid YAML: {exc}") from None
+    if not isinstance(meta, dict):
+        raise SkillError(f"{skill_md}: front matter must be a mapping")
+    try:
+        name, description = meta.get("name"), meta.get("description")
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise SkillError("'name' must be lowercase letters, digits, '.', '-' or '_'")
+        if not isinstance(description, str) or not description.strip():
+            raise SkillError("'description' is required")
+        extra = meta.get("metadata") or {}
+        requires = extra.get("requires") or {} if isinstance(extra, dict) else {}
+        if not isinstance(requires, dict):
+            raise SkillError("'metadata.requires' must be a mapping")
+        folder = skill_md.parent
+        return Skill(
+            name=name,
+            description=" ".join(description.split()),
+            path=folder,
+            source=source,
+            body=match.group(2).replace("{baseDir}", str(folder)).strip(),
+            homepage=str(meta.get("homepage") or ""),
+            emoji=str(meta.get("emoji") or ""),
+            bins=_strings(requires.get("bins"), "metadata.requires.bins"),
+            env=_strings(requires.get("env"), "metadata.requires.env"),
+            os=_strings(requires.get("os"), "metadata.requires.os"),
+            install=_install(extra.get("install") if isinstance(extra, dict) else None, "metadata.install"),
+        )
+    except SkillError as exc:
+        if str(exc).startswith(str(skill_md)):
+            raise
+        raise SkillError(f"{skill_md}: {exc}") from None
+
+
+def discover(places: Iterable[tuple[str, Path]]) -> tuple[dict[str, Skill], list[str]]:
+    """Every skill in *places* (lowest precedence first), and the problems found on the way."""
+    skills: dict[str, Skill] = {}
+    problems: list[str] = []
+    for source, folder in places:
+        if not folder.is_dir():
+            continue
+        for skill_md in sorted(folder.glob("*/SKILL.md")):
+            try:
+                skill = parse_skill(skill_md, source)
+            except SkillError as exc:
+                problems.append(str(exc))
+                continue
+            skills[skill.name] = skill
+    return skills, problems
+
+
+def prompt_block(skills: Iterable[Skill]) -> str:
+    """Inline summaries while they are few and short; past that, point at `skill_search`."""
+    eligible = [s for s in skills if s.eligible]
+    if not eligible:
+        return ""
+    lines = [s.summary() for s in sorted(eligible, key=lambda s: s.name)]
+    if len(lines) <= INLINE_MAX_SKILLS and estimate_tokens([Message("system", "\n".join(lines))]) <= INLINE_MAX_TOKENS:
+        return (
+            "<skills>\nSkills you can use. Before following one, read it with the read_skill tool.\n"
+            + "\n".join(lines)
+            + "\n</skills>"
+        )
+    return (
+        f"<skills>\nYou have {len(eligible)} skills. Find the ones that fit with the skill_search tool, "
+        "then read one with read_skill before following it.\n</skills>"
+    )

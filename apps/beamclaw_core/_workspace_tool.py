@@ -1,0 +1,80 @@
+"""The `workspace_memory` tool: the agent's own memory files, and nothing else.
+
+The workspace comes from the session's agent (the tool context), never from the
+arguments, and only named files are reachable: MEMORY.md, the daily logs and
+BOOTSTRAP.md. It needs no approval and works at every autonomy level.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+import attrs
+import trio
+
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+
+from ._workspace import BOOTSTRAP, MEMORY, Workspace, parse_day
+
+_ACTIONS: Final = (
+    "read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_bootstrap", "update_bootstrap",
+)  # fmt: skip
+_NEEDS_CONTENT: Final = frozenset({"append", "replace", "append_daily", "update_bootstrap"})
+
+
+def _run(workspace: Workspace, action: str, content: str | None, day: datetime.date) -> str:
+    if action in _NEEDS_CONTENT and content is None:
+        raise ToolError(f"action {action!r} needs 'content'")
+    match action:
+        case "read":
+            return workspace.read(MEMORY) or "(MEMORY.md is empty)"
+        case "append":
+            workspace.append(MEMORY, ("" if workspace.read(MEMORY).endswith("\n") else "\n") + f"{content}\n")
+            return "appended to MEMORY.md"
+        case "replace":
+            workspace.write(MEMORY, f"{content}")
+            return "replaced MEMORY.md"
+        case "read_daily":
+            return workspace.read(Workspace.daily_name(day)) or f"(no log for {day.isoformat()})"
+        case "append_daily":
+            now = datetime.datetime.now().strftime("%H:%M")
+            workspace.append(Workspace.daily_name(day), f"- {now} {content}\n")
+            return f"appended to memory/{day.isoformat()}.md"
+        case "list_daily":
+            return "\n".join(workspace.daily_logs()) or "(no daily logs yet)"
+        case "read_bootstrap":
+            return workspace.read(BOOTSTRAP) or "(there is no BOOTSTRAP.md: the first-run ritual is over)"
+        case "update_bootstrap":
+            workspace.write(BOOTSTRAP, f"{content}")
+            return "BOOTSTRAP.md deleted: the first-run ritual is over" if not f"{content}".strip() else "updated"
+    raise ToolError(f"unknown action {action!r}")  # pragma: no cover - the schema allows only _ACTIONS
+
+
+@attrs.define
+class WorkspaceMemoryTool:
+    requires_approval: bool = False
+    min_autonomy: Autonomy = Autonomy.READ_ONLY
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition(
+            "workspace_memory",
+            "Read and write your own memory: MEMORY.md (long-term), daily logs memory/YYYY-MM-DD.md, "
+            "and BOOTSTRAP.md (write it empty to end the first-run ritual).",
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"enum": list(_ACTIONS)},
+                    "content": {"type": "string"},
+                    "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "default: today"},
+                },
+                "required": ["action"],
+                "additionalProperties": False,
+            },
+        )
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
+        workspace = Workspace(session.agent_id, context.workspace)
+        day = parse_day(args["date"]) if "date" in args else datetime.date.today()
+        return await trio.to_thread.run_sync(_run, workspace, args["action"], args.get("content"), day)
