@@ -4,7 +4,7 @@ Order: the configured base prompt; then IDENTITY, SOUL, USER, TOOLS, AGENTS,
 BOOTSTRAP and MEMORY; then today's and yesterday's daily logs; then the skills.
 Empty or missing files are skipped. A file over 20,000 characters keeps its head
 (70%) and tail (20%) around a marker naming the file to read in full, and all the
-files together stay within 24,000 characters. The files are wrapped in tags, with a
+files together stay within 24,000 characters (each cut in proportion to its size). The files are wrapped in tags, with a
 preamble saying they are context, not instructions that override the model's rules.
 """
 
@@ -49,17 +49,15 @@ def context_files(workspace: Workspace, today: datetime.date) -> list[tuple[str,
 
 def assemble(base: str, workspace: Workspace | None, today: datetime.date, skills: str = "") -> str:
     parts = [base.strip()]
-    if workspace is not None:
-        blocks = []
-        budget = TOTAL_LIMIT
-        for name, text in context_files(workspace, today):
-            if budget < 200:
-                break
-            kept = truncate(text, name, min(FILE_LIMIT, budget))
-            budget -= len(kept)
-            blocks.append(f'<file name="{name}">\n{kept}\n</file>')
-        if blocks:
-            parts.append("<workspace_context>\n" + PREAMBLE + "\n\n" + "\n".join(blocks) + "\n</workspace_context>")
+    files = [(name, truncate(text, name)) for name, text in context_files(workspace, today)] if workspace else []
+    total = sum(len(text) for _, text in files)
+    if total > TOTAL_LIMIT:
+        # Every file keeps a share in proportion to its size: none (MEMORY.md, say) vanishes
+        # because the files before it were long.
+        files = [(name, truncate(text, name, len(text) * TOTAL_LIMIT // total)) for name, text in files]
+    if files:
+        blocks = "\n".join(f'<file name="{name}">\n{text}\n</file>' for name, text in files)
+        parts.append(f"<workspace_context>\n{PREAMBLE}\n\n{blocks}\n</workspace_context>")
     if skills:
         parts.append(skills)
     return "\n\n".join(parts)

@@ -66,6 +66,7 @@ class Workspace:
     def seed(self) -> list[str]:
         """Create the workspace and every missing template file; return the files created."""
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.root.chmod(0o700)  # memory and persona are private, whoever made the folder
         (self.root / "memory").mkdir(mode=0o700, exist_ok=True)
         created = []
         for name in SEEDED_FILES:

@@ -1,0 +1,130 @@
+"""Agent workspaces, the system prompt built from them, and the workspace_memory tool."""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+import pytest
+
+import beamclaw_core as core
+from beamclaw_core._system_prompt import PREAMBLE, assemble, truncate
+from beamclaw_core._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name
+from beamclaw_core._workspace_tool import WorkspaceMemoryTool
+from beamclaw_tools import ToolContext, ToolSession, run_tool
+from tests.support.model_server import Reply
+
+from .conftest import RunCore
+
+TODAY = datetime.date(2026, 11, 22)
+
+
+def test_seeding_creates_the_files_and_never_overwrites(tmp_path: Path) -> None:
+    ws = Workspace.of(tmp_path, "ada")
+    ws.root.mkdir(parents=True)
+    (ws.root / "IDENTITY.md").write_text("I am Ada.")
+    (ws.root / "USER.md").write_text("")  # even an empty file is the user's
+    created = ws.seed()
+    assert set(created) == set(SEEDED_FILES) - {"IDENTITY.md", "USER.md"}
+    assert ws.read("IDENTITY.md") == "I am Ada." and ws.read("USER.md") == ""
+    assert ws.seed() == []  # a second time, nothing
+    assert (ws.root / "memory").is_dir() and (ws.root.stat().st_mode & 0o777) == 0o700
+
+
+@pytest.mark.parametrize("name", ["", "../etc", "a/b", "Ada", "-x", "a" * 33, ".hidden", "a b"])
+def test_agent_names_are_checked(name: str) -> None:
+    with pytest.raises(InvalidAgentName):
+        check_agent_name(name)
+
+
+def test_an_empty_bootstrap_ends_the_ritual(tmp_path: Path) -> None:
+    ws = Workspace.of(tmp_path, "ada")
+    ws.seed()
+    assert ws.read("BOOTSTRAP.md")
+    ws.write("BOOTSTRAP.md", "  \n")
+    assert not (ws.root / "BOOTSTRAP.md").exists()
+    ws.seed()  # seeding again does bring it back: that is what `agent rehatch` is for
+    assert ws.read("BOOTSTRAP.md")
+    with pytest.raises(ValueError, match="not a workspace file"):
+        ws.write("../../x.md", "no")
+
+
+def test_truncation_keeps_head_and_tail_around_a_marker() -> None:
+    text = "H" * 15_000 + "M" * 10_000 + "T" * 5_000
+    out = truncate(text, "MEMORY.md")
+    head, marker, tail = out.split("\n")
+    assert head == "H" * 14_000 and tail == "T" * 4_000
+    assert marker == "[...truncated, read MEMORY.md for full content...]"
+    assert truncate("short", "X.md") == "short"
+
+
+def test_the_prompt_has_the_files_in_order_and_skips_empty_ones(tmp_path: Path) -> None:
+    ws = Workspace.of(tmp_path, "ada")
+    ws.root.mkdir(parents=True)
+    for name in CONTEXT_FILES:
+        ws.create(name, f"content of {name}")
+    ws.write("TOOLS.md", "   ")
+    ws.append(Workspace.daily_name(TODAY), "today's log")
+    ws.append(Workspace.daily_name(TODAY - datetime.timedelta(days=1)), "yesterday's log")
+    ws.append(Workspace.daily_name(TODAY - datetime.timedelta(days=2)), "older log")
+    prompt = assemble("BASE", ws, TODAY, "<skills>x</skills>")
+    order = [prompt.index(f'<file name="{n}">') for n in CONTEXT_FILES if n != "TOOLS.md"]
+    assert order == sorted(order) and prompt.startswith("BASE\n\n<workspace_context>\n" + PREAMBLE)
+    assert '<file name="TOOLS.md">' not in prompt and "older log" not in prompt
+    assert prompt.index("yesterday's log") > prompt.index("today's log") > prompt.index("content of MEMORY.md")
+    assert prompt.endswith("</workspace_context>\n\n<skills>x</skills>")
+
+
+def test_all_files_together_stay_within_the_total(tmp_path: Path) -> None:
+    ws = Workspace.of(tmp_path, "ada")
+    ws.root.mkdir(parents=True)
+    for name in CONTEXT_FILES:
+        ws.create(name, name[0] * 15_000)
+    prompt = assemble("", ws, TODAY)
+    inside = prompt.split(PREAMBLE)[1]
+    assert 20_000 < len(inside) < 24_000 + 1_000  # the tags and markers add a little
+    for name in CONTEXT_FILES:  # every file keeps its share, the last one too
+        assert f"[...truncated, read {name} for full content...]" in prompt
+
+
+async def test_the_tool_reaches_only_the_agents_own_files(tmp_path: Path) -> None:
+    tool = WorkspaceMemoryTool()
+    context_a = ToolContext(workspace=tmp_path / "agents" / "a", data_dir=tmp_path)
+    session_a = ToolSession("s", "a", "u")
+    Workspace.of(tmp_path, "a").seed()
+
+    async def call(args: dict[str, object]) -> str:
+        result = await run_tool(tool, args, session_a, context_a)
+        return ("ERROR " if result.is_error else "") + result.text
+
+    assert await call({"action": "append", "content": "likes tea"}) == "appended to MEMORY.md"
+    assert (await call({"action": "read"})).endswith("# Memory\nlikes tea\n")
+    assert await call({"action": "replace", "content": "fresh"}) == "replaced MEMORY.md"
+    assert await call({"action": "read"}) == "fresh"
+    assert (await call({"action": "append_daily", "content": "met Ada", "date": "2026-11-22"})).endswith("22.md")
+    assert "met Ada" in await call({"action": "read_daily", "date": "2026-11-22"})
+    assert await call({"action": "list_daily"}) == "2026-11-22"
+    assert await call({"action": "update_bootstrap", "content": ""}) == (
+        "BOOTSTRAP.md deleted: the first-run ritual is over"
+    )
+    refused = await call({"action": "read", "path": "../b/MEMORY.md"})
+    assert refused.startswith("ERROR invalid arguments") and "'path' was unexpected" in refused
+    bad_date = await call({"action": "read_daily", "date": "../../../etc/passwd"})
+    assert bad_date.startswith("ERROR invalid arguments")
+    assert (await call({"action": "append"})).startswith("ERROR action 'append' needs 'content'")
+    assert not (tmp_path / "agents" / "b").exists()
+
+
+async def test_each_model_call_sees_the_workspace(run_core: RunCore) -> None:
+    async with run_core(Reply("hi"), Reply("again")) as r:
+        session = await r.open(agent="ada")
+        await core.send_message(session, "hello", core.CollectingChannel())
+        ws = Workspace.of(r.home, "ada")
+        assert ws.read("BOOTSTRAP.md")  # seeded when the session started
+        ws.write("IDENTITY.md", "Name: Ada Lovelace")
+        await core.send_message(session, "who are you?", core.CollectingChannel())
+        first, second = (req["messages"][0]["content"] for req in r.model.requests)
+        assert "Bootstrap: your first conversation" in first
+        assert "Name: Ada Lovelace" in second and "Name: Ada Lovelace" not in first
+        with pytest.raises(ValueError, match="invalid agent name"):
+            await r.open(agent="../../etc")
