@@ -8,7 +8,9 @@ also survives the whole daemon being killed. Channels use `open_session`,
 """
 
 from ._api import (
+    ContextUsage,
     SessionHandle,
+    context_usage,
     history,
     open_session,
     reset_session,
@@ -24,14 +26,53 @@ from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
 from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
 from ._messages import Message, ToolCall, estimate_tokens
+from ._pairing import (
+    ALPHABET as PAIRING_ALPHABET,
+)
+from ._pairing import (
+    Paired,
+    PairingError,
+    PendingCode,
+    allowed_agent,
+    approve,
+    paired,
+    pending,
+    request_code,
+    revoke,
+)
 from ._provider import Completion, OpenAICompatProvider, ProviderError, Usage
 from ._run import Run, TurnResult
 from ._session import SessionInfo, session_id
-from ._store import SCHEMA_VERSION, StoreError
+from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
+from ._store import SCHEMA_VERSION, StoreError, open_database
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
+from ._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name, template
 
 __all__ = [
+    "CONTEXT_FILES",
+    "PAIRING_ALPHABET",
+    "SEEDED_FILES",
+    "InstallStep",
+    "InvalidAgentName",
+    "Paired",
+    "PairingError",
+    "PendingCode",
+    "Skill",
+    "SkillError",
+    "Workspace",
+    "allowed_agent",
+    "approve",
+    "check_agent_name",
+    "discover",
+    "open_database",
+    "paired",
+    "parse_skill",
+    "pending",
+    "request_code",
+    "revoke",
+    "skill_places",
+    "template",
     "CONTEXT_WINDOWS",
     "SCHEMA_VERSION",
     "SUMMARY_HEADER",
@@ -40,6 +81,7 @@ __all__ = [
     "Channel",
     "CollectingChannel",
     "Completion",
+    "ContextUsage",
     "CoreConfig",
     "Decision",
     "Message",
@@ -53,6 +95,7 @@ __all__ = [
     "ToolCall",
     "TurnResult",
     "Usage",
+    "context_usage",
     "context_window",
     "decide",
     "estimate_tokens",

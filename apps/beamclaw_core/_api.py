@@ -10,10 +10,12 @@ import trio
 import supervision as sv
 
 from ._channel import Channel
-from ._messages import Message
+from ._compaction import context_window
+from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
 from ._runtime import Runtime
 from ._sessions import SESSIONS
+from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
 _LIVENESS_CHECK: Final = 1.0
@@ -113,3 +115,27 @@ async def stop_session(session_id: str) -> bool:
 async def running_sessions() -> list[str]:
     running: list[str] = await sv.call(SESSIONS, "running")
     return running
+
+
+@final
+@attrs.frozen
+class ContextUsage:
+    """How full the model's context window is for a conversation (tokens estimated)."""
+
+    used: int
+    window: int
+    messages: int
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.used / self.window) if self.window else 0.0
+
+
+async def context_usage(handle: SessionHandle) -> ContextUsage:
+    """The system prompt and the history, against the model's context window."""
+    runtime: Runtime = await sv.call(SESSIONS, "runtime")
+    messages = await history(handle)
+    prompt = await system_prompt(runtime, handle.agent_id)
+    provider = runtime.config.provider
+    used = estimate_tokens([Message("system", prompt), *messages])
+    return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))

@@ -13,7 +13,6 @@ missing, the budget used up) are not crashes: they end the turn with a clear rep
 
 from __future__ import annotations
 
-import datetime
 import json
 import time
 from typing import Any, Final
@@ -33,11 +32,8 @@ from ._provider import Completion, OpenAICompatProvider, ProviderError
 from ._run import Run, TurnResult
 from ._runtime import Runtime, shared_http_client
 from ._session import PersistError, SessionInfo
-from ._skill_catalog import agent_skills
-from ._skills import prompt_block
-from ._system_prompt import assemble
+from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
-from ._workspace import Workspace
 
 IDLE: Final = "idle"
 COMPACTING: Final = "compacting"
@@ -157,24 +153,13 @@ class Loop(sv.StateMachine):
             return []  # the tools app is not running: the model answers without tools
         return [t.definition.to_openai() for t in tools if t.min_autonomy <= autonomy]
 
-    async def _system_prompt(self, data: _Data) -> str:
-        try:
-            skills, _ = await agent_skills(data.info.agent_id)
-        except sv.NoProc:
-            skills = {}  # the catalog is restarting: this one call goes without skills
-        workspace = Workspace.of(data.runtime.data_dir, data.info.agent_id)
-        # The workspace files are small and local (and each is capped), so they are read here.
-        return assemble(
-            data.runtime.config.system_prompt, workspace, datetime.date.today(), prompt_block(skills.values())
-        )
-
     async def _call_model(self, data: _Data) -> Any:
         turn = data.turn
         assert turn is not None
         config = data.runtime.config
         final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
         history: list[Message] = await sv.call(data.session, "history")
-        messages = [Message("system", await self._system_prompt(data)), *history]
+        messages = [Message("system", await system_prompt(data.runtime, data.info.agent_id)), *history]
         tools = await self._tool_specs(data, final_round)
         estimate = estimate_tokens(messages) + len(json.dumps(tools)) // 4 + config.budget_completion_reserve
         try:

@@ -19,7 +19,7 @@ import supervision as sv
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
 
 from ._skill_index import SkillIndex
-from ._skills import Skill, discover
+from ._skills import Skill, discover, skill_places
 
 SKILLS: Final = "beamclaw_core.skills"
 
@@ -31,10 +31,6 @@ class _Catalog:
     found: dict[str, tuple[dict[str, Skill], list[str]]] = attrs.field(factory=dict)
     indexes: dict[str, SkillIndex] = attrs.field(factory=dict)
 
-    def places(self, agent_id: str) -> list[tuple[str, Path]]:
-        places = [("bundled", self.bundled)] if self.bundled else []
-        return [*places, ("home", self.data_dir / "skills"), ("agent", self.data_dir / "agents" / agent_id / "skills")]
-
 
 class SkillsCatalog(sv.GenServer):
     def init(self, bundled: Path | None, data_dir: Path) -> _Catalog:
@@ -43,7 +39,9 @@ class SkillsCatalog(sv.GenServer):
 
     async def _skills(self, catalog: _Catalog, agent_id: str) -> tuple[dict[str, Skill], list[str]]:
         if agent_id not in catalog.found:
-            catalog.found[agent_id] = await trio.to_thread.run_sync(discover, catalog.places(agent_id))
+            catalog.found[agent_id] = await trio.to_thread.run_sync(
+                discover, skill_places(catalog.bundled, catalog.data_dir, agent_id)
+            )
             for problem in catalog.found[agent_id][1]:
                 logger.warning("skill skipped: {}", problem)
         return catalog.found[agent_id]

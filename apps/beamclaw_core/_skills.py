@@ -162,6 +162,12 @@ def parse_skill(skill_md: Path, source: str) -> Skill:
         raise SkillError(f"{skill_md}: {exc}") from None
 
 
+def skill_places(bundled: Path | None, data_dir: Path, agent_id: str) -> list[tuple[str, Path]]:
+    """Where an agent's skills come from, lowest precedence first."""
+    first = [("bundled", bundled)] if bundled else []
+    return [*first, ("home", data_dir / "skills"), ("agent", data_dir / "agents" / agent_id / "skills")]
+
+
 def discover(places: Iterable[tuple[str, Path]]) -> tuple[dict[str, Skill], list[str]]:
     """Every skill in *places* (lowest precedence first), and the problems found on the way."""
     skills: dict[str, Skill] = {}

@@ -22,10 +22,11 @@ import trio
 
 import supervision as sv
 
+from . import _pairing as pairing
 from ._messages import Message
 
 STORE: Final = "beamclaw_core.store"
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 T = TypeVar("T")
 
 _SCHEMA: Final = """
@@ -53,6 +54,27 @@ CREATE TABLE IF NOT EXISTS token_usage (
 );
 """
 
+#: What each version adds to the one before; opening an older file applies the rest.
+_MIGRATIONS: Final = {
+    2: """
+CREATE TABLE IF NOT EXISTS pairing_requests (
+    channel TEXT NOT NULL,
+    code TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    display TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    PRIMARY KEY (channel, code)
+);
+CREATE TABLE IF NOT EXISTS pairing_allow (
+    channel TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    agent_id TEXT NOT NULL,
+    approved_at REAL NOT NULL,
+    PRIMARY KEY (channel, user_id)
+);
+""",
+}
+
 
 class StoreError(Exception):
     """The database cannot be used (a newer format, a corrupt file); the message says which."""
@@ -69,10 +91,16 @@ class StoredSession:
     history: list[Message]
 
 
-def _open(path: Path | None) -> sqlite3.Connection:
+def open_database(path: Path | None) -> sqlite3.Connection:
+    """Open (creating or upgrading) the session database; `StoreError` if it cannot be used.
+
+    *path* None keeps it in memory.
+    """
     if path is not None:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    db = sqlite3.connect(":memory:" if path is None else path, check_same_thread=False, isolation_level=None)
+    db = sqlite3.connect(
+        ":memory:" if path is None else path, check_same_thread=False, isolation_level=None, timeout=10.0
+    )
     try:
         (version,) = db.execute("PRAGMA user_version").fetchone()
         if version > SCHEMA_VERSION:
@@ -86,6 +114,8 @@ def _open(path: Path | None) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous=NORMAL")
         db.execute("PRAGMA foreign_keys=ON")
         db.executescript(_SCHEMA)
+        for step in range(max(version, 1) + 1, SCHEMA_VERSION + 1):
+            db.executescript(_MIGRATIONS[step])
         db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
     except sqlite3.DatabaseError as exc:
         db.close()
@@ -188,6 +218,8 @@ _OPERATIONS: Final[dict[str, Callable[..., Any]]] = {
     "reserve": _reserve,
     "adjust": _adjust,
     "used": _used,
+    "pairing_request": pairing.request_code,
+    "pairing_allowed": pairing.allowed_agent,
 }
 
 
@@ -196,7 +228,7 @@ class Store(sv.GenServer):
 
     async def init(self, path: Path | None) -> sqlite3.Connection:
         sv.register(STORE)
-        return await trio.to_thread.run_sync(_open, path)
+        return await trio.to_thread.run_sync(open_database, path)
 
     async def handle_call(
         self, request: tuple[Any, ...], caller: sv.Caller, db: sqlite3.Connection

@@ -13,6 +13,11 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
+import supervision as sv
+
+from ._runtime import Runtime
+from ._skill_catalog import agent_skills
+from ._skills import prompt_block
 from ._workspace import CONTEXT_FILES, Workspace
 
 FILE_LIMIT: Final = 20_000
@@ -61,3 +66,14 @@ def assemble(base: str, workspace: Workspace | None, today: datetime.date, skill
     if skills:
         parts.append(skills)
     return "\n\n".join(parts)
+
+
+async def system_prompt(runtime: Runtime, agent_id: str) -> str:
+    """The agent's system prompt as of now (workspace files are re-read every time)."""
+    try:
+        skills, _ = await agent_skills(agent_id)
+    except sv.NoProc:
+        skills = {}  # the catalog is restarting: this one call goes without skills
+    workspace = Workspace.of(runtime.data_dir, agent_id)
+    # The workspace files are small and local (and each is capped), so they are read here.
+    return assemble(runtime.config.system_prompt, workspace, datetime.date.today(), prompt_block(skills.values()))

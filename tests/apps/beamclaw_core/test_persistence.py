@@ -53,7 +53,7 @@ async def test_a_database_from_a_newer_version_is_refused(run_core: RunCore, tmp
             pass
     text = "".join(traceback.format_exception(info.value))
     assert "StartError: child 'store' failed to start" in text
-    assert "format version 99, newer than this BeamClaw's 1; upgrade BeamClaw or move the file away" in text
+    assert f"format version 99, newer than this BeamClaw's {core.SCHEMA_VERSION}; upgrade BeamClaw" in text
 
 
 async def test_reset_forgets_the_conversation_for_good(run_core: RunCore, tmp_path: Path) -> None:
