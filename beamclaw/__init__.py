@@ -4,7 +4,7 @@
 order under one root supervisor, and serves until SIGINT or SIGTERM.
 """
 
-from ._apps import APPS, build_tree
+from ._apps import APPS, BUNDLED_SKILLS, build_tree
 from ._config import ConfigError, data_dir, default_config_path, load_config
 from ._control import SOCKET_NAME as CONTROL_SOCKET
 from ._daemon import run_daemon
@@ -12,6 +12,7 @@ from ._version import __version__
 
 __all__ = [
     "APPS",
+    "BUNDLED_SKILLS",
     "CONTROL_SOCKET",
     "ConfigError",
     "__version__",

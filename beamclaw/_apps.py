@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import supervision as sv
 
-from ._control import SOCKET_NAME, control_server
+from ._control import ROOT, SOCKET_NAME, control_server
 
 #: The skills shipped with the project (lowest precedence; see beamclaw_core).
 BUNDLED_SKILLS: Final = Path(__file__).resolve().parent.parent / "skills"
@@ -59,4 +59,4 @@ def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
     if "core" in enabled:
         control = sv.Supervisor([sv.ChildSpec("server", control_server, args=(home / SOCKET_NAME,))], name="control")
         apps.append(sv.Application("control", control, depends_on=("core",)))
-    return sv.application_tree(apps, name="beamclaw", intensity=3, period=5.0)
+    return sv.application_tree(apps, name=ROOT, intensity=3, period=5.0)

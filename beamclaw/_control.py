@@ -4,16 +4,25 @@ The CLI talks to the running daemon through it. A request is one JSON object on 
 line; the answer is one or more JSON lines, the last of which has ``"done": true``.
 
     {"cmd": "ping"}                                   -> {"type": "pong", "version": ...}
+    {"cmd": "status"}                                 -> version, pid, uptime, apps, sessions
+    {"cmd": "tree"}                                   -> {"type": "tree", "tree": inspect_tree(root)}
+    {"cmd": "kill", "path": "core/sessions_sup/ID/loop"} -> crash that process on purpose
+    {"cmd": "stop"}                                   -> stop the daemon as SIGTERM would
     {"cmd": "chat", "user": U, "agent": A, "text": T} -> drafts and messages, then the reply
     {"cmd": "history", "user": U, "agent": A}         -> {"type": "history", "messages": [...]}
+    {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
+    {"cmd": "context", "user": U, "agent": A}         -> context window use
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import signal
 import socket
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -26,6 +35,7 @@ import supervision as sv
 from ._version import __version__
 
 MAX_REQUEST: Final = 1_000_000
+ROOT: Final = "beamclaw"
 SOCKET_NAME: Final = "control.sock"
 
 
@@ -80,25 +90,87 @@ def _text_field(request: dict[str, Any], key: str) -> str:
     return value
 
 
-async def _answer(stream: trio.SocketStream, request: dict[str, Any]) -> dict[str, Any]:
+class KilledOnPurpose(Exception):
+    """The reason given to a process crashed with ``beamclaw kill``."""
+
+
+def _resolve(path: str) -> tuple[sv.Pid, str]:
+    """The pid at *path* (child ids from the root, ``/``-separated; a unique prefix will do)."""
+    node: Any = ROOT
+    walked: list[str] = []
+    for part in [p for p in path.strip("/").split("/") if p]:
+        children = {str(c.id): c for c in sv.which_children(node)}
+        matches = [key for key in children if key == part] or [key for key in children if key.startswith(part)]
+        if len(matches) != 1:
+            known = ", ".join(sorted(children)) or "none"
+            what = "matches several children" if matches else "matches no child"
+            raise _BadRequest(f"{'/'.join([*walked, part])} {what} (children of /{'/'.join(walked)}: {known})")
+        child = children[matches[0]]
+        if child.pid is None:
+            raise _BadRequest(f"{'/'.join([*walked, matches[0]])} is not running")
+        node = child.pid
+        walked.append(matches[0])
+    if not walked:
+        raise _BadRequest("give the path of a process below the root, e.g. core/sessions")
+    return node, "/".join(walked)
+
+
+def _status(started: float) -> dict[str, Any]:
+    tree = sv.inspect_tree(ROOT)
+    apps = [{"id": c["id"], "state": c["state"], "restarts": c.get("restarts", 0)} for c in tree["children"]]
+    sessions = 0
+    if sv.whereis(core.SESSIONS_SUP) is not None:
+        sessions = sv.count_children(core.SESSIONS_SUP).active
+    return {
+        "type": "status", "version": __version__, "pid": os.getpid(), "uptime": round(time.time() - started, 1),
+        "apps": apps, "sessions": sessions,
+    }  # fmt: skip
+
+
+async def _answer(stream: trio.SocketStream, request: dict[str, Any], started: float) -> dict[str, Any]:
     match request["cmd"]:
         case "ping":
             return {"type": "pong", "version": __version__}
+        case "status":
+            return _status(started)
+        case "tree":
+            return {"type": "tree", "tree": sv.inspect_tree(ROOT)}
+        case "kill":
+            pid, path = _resolve(_text_field(request, "path"))
+            sv.kill(pid, KilledOnPurpose(f"killed on purpose with `beamclaw kill {path}`"))
+            return {"type": "killed", "pid": repr(pid), "path": path}
+        case "stop":
+            # The same graceful path as Ctrl-C or SIGTERM: sv.run stops the apps in reverse.
+            trio.lowlevel.current_trio_token().run_sync_soon(os.kill, os.getpid(), signal.SIGTERM)
+            return {"type": "stopping"}
+        case "reset":
+            handle = await _session(request)
+            return {"type": "reset", "dropped": await core.reset_session(handle)}
+        case "context":
+            usage = await core.context_usage(await _session(request))
+            return {"type": "context", "used": usage.used, "window": usage.window, "messages": usage.messages}
         case "chat":
-            handle = await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), "cli")
+            handle = await _session(request)
             result = await core.send_message(handle, _text_field(request, "text"), _StreamChannel(stream))
             return {"type": "reply", "ok": result.ok, "text": result.text}
         case "history":
-            handle = await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), "cli")
+            handle = await _session(request)
             messages = [m.to_openai() for m in await core.history(handle)]
             return {"type": "history", "messages": messages}
     raise _BadRequest(f"unknown command {request['cmd']!r}")
 
 
-async def _serve_one(stream: trio.SocketStream) -> None:
+async def _session(request: dict[str, Any]) -> core.SessionHandle:
+    try:
+        return await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), "cli")
+    except core.InvalidAgentName as exc:
+        raise _BadRequest(str(exc)) from None
+
+
+async def _serve_one(stream: trio.SocketStream, started: float) -> None:
     async with stream:
         try:
-            answer = await _answer(stream, await _read_request(stream))
+            answer = await _answer(stream, await _read_request(stream), started)
         except _BadRequest as exc:
             answer = {"type": "error", "error": str(exc)}
         except (sv.NoProc, sv.CallTimeout) as exc:
@@ -123,7 +195,8 @@ async def control_server(path: Path, task_status: Any = trio.TASK_STATUS_IGNORED
     sock.listen(64)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(trio.serve_listeners, _serve_one, [trio.SocketListener(sock)])
+            handler = functools.partial(_serve_one, started=time.time())
+            await nursery.start(trio.serve_listeners, handler, [trio.SocketListener(sock)])
             task_status.started()
     finally:
         path.unlink(missing_ok=True)

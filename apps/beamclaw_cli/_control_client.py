@@ -1,12 +1,13 @@
-"""Talking to the running daemon over its control socket (blocking: the CLI is a script)."""
+"""Talking to the running daemon over its control socket (JSON lines)."""
 
 from __future__ import annotations
 
 import json
-import socket
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
+
+import trio
 
 import beamclaw
 
@@ -19,23 +20,56 @@ def socket_path() -> Path:
     return beamclaw.data_dir() / beamclaw.CONTROL_SOCKET
 
 
-def request(payload: dict[str, Any]) -> Iterator[dict[str, Any]]:
+async def _lines(stream: trio.SocketStream) -> AsyncGenerator[bytes, None]:
+    buffer = b""
+    while True:
+        chunk = await stream.receive_some(65536)
+        if not chunk:
+            return
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            yield line
+
+
+async def request(payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
     """Send one request; yield each JSON line of the answer, the last with ``done``."""
     path = socket_path()
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        stream = await trio.open_unix_socket(str(path))
     except (FileNotFoundError, ConnectionRefusedError):
-        sock.close()
         raise NoDaemon(
             f"no BeamClaw daemon is running (nothing answers at {path}); start one with `python -m beamclaw run`"
         ) from None
-    with sock, sock.makefile("rwb") as stream:
-        stream.write(json.dumps(payload).encode() + b"\n")
-        stream.flush()
-        for line in stream:
+    async with stream:
+        await stream.send_all(json.dumps(payload).encode() + b"\n")
+        lines = _lines(stream)
+        async for line in lines:
             message: dict[str, Any] = json.loads(line)
             yield message
             if message.get("done"):
+                await lines.aclose()
                 return
     raise NoDaemon("the daemon closed the connection before answering")
+
+
+async def ask(payload: dict[str, Any]) -> dict[str, Any]:
+    """Send one request and return its final answer; an error answer raises `ControlError`."""
+    answer: dict[str, Any] = {}
+    async for answer in request(payload):  # noqa: B007 - the last one is the answer
+        pass
+    if answer.get("type") == "error":
+        raise ControlError(str(answer.get("error")))
+    return answer
+
+
+async def running() -> bool:
+    try:
+        await ask({"cmd": "ping"})
+    except NoDaemon:
+        return False
+    return True
+
+
+class ControlError(Exception):
+    """The daemon refused a request; the message is its explanation."""

@@ -5,13 +5,28 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
+import trio
 from loguru import logger
 
 import beamclaw
 
-from ._control_client import NoDaemon, request
+from . import _agents, _daemon_commands, _pairing_commands, _skills_commands
+from ._control_client import ControlError, NoDaemon
+from ._doctor import doctor
+from ._tui import tui
+from ._who import add_who
+
+_DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
+    "chat": _daemon_commands.chat,
+    "history": _daemon_commands.history,
+    "tree": _daemon_commands.tree,
+    "status": _daemon_commands.status,
+    "stop": _daemon_commands.stop,
+    "kill": _daemon_commands.kill,
+    "tui": tui,
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -22,64 +37,29 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="start the daemon and serve until Ctrl-C")
     run.add_argument("--config", metavar="PATH", help="configuration file (default: the project's config.toml)")
+    tui_parser = commands.add_parser("tui", help="chat in the terminal (starts a daemon in-process if none runs)")
+    add_who(tui_parser)
+    tui_parser.add_argument("--config", metavar="PATH", help="configuration for an in-process daemon")
     chat = commands.add_parser("chat", help="send one message to an agent of the running daemon")
     chat.add_argument("message", help="what to say")
-    _who(chat)
-    history = commands.add_parser("history", help="print a conversation of the running daemon")
-    _who(history)
+    add_who(chat)
+    add_who(commands.add_parser("history", help="print a conversation of the running daemon"))
+    tree = commands.add_parser("tree", help="draw the running daemon's supervision tree")
+    tree.add_argument("--watch", action="store_true", help="redraw it live until Ctrl-C")
+    tree.add_argument("--json", action="store_true", help="print it as JSON")
+    tree.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
+    commands.add_parser("status", help="is the daemon running, and how are its apps")
+    commands.add_parser("stop", help="stop the running daemon (as SIGTERM would)")
+    kill = commands.add_parser("kill", help="crash one process on purpose, to watch it restart")
+    kill.add_argument("path", help="child ids from the root, e.g. core/sessions_sup/<session>/loop (prefixes do)")
+    _agents.add_parser(commands)
+    _skills_commands.add_parser(commands)
+    _pairing_commands.add_parser(commands)
+    doctor_parser = commands.add_parser("doctor", help="check the configuration, data dir, keys and Docker")
+    doctor_parser.add_argument("--config", metavar="PATH", help="configuration file")
     commands.add_parser("version", help="print the version")
     commands.add_parser("help", help="show this help")
     return parser
-
-
-def _who(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--agent", default="default", help="the agent (default: default)")
-    parser.add_argument("--user", default=None, help="the user id (default: local:$BEAMCLAW_USER or local:$USER)")
-
-
-def _user(args: argparse.Namespace) -> str:
-    if args.user:
-        return str(args.user)
-    return "local:" + (os.environ.get("BEAMCLAW_USER") or os.environ.get("USER") or "user")
-
-
-def _chat(args: argparse.Namespace) -> int:
-    """Stream the reply as it grows; approval questions and errors go on their own lines."""
-    shown = ""
-    for message in request({"cmd": "chat", "user": _user(args), "agent": args.agent, "text": args.message}):
-        kind = message.get("type")
-        if kind in {"draft", "final"}:
-            text = message["text"]
-            if not text.startswith(shown):
-                print()
-                shown = ""
-            print(text[len(shown) :], end="", flush=True)
-            shown = text
-        elif kind == "message":
-            print(("\n" if shown else "") + message["text"], flush=True)
-            shown = ""
-        elif kind == "reply":
-            if not shown:
-                print(message["text"], end="")
-            print()
-            return 0 if message["ok"] else 1
-        elif kind == "error":
-            print(f"beamclaw: {message['error']}", file=sys.stderr)
-            return 1
-    return 1
-
-
-def _history(args: argparse.Namespace) -> int:
-    for message in request({"cmd": "history", "user": _user(args), "agent": args.agent}):
-        if message.get("type") == "error":
-            print(f"beamclaw: {message['error']}", file=sys.stderr)
-            return 1
-        for item in message.get("messages", []):
-            if item.get("content"):
-                print(f"{item['role']}: {item['content']}")
-            for call in item.get("tool_calls") or []:
-                print(f"{item['role']}: [calls {call['function']['name']} {call['function']['arguments']}]")
-    return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -94,21 +74,37 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
-    if args.command == "run":
-        return _run(args)
+def _daemon_command(args: argparse.Namespace) -> int:
     try:
-        if args.command == "chat":
-            return _chat(args)
-        if args.command == "history":
-            return _history(args)
+        return trio.run(_DAEMON_COMMANDS[args.command], args)
     except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
-    if args.command == "version":
-        print(f"beamclaw {beamclaw.__version__}")
-        return 0
+    except ControlError as exc:
+        print(f"beamclaw: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    match args.command:
+        case "run":
+            return _run(args)
+        case command if command in _DAEMON_COMMANDS:
+            return _daemon_command(args)
+        case "agent":
+            return _agents.run(args)
+        case "skills":
+            return _skills_commands.run(args)
+        case "pair":
+            return _pairing_commands.run(args)
+        case "doctor":
+            return doctor(args)
+        case "version":
+            print(f"beamclaw {beamclaw.__version__}")
+            return 0
     parser.print_help()
     return 0 if args.command == "help" else 2

@@ -43,6 +43,7 @@ from ._pairing import (
 from ._provider import Completion, OpenAICompatProvider, ProviderError, Usage
 from ._run import Run, TurnResult
 from ._session import SessionInfo, session_id
+from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA_VERSION, StoreError, open_database
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
@@ -53,6 +54,7 @@ __all__ = [
     "CONTEXT_FILES",
     "PAIRING_ALPHABET",
     "SEEDED_FILES",
+    "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
     "Paired",

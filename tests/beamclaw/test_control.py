@@ -3,59 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import trio
 
-from tests.support.model_server import Call, Reply, ScriptedModel, scripted_model
+from tests.support.model_server import Call, Reply, scripted_model
 
-
-def _env(home: Path) -> dict[str, str]:
-    return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}
-
-
-def _config(tmp_path: Path, model: ScriptedModel) -> Path:
-    path = tmp_path / "config.toml"
-    path.write_text(
-        f'[core]\ndefault_provider = "scripted"\nautonomy_level = "full"\n'
-        f'[core.providers.scripted]\nbase_url = "{model.base_url}"\nmodel = "scripted-model"\n'
-    )
-    return path
-
-
-async def _ping(home: Path) -> bool:
-    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        try:
-            await sock.connect(str(home / "control.sock"))
-        except OSError:
-            return False
-        await sock.send(b'{"cmd": "ping"}\n')
-        return b'"pong"' in await sock.recv(4096)
-
-
-async def _start(config: Path, home: Path) -> trio.Process:
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-        env=_env(home), stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    with trio.fail_after(30):
-        while not await _ping(home):
-            assert process.poll() is None, "the daemon exited during start-up"
-            await trio.sleep(0.05)
-    return process
-
-
-async def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return await trio.run_process(
-        [sys.executable, "-m", "beamclaw", *args], env=_env(home), capture_stdout=True, capture_stderr=True,
-        check=False,
-    )  # fmt: skip
+from .daemon import cli, start_daemon, write_config
 
 
 async def test_a_conversation_survives_sigkill_of_the_daemon(tmp_path: Path) -> None:
@@ -66,22 +22,22 @@ async def test_a_conversation_survives_sigkill_of_the_daemon(tmp_path: Path) -> 
         Reply("You are Ada."),
     ]
     async with scripted_model(*steps) as model:
-        config = _config(tmp_path, model)
-        daemon = await _start(config, home)
-        first = await _cli(home, "chat", "I am Ada, please remember")
+        config = write_config(tmp_path, model)
+        daemon = await start_daemon(config, home)
+        first = await cli(home, "chat", "I am Ada, please remember")
         assert first.returncode == 0, first.stderr
         assert first.stdout.decode() == "Nice to meet you, Ada.\n"
         daemon.send_signal(signal.SIGKILL)
         await daemon.wait()
 
-        daemon = await _start(config, home)
-        second = await _cli(home, "chat", "who am I?")
+        daemon = await start_daemon(config, home)
+        second = await cli(home, "chat", "who am I?")
         assert second.stdout.decode() == "You are Ada.\n"
         sent = [(m["role"], m.get("content")) for m in model.requests[2]["messages"][1:]]
         assert sent[0] == ("user", "I am Ada, please remember")
         assert sent[-3:] == [("tool", "wrote 3 characters to name.txt"), ("assistant", "Nice to meet you, Ada."),
                              ("user", "who am I?")]  # fmt: skip
-        shown = await _cli(home, "history")
+        shown = await cli(home, "history")
         assert shown.stdout.decode().splitlines()[-1] == "assistant: You are Ada."
         daemon.send_signal(signal.SIGTERM)
         assert await daemon.wait() == 0
@@ -90,7 +46,7 @@ async def test_a_conversation_survives_sigkill_of_the_daemon(tmp_path: Path) -> 
 
 
 async def test_the_cli_says_when_no_daemon_runs(tmp_path: Path) -> None:
-    result = await _cli(tmp_path / "empty", "chat", "hello")
+    result = await cli(tmp_path / "empty", "chat", "hello")
     assert result.returncode == 3
     assert "no BeamClaw daemon is running" in result.stderr.decode()
 
@@ -98,7 +54,7 @@ async def test_the_cli_says_when_no_daemon_runs(tmp_path: Path) -> None:
 async def test_a_bad_control_request_gets_a_clear_error(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with scripted_model() as model:
-        daemon = await _start(_config(tmp_path, model), home)
+        daemon = await start_daemon(write_config(tmp_path, model), home)
         assert (home / "control.sock").stat().st_mode & 0o777 == 0o600
         for raw, error in [
             (b"not json\n", "request is not JSON"),

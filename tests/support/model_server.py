@@ -65,6 +65,11 @@ class CutOff:
 
 
 @attrs.frozen
+class Echo:
+    """Answer "You said: <the last user message>" (for trying the daemon by hand)."""
+
+
+@attrs.frozen
 class Hold:
     """Wait until `release` is called (or for ever), then answer with *then*."""
 
@@ -76,7 +81,7 @@ class Hold:
         self.released.set()
 
 
-Step = Reply | Status | Malformed | CutOff | Hold
+Step = Reply | Status | Malformed | CutOff | Hold | Echo
 
 
 def _chunk(completion_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -157,6 +162,9 @@ class ScriptedModel:
             await step.released.wait()
             step = step.then
         model = body.get("model", "scripted")
+        if isinstance(step, Echo):
+            users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
+            step = Reply(f"You said: {users[-1] if users else ''}")
         match step:
             case None:
                 await respond(send, 500, {"error": {"message": "the scripted model has no step left"}})
@@ -227,3 +235,23 @@ async def scripted_model(*steps: Step, repeat: Step | None = None) -> AsyncItera
     async with serve_asgi(model) as url:
         model.base_url = f"{url}/v1"
         yield model
+
+
+async def _serve_forever(port: int) -> None:
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    from .asgi_server import _with_lifespan
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    print(f"scripted echo model on http://127.0.0.1:{port}/v1 (Ctrl-C to stop)", flush=True)
+    await serve(_with_lifespan(ScriptedModel(repeat=Echo())), config, mode="asgi")
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Serve the scripted model as an echo model, for trying BeamClaw.")
+    parser.add_argument("--port", type=int, default=8001)
+    trio.run(_serve_forever, parser.parse_args().port)

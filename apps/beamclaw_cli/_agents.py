@@ -1,0 +1,107 @@
+"""`beamclaw agent create|list|show|delete|rehatch`: agent workspaces on disk (no daemon needed)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sqlite3
+
+import beamclaw
+import beamclaw_core as core
+
+
+def _workspace(name: str) -> core.Workspace:
+    return core.Workspace.of(beamclaw.data_dir(), name)
+
+
+def create(args: argparse.Namespace) -> int:
+    ws = _workspace(args.name)
+    existed = ws.exists()
+    created = ws.seed()
+    print(f"agent {ws.name}: {ws.root}")
+    print(f"  created {', '.join(created)}" if created else "  every file was already there; nothing changed")
+    if existed and created:
+        print("  (existing files were left as they were)")
+    return 0
+
+
+def list_agents(args: argparse.Namespace) -> int:
+    folder = beamclaw.data_dir() / "agents"
+    names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    if not names:
+        print("no agents yet: `beamclaw agent create NAME`, or just start chatting (the default agent is made then)")
+    for name in names:
+        ws = core.Workspace(name, folder / name)
+        note = "  (first-run ritual pending)" if ws.read("BOOTSTRAP.md") else ""
+        print(f"{name}{note}")
+    return 0
+
+
+def show(args: argparse.Namespace) -> int:
+    ws = _workspace(args.name)
+    if not ws.exists():
+        print(f"beamclaw: there is no agent {args.name!r} (create it with `beamclaw agent create {args.name}`)")
+        return 1
+    print(f"agent {ws.name}: {ws.root}")
+    for name in core.SEEDED_FILES:
+        text = ws.read(name)
+        print(f"  {name:<13} {'missing' if not (ws.root / name).exists() else f'{len(text):>6} chars'}")
+    logs = ws.daily_logs()
+    print(f"  daily logs    {len(logs)}" + (f" (latest {logs[0]})" if logs else ""))
+    identity = [line for line in ws.read("IDENTITY.md").splitlines() if line.startswith("- Name:")]
+    if identity:
+        print(f"  {identity[0].lstrip('- ')}")
+    return 0
+
+
+def delete(args: argparse.Namespace) -> int:
+    ws = _workspace(args.name)
+    if not ws.exists():
+        print(f"beamclaw: there is no agent {args.name!r}")
+        return 1
+    if not args.yes:
+        print(f"This deletes {ws.root} (persona, memory, daily logs) and the agent's stored conversations.")
+        print(f"Run `beamclaw agent delete {args.name} --yes` to do it.")
+        return 1
+    shutil.rmtree(ws.root)
+    db_path = beamclaw.data_dir() / "sessions.db"
+    if db_path.exists():
+        db = core.open_database(db_path)
+        with db:
+            ids = [r[0] for r in db.execute("SELECT id FROM sessions WHERE agent_id = ?", (ws.name,))]
+            db.executemany("DELETE FROM messages WHERE session_id = ?", [(i,) for i in ids])
+            db.execute("DELETE FROM sessions WHERE agent_id = ?", (ws.name,))
+        db.close()
+    print(f"deleted agent {ws.name}")
+    return 0
+
+
+def rehatch(args: argparse.Namespace) -> int:
+    """Start the first-run ritual again: BOOTSTRAP.md back from its template, the rest kept."""
+    ws = _workspace(args.name)
+    ws.seed()
+    ws.write("BOOTSTRAP.md", core.template("BOOTSTRAP.md"))
+    print(f"agent {ws.name}: BOOTSTRAP.md restored; the next conversation starts with the first-run ritual")
+    return 0
+
+
+COMMANDS = {"create": create, "list": list_agents, "show": show, "delete": delete, "rehatch": rehatch}
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    agent = commands.add_parser("agent", help="create, list, show, delete or rehatch agents")
+    actions = agent.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action in ("create", "show", "delete", "rehatch"):
+        sub = actions.add_parser(action, help=f"{action} an agent")
+        sub.add_argument("name")
+        if action == "delete":
+            sub.add_argument("--yes", action="store_true", help="really delete it")
+    actions.add_parser("list", help="list agents")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return COMMANDS[args.action](args)
+    except (core.InvalidAgentName, sqlite3.Error, core.StoreError) as exc:
+        print(f"beamclaw: {exc}")
+        return 2

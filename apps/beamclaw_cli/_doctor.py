@@ -1,0 +1,93 @@
+"""`beamclaw doctor`: check what BeamClaw needs, and say how to fix what is wrong."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import stat
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import beamclaw
+
+from ._control_client import socket_path
+
+Check = tuple[str, str, str]  # (status: ok | warn | fail, what, how to fix)
+
+
+def _config(args: argparse.Namespace) -> tuple[list[Check], dict[str, Any] | None]:
+    try:
+        config = beamclaw.load_config(args.config)
+        beamclaw.build_tree(config, beamclaw.data_dir())
+    except (beamclaw.ConfigError, ValueError) as exc:
+        return [("fail", f"configuration: {exc}", "fix the key named above in config.toml")], None
+    path = args.config or beamclaw.default_config_path()
+    return [("ok", f"configuration {path} is valid", "")], config
+
+
+def _data_dir() -> list[Check]:
+    home = beamclaw.data_dir()
+    if not home.exists():
+        return [("ok", f"data dir {home} will be created (mode 0700) on first run", "")]
+    mode = stat.S_IMODE(home.stat().st_mode)
+    if mode & 0o077:
+        return [("fail", f"data dir {home} is readable by others (mode {mode:o})", f"chmod 700 {home}")]
+    return [("ok", f"data dir {home} is private (mode {mode:o})", "")]
+
+
+def _provider(config: dict[str, Any]) -> list[Check]:
+    core_table = config.get("core", {})
+    name = core_table.get("default_provider", "openrouter")
+    provider = core_table.get("providers", {}).get(name, {})
+    key = provider.get("api_key")
+    if not isinstance(key, dict):
+        return [("ok", f"provider {name!r} ({provider.get('base_url', '?')}) needs no key", "")]
+    if os.environ.get(key["env"]):
+        return [("ok", f"provider {name!r}: {key['env']} is set", "")]
+    return [("fail", f"provider {name!r}: {key['env']} is not set", f"export {key['env']}=... (then restart)")]
+
+
+def _docker() -> list[Check]:
+    sock = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://"))
+    if not shutil.which("docker") and not sock.exists():
+        return [("warn", "no Docker engine found (the sandbox needs one)", "install Docker and start dockerd")]
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.settimeout(2)
+        probe.connect(str(sock))
+    except OSError:
+        return [("warn", f"the Docker engine does not answer at {sock}", "start it: sudo dockerd & (or systemctl)")]
+    finally:
+        probe.close()
+    return [("ok", f"Docker engine answers at {sock}", "")]
+
+
+def _daemon() -> list[Check]:
+    path = socket_path()
+    probe = socket.socket(socket.AF_UNIX)
+    try:
+        probe.settimeout(2)
+        probe.connect(str(path))
+    except OSError:
+        return [("warn", "no daemon is running", "python -m beamclaw run")]
+    finally:
+        probe.close()
+    return [("ok", f"a daemon is running ({path})", "")]
+
+
+def doctor(args: argparse.Namespace) -> int:
+    checks, config = _config(args)
+    steps: list[Callable[[], list[Check]]] = [_data_dir, _docker, _daemon]
+    if config is not None:
+        checks += _provider(config)
+    for step in steps:
+        checks += step()
+    marks = {"ok": "✓", "warn": "!", "fail": "✗"}
+    for status, what, fix in checks:
+        print(f"{marks[status]} {what}" + (f"\n    fix: {fix}" if fix else ""))
+    failed = sum(1 for status, _, _ in checks if status == "fail")
+    print(f"{failed} problem(s) to fix" if failed else "all good")
+    return 1 if failed else 0

@@ -1,0 +1,56 @@
+"""`beamclaw pair [list]`, `pair CHANNEL CODE [--agent NAME]`, `pair revoke CHANNEL ID`."""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import time
+
+import beamclaw
+import beamclaw_core as core
+
+
+def _db() -> sqlite3.Connection:
+    home = beamclaw.data_dir()
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return core.open_database(home / "sessions.db")
+
+
+def run(args: argparse.Namespace) -> int:
+    words = args.words
+    db = _db()
+    try:
+        if not words or words == ["list"]:
+            now = time.time()
+            codes = core.pending(db)
+            print("pending:" if codes else "no pending pairing requests")
+            for c in codes:
+                left = max(0, int((c.created_at + 3600 - now) // 60))
+                print(f"  {c.channel:<10} {c.code}  {c.user_id} {c.display}  ({left} min left)")
+            users = core.paired(db)
+            print("paired:" if users else "nobody paired yet")
+            for u in users:
+                print(f"  {u.channel:<10} {u.user_id} -> agent {u.agent_id}")
+            return 0
+        if words[0] == "revoke" and len(words) == 3:
+            removed = core.revoke(db, words[1], words[2])
+            print(f"revoked {words[2]} on {words[1]}" if removed else f"{words[2]} was not paired on {words[1]}")
+            return 0 if removed else 1
+        if len(words) == 2:
+            agent = core.check_agent_name(args.agent)
+            user = core.approve(db, words[0], words[1], agent)
+            print(f"paired {user} on {words[0]} with agent {agent}")
+            return 0
+    except (core.PairingError, core.InvalidAgentName) as exc:
+        print(f"beamclaw: {exc}")
+        return 1
+    finally:
+        db.close()
+    print("usage: beamclaw pair [list] | pair CHANNEL CODE [--agent NAME] | pair revoke CHANNEL USER_ID")
+    return 2
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("pair", help="approve, list or revoke chat users (pairing codes)")
+    parser.add_argument("words", nargs="*", metavar="list | CHANNEL CODE | revoke CHANNEL USER_ID")
+    parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")

@@ -1,0 +1,110 @@
+"""`beamclaw skills list|status|show|install`: what the agents' skills are, on disk (no daemon needed)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+from pathlib import Path
+
+import beamclaw
+import beamclaw_core as core
+
+
+def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:
+    config = beamclaw.load_config(args.config)
+    bundled = config.get("core", {}).get("bundled_skills_dir") or str(beamclaw.BUNDLED_SKILLS)
+    places = core.skill_places(Path(bundled), beamclaw.data_dir(), core.check_agent_name(args.agent))
+    return core.discover(places)
+
+
+def list_skills(args: argparse.Namespace) -> int:
+    skills, _ = _skills(args)
+    for skill in sorted(skills.values(), key=lambda s: s.name):
+        mark = "✓" if skill.eligible else "✗"
+        print(f"{mark} {skill.emoji or ' '} {skill.name:<20} {skill.source:<8} {skill.description}")
+    if not skills:
+        print("no skills found")
+    return 0
+
+
+def status(args: argparse.Namespace) -> int:
+    skills, problems = _skills(args)
+    eligible = [s for s in skills.values() if s.eligible]
+    print(f"{len(skills)} skills for agent {args.agent}: {len(eligible)} eligible, {len(skills) - len(eligible)} not")
+    for skill in sorted(skills.values(), key=lambda s: s.name):
+        if not skill.eligible:
+            print(f"  ✗ {skill.name}: {'; '.join(skill.missing)}")
+    for problem in problems:
+        print(f"  ! {problem}")
+    return 0
+
+
+def _find(args: argparse.Namespace) -> core.Skill | None:
+    skills, _ = _skills(args)
+    skill = skills.get(args.name)
+    if skill is None:
+        print(f"beamclaw: there is no skill {args.name!r} (see `beamclaw skills list`)")
+    return skill
+
+
+def show(args: argparse.Namespace) -> int:
+    skill = _find(args)
+    if skill is None:
+        return 1
+    print(f"{skill.emoji} {skill.name} ({skill.source}, {skill.path})")
+    print(skill.description)
+    if skill.homepage:
+        print(f"homepage: {skill.homepage}")
+    print("eligible" if skill.eligible else f"not eligible: {'; '.join(skill.missing)}")
+    for step in skill.install:
+        print(f"install: {step.describe()}")
+    print()
+    print(skill.body)
+    return 0
+
+
+def install(args: argparse.Namespace) -> int:
+    """Show the install steps; run them only with --yes."""
+    skill = _find(args)
+    if skill is None:
+        return 1
+    if not skill.install:
+        print(f"{skill.name} has no install steps" + ("" if skill.eligible else f"; it {'; '.join(skill.missing)}"))
+        return 0 if skill.eligible else 1
+    print(f"Installing {skill.name} runs:")
+    for step in skill.install:
+        print(f"  {step.describe()}")
+    if not args.yes:
+        print(f"Nothing was run. Run `beamclaw skills install {skill.name} --yes` to run these commands.")
+        return 1
+    for step in skill.install:
+        print(f"$ {step.describe()}", flush=True)
+        result = subprocess.run(step.argv(), check=False)
+        if result.returncode != 0:
+            print(f"beamclaw: `{step.describe()}` failed with exit code {result.returncode}")
+            return 1
+    return 0
+
+
+COMMANDS = {"list": list_skills, "status": status, "show": show, "install": install}
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("skills", help="list, check, show or install skills")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action in COMMANDS:
+        sub = actions.add_parser(action, help=f"{action} skills")
+        sub.add_argument("--agent", default="default", help="whose skills (default: default)")
+        sub.add_argument("--config", metavar="PATH", help="configuration file")
+        if action in {"show", "install"}:
+            sub.add_argument("name")
+        if action == "install":
+            sub.add_argument("--yes", action="store_true", help="run the install steps")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return COMMANDS[args.action](args)
+    except core.InvalidAgentName as exc:
+        print(f"beamclaw: {exc}")
+        return 2

@@ -1,0 +1,73 @@
+"""Running the real daemon and CLI as subprocesses, for the tests of tests/beamclaw/."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.model_server import ScriptedModel
+
+
+def env(home: Path) -> dict[str, str]:
+    return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}
+
+
+def write_config(tmp_path: Path, model: ScriptedModel, autonomy: str = "full") -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        f'[core]\ndefault_provider = "scripted"\nautonomy_level = "{autonomy}"\n'
+        f'[core.providers.scripted]\nbase_url = "{model.base_url}"\nmodel = "scripted-model"\n'
+    )
+    return path
+
+
+async def control(home: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    """One control request; the final answer."""
+    stream = await trio.open_unix_socket(str(home / "control.sock"))
+    async with stream:
+        await stream.send_all(json.dumps(payload).encode() + b"\n")
+        data = b""
+        while not data.endswith(b"\n") or b'"done": true' not in data.splitlines()[-1]:
+            chunk = await stream.receive_some(65536)
+            if not chunk:
+                break
+            data += chunk
+    answer: dict[str, Any] = json.loads(data.splitlines()[-1])
+    return answer
+
+
+async def ping(home: Path) -> bool:
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with sock:
+        try:
+            await sock.connect(str(home / "control.sock"))
+        except OSError:
+            return False
+        await sock.send(b'{"cmd": "ping"}\n')
+        return b'"pong"' in await sock.recv(4096)
+
+
+async def start_daemon(config: Path, home: Path) -> trio.Process:
+    process = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
+        env=env(home), stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    with trio.fail_after(30):
+        while not await ping(home):
+            assert process.poll() is None, "the daemon exited during start-up"
+            await trio.sleep(0.05)
+    return process
+
+
+async def cli(home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return await trio.run_process(
+        [sys.executable, "-m", "beamclaw", *args], env=env(home), capture_stdout=True, capture_stderr=True,
+        check=False, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
