@@ -1,0 +1,91 @@
+"""The CLI commands that work on disk: agent, skills, pair, doctor."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import beamclaw_core as core
+from beamclaw_cli import main
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "home"
+    monkeypatch.setenv("BEAMCLAW_HOME", str(path))
+    return path
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "agent", "create", "ada")
+    assert code == 0 and "created IDENTITY.md" in out
+    (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name: Ada\n")
+    assert run(capsys, "agent", "create", "ada")[1].endswith("every file was already there; nothing changed\n")
+    assert run(capsys, "agent", "list")[1] == "ada  (first-run ritual pending)\n"
+    code, out = run(capsys, "agent", "show", "ada")
+    assert code == 0 and "Name: Ada" in out and "BOOTSTRAP.md" in out
+    core.Workspace.of(home, "ada").write("BOOTSTRAP.md", "")
+    assert run(capsys, "agent", "list")[1] == "ada\n"
+    assert "restored" in run(capsys, "agent", "rehatch", "ada")[1]
+    assert (home / "agents" / "ada" / "IDENTITY.md").read_text() == "- Name: Ada\n"  # kept
+    code, out = run(capsys, "agent", "delete", "ada")
+    assert code == 1 and "--yes" in out and (home / "agents" / "ada").exists()
+    assert run(capsys, "agent", "delete", "ada", "--yes")[0] == 0 and not (home / "agents" / "ada").exists()
+    code, out = run(capsys, "agent", "create", "../evil")
+    assert code == 2 and "invalid agent name" in out and not (home.parent / "evil").exists()
+
+
+def test_skills_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = home / "skills" / "needs-thing"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: needs-thing\ndescription: Needs a program\nmetadata:\n  requires:\n    bins: [no-such-bin-x]\n"
+        "  install:\n    - kind: shell\n      command: touch installed-marker\n---\nUse it.\n"
+    )
+    code, out = run(capsys, "skills", "list")
+    assert code == 0 and "✓ 📜 git-digest" in out and "✗   needs-thing" in out
+    out = run(capsys, "skills", "status")[1]
+    assert "needs-thing: needs the program 'no-such-bin-x', which is not on PATH" in out
+    out = run(capsys, "skills", "show", "git-digest")[1]
+    assert "install: apt-get install -y git" in out and "digest.sh" in out
+    code, out = run(capsys, "skills", "install", "needs-thing")
+    assert code == 1 and "touch installed-marker" in out and "Nothing was run" in out
+    assert not Path("installed-marker").exists()
+    assert run(capsys, "skills", "show", "nope")[0] == 1
+
+
+def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home.mkdir()
+    db = core.open_database(home / "sessions.db")
+    code_text = core.request_code(db, "telegram", "tg:42", "Ada L.")
+    out = run(capsys, "pair")[1]
+    assert f"telegram   {code_text}  tg:42 Ada L." in out and "nobody paired yet" in out
+    code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")
+    assert code == 0 and out == "paired tg:42 on telegram with agent ada\n"
+    assert core.allowed_agent(db, "telegram", "tg:42") == "ada"
+    code, out = run(capsys, "pair", "telegram", "WRONG234")
+    assert code == 1 and "no pending telegram pairing code 'WRONG234'" in out
+    assert run(capsys, "pair", "revoke", "telegram", "tg:42")[0] == 0
+    assert core.allowed_agent(db, "telegram", "tg:42") is None
+
+
+def test_doctor_names_each_fix(home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    home.mkdir(mode=0o755)
+    home.chmod(0o755)
+    code, out = run(capsys, "doctor")
+    assert code == 1
+    assert f"fix: chmod 700 {home}" in out
+    assert "provider 'openrouter': OPENROUTER_API_KEY is not set\n    fix: export OPENROUTER_API_KEY=..." in out
+    assert "no daemon is running\n    fix: python -m beamclaw run" in out
+    home.chmod(0o700)
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-1234567890")
+    code, out = run(capsys, "doctor")
+    assert code == 0 and out.endswith("all good\n")

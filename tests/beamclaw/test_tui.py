@@ -1,0 +1,82 @@
+"""`beamclaw tui` in a real terminal (tmux), against the scripted model, approval included."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+
+from tests.support.model_server import Call, Reply, scripted_model
+
+from .daemon import write_config
+
+pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
+
+
+class Terminal:
+    """A tmux session on its own server socket, driven by send-keys and read by capture-pane."""
+
+    def __init__(self, name: str) -> None:
+        self.base = ["tmux", "-L", name]
+        self.name = name
+
+    async def tmux(self, *args: str) -> str:
+        done = await trio.run_process([*self.base, *args], capture_stdout=True, capture_stderr=True, check=False)
+        return done.stdout.decode()
+
+    async def screen(self) -> str:
+        return await self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
+
+    async def type(self, text: str) -> None:
+        await self.tmux("send-keys", "-t", self.name, "-l", text)
+        await self.tmux("send-keys", "-t", self.name, "Enter")
+
+    async def wait_for(self, text: str, timeout: float = 20.0) -> str:
+        with trio.move_on_after(timeout):
+            while text not in (screen := await self.screen()):
+                await trio.sleep(0.1)
+            return screen
+        raise AssertionError(f"{text!r} never appeared; the screen:\n{await self.screen()}")
+
+
+async def test_a_conversation_with_an_approval_in_the_terminal(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    steps = [
+        Reply("Hello Ada, I am your agent."),
+        Reply("Let me check.", tool_calls=(Call("bash", {"command": "echo from-the-tool"}, id="b"),)),
+        Reply("The tool printed from-the-tool."),
+    ]
+    async with scripted_model(*steps) as model:
+        config = write_config(tmp_path, model, autonomy="supervised")
+        command = (
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; sleep 30"
+        )
+        term = Terminal(f"beamclaw-test-{os.getpid()}")
+        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        try:
+            await term.wait_for("No daemon is running: starting one in this process")
+            await term.wait_for("you> ")
+            await term.type("hi")
+            await term.wait_for("default> Hello Ada, I am your agent.")
+            await term.type("run the tool please")
+            await term.wait_for('Approve bash with {"command": "echo from-the-tool"}? Reply /yes, /no or /always')
+            await term.type("/yes")
+            await term.wait_for("The tool printed from-the-tool.")
+            await term.type("/context")
+            screen = await term.wait_for("tokens (")
+            assert "context [█" in screen and "/ 32,768 tokens" in screen and "6 messages" in screen
+            await term.type("/new")
+            await term.wait_for("new conversation (6 messages forgotten)")
+            await term.type("/quit")
+            await term.wait_for("bye")
+        finally:
+            await term.tmux("kill-server")
+    tool_messages = [m for m in model.requests[2]["messages"] if m["role"] == "tool"]
+    assert tool_messages[0]["content"] == "exit code: 0\nfrom-the-tool"
+    assert model.requests[0]["messages"][-1] == {"role": "user", "content": "hi"}
