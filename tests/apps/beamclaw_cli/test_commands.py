@@ -59,6 +59,11 @@ def test_skills_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 1 and "touch installed-marker" in out and "Nothing was run" in out
     assert not Path("installed-marker").exists()
     assert run(capsys, "skills", "show", "nope")[0] == 1
+    marker = home / "installed-marker"
+    text = (folder / "SKILL.md").read_text().replace("touch installed-marker", f"touch {marker}")
+    (folder / "SKILL.md").write_text(text)
+    code, out = run(capsys, "skills", "install", "needs-thing", "--yes")
+    assert code == 0 and f"$ touch {marker}" in out and marker.exists()
 
 
 def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
