@@ -16,7 +16,7 @@ import watchfiles
 from loguru import logger
 
 import supervision as sv
-from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._skill_index import SkillIndex
 from ._skills import Skill, discover, skill_places
@@ -100,15 +100,13 @@ class SkillSearchTool:
         return ToolDefinition(
             "skill_search",
             "Find the skills that fit a task (ranked by relevance); read one with read_skill.",
-            {
-                "type": "object",
-                "properties": {
+            object_schema(
+                {
                     "query": {"type": "string", "minLength": 1},
                     "limit": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
                 },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+                ("query",),
+            ),
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
@@ -130,12 +128,7 @@ class ReadSkillTool:
         return ToolDefinition(
             "read_skill",
             "Read a skill's full instructions by name.",
-            {
-                "type": "object",
-                "properties": {"name": {"type": "string", "minLength": 1}},
-                "required": ["name"],
-                "additionalProperties": False,
-            },
+            object_schema({"name": {"type": "string", "minLength": 1}}, ("name",)),
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:

@@ -13,7 +13,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._workspace import BOOTSTRAP, MEMORY, Workspace, parse_day
 
@@ -62,16 +62,14 @@ class WorkspaceMemoryTool:
             "workspace_memory",
             "Read and write your own memory: MEMORY.md (long-term), daily logs memory/YYYY-MM-DD.md, "
             "and BOOTSTRAP.md (write it empty to end the first-run ritual).",
-            {
-                "type": "object",
-                "properties": {
+            object_schema(
+                {
                     "action": {"enum": list(_ACTIONS)},
                     "content": {"type": "string"},
                     "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "default: today"},
                 },
-                "required": ["action"],
-                "additionalProperties": False,
-            },
+                ("action",),
+            ),
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:

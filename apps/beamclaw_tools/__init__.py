@@ -17,7 +17,7 @@ from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_de
 from ._secret import MissingSecret, Secret
 from ._shell import BashTool, TerminalTool
 from ._shell_policy import check_command
-from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession
+from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 from ._tree import ToolsConfig, builtin_tools, supervision_tree
 from ._web_search import WebSearchTool
 
@@ -48,6 +48,7 @@ __all__ = [
     "is_public",
     "list_tools",
     "lookup_tool",
+    "object_schema",
     "parse_arguments",
     "pinned_url",
     "register_tool",

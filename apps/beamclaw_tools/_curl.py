@@ -14,7 +14,7 @@ import httpx
 
 from ._net_guard import pinned_url
 from ._secret import Secret
-from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
 _SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
@@ -47,9 +47,8 @@ class CurlTool:
         return ToolDefinition(
             "curl",
             "Make an HTTP request to a public URL and return the status, headers and body.",
-            {
-                "type": "object",
-                "properties": {
+            object_schema(
+                {
                     "url": {"type": "string", "minLength": 1},
                     "method": {"enum": ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"], "default": "GET"},
                     "headers": {"type": "object", "additionalProperties": {"type": "string"}},
@@ -59,9 +58,8 @@ class CurlTool:
                         "description": "Name of a configured credential: " + (", ".join(self.credentials) or "none"),
                     },
                 },
-                "required": ["url"],
-                "additionalProperties": False,
-            },
+                ("url",),
+            ),
         )
 
     def _headers(self, args: dict[str, Any]) -> dict[str, str]:

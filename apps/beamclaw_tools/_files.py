@@ -16,7 +16,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 INTERNAL_NAMES: Final = frozenset(
     {"sessions.db", "sessions.db-wal", "sessions.db-shm", "logs", "control.sock", "config.toml"}
@@ -51,12 +51,9 @@ def resolve_in_workspace(context: ToolContext, path: str, *, follow_last: bool =
 def _path_parameter(
     description: str, extra: dict[str, Any] | None = None, required: tuple[str, ...] = ()
 ) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"path": {"type": "string", "minLength": 1, "description": description}, **(extra or {})},
-        "required": ["path", *required],
-        "additionalProperties": False,
-    }
+    return object_schema(
+        {"path": {"type": "string", "minLength": 1, "description": description}, **(extra or {})}, ("path", *required)
+    )
 
 
 def _read(path: Path, limit: int) -> str:

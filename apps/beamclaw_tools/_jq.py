@@ -9,7 +9,7 @@ import attrs
 import jq
 import trio
 
-from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 
 def _run(program: str, text: str) -> list[Any]:
@@ -28,15 +28,13 @@ class JqTool:
         return ToolDefinition(
             "jq",
             "Apply a jq filter to JSON text and return each output as a line of JSON.",
-            {
-                "type": "object",
-                "properties": {
+            object_schema(
+                {
                     "filter": {"type": "string", "minLength": 1, "description": "A jq program, e.g. '.items[].name'"},
                     "input": {"type": "string", "description": "The JSON text to filter"},
                 },
-                "required": ["filter", "input"],
-                "additionalProperties": False,
-            },
+                ("filter", "input"),
+            ),
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:

@@ -19,7 +19,7 @@ import attrs
 import trio
 
 from ._shell_policy import check_command
-from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
 _SAFE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
 _CWD_MARK: Final = "\n__BEAMCLAW_CWD__"
@@ -79,15 +79,13 @@ def _report(outcome: _Outcome, timeout: float, limit: int) -> ToolResult:
 
 
 def _parameters(extra: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {
+    return object_schema(
+        {
             "command": {"type": "string", "minLength": 1, "description": f"The shell command to run{extra}."},
             "timeout_seconds": {"type": "integer", "minimum": 1, "description": "Time limit (capped by config)."},
         },
-        "required": ["command"],
-        "additionalProperties": False,
-    }
+        ("command",),
+    )
 
 
 @attrs.define

@@ -41,6 +41,11 @@ class ToolDefinition:
         }
 
 
+def object_schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The JSON schema of a tool's arguments: an object with these properties, and no others."""
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
+
+
 @final
 @attrs.frozen
 class ToolResult:

@@ -8,7 +8,7 @@ import attrs
 import httpx
 
 from ._secret import MissingSecret, Secret
-from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession
+from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 
 @attrs.define
@@ -24,15 +24,13 @@ class WebSearchTool:
         return ToolDefinition(
             "web_search",
             "Search the web and return the top results (title, URL, snippet).",
-            {
-                "type": "object",
-                "properties": {
+            object_schema(
+                {
                     "query": {"type": "string", "minLength": 1},
                     "count": {"type": "integer", "minimum": 1, "maximum": 20, "default": 5},
                 },
-                "required": ["query"],
-                "additionalProperties": False,
-            },
+                ("query",),
+            ),
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
