@@ -14,6 +14,9 @@ class Channel(Protocol):
     ``update_draft`` gets the whole reply so far, about every 80 new characters, so a
     channel can edit one message in place; ``finalize_draft`` gets the final text.
     ``send`` is for separate messages, such as an approval question or an error.
+
+    A channel may also define ``tool_started(name, arguments)`` and
+    ``tool_finished(name, result, is_error)``; the loop calls them when present.
     """
 
     async def send(self, text: str) -> None: ...

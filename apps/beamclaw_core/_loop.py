@@ -76,6 +76,13 @@ def _args_preview(call: ToolCall, limit: int = 300) -> str:
     return scrub(text)
 
 
+async def _tool_event(run: Run, method: str, *args: Any) -> None:
+    """Tell a channel that wants them (``tool_started`` / ``tool_finished``) about a tool call."""
+    action = getattr(run.channel, method, None)
+    if action is not None:
+        await tell(action, *args)
+
+
 class Loop(sv.StateMachine):
     async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
         data = _Data(info, runtime, runtime.provider(await shared_http_client()))
@@ -298,8 +305,10 @@ class Loop(sv.StateMachine):
             tool = tools.get(call.name)
             if approved and tool is not None:
                 emit("tool_call_start", session_id=info.id, tool=call.name, arguments=_args_preview(call))
+                await _tool_event(turn.run, "tool_started", call.name, _args_preview(call))
                 started = time.perf_counter()
                 result = await run_tool(tool, call.arguments, session, context)
+                await _tool_event(turn.run, "tool_finished", call.name, scrub(result.text), result.is_error)
                 emit("tool_call_result", session_id=info.id, tool=call.name, is_error=result.is_error,
                      duration_ms=round((time.perf_counter() - started) * 1000, 1), chars=len(result.text))  # fmt: skip
             else:

@@ -1,6 +1,25 @@
-"""The HTTP and WebSocket API, the rate limiter, and the chat channels (Telegram, TUI).
+"""The gateway: BeamClaw's HTTP and WebSocket API, and its chat channels.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+Quart-Trio on hypercorn's Trio worker, bound to 127.0.0.1:18800 by default: an
+OpenAI-compatible /v1/chat/completions (JSON and SSE), /v1/models, /ws, the A2A
+endpoint and agent card, /health, /metrics, the live supervision tree, and an
+OpenAPI document of it all.
 """
 
-__all__: list[str] = []
+from ._app import authorized, create_app
+from ._config import GatewayConfig, parse_gateway_config
+from ._openapi import DOCUMENT as OPENAPI
+from ._rate_limit import RateLimiter
+from ._server import serve_http
+from ._tree import supervision_tree
+
+__all__ = [
+    "OPENAPI",
+    "GatewayConfig",
+    "RateLimiter",
+    "authorized",
+    "create_app",
+    "parse_gateway_config",
+    "serve_http",
+    "supervision_tree",
+]

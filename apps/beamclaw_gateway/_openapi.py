@@ -1,0 +1,165 @@
+"""The OpenAPI document of the HTTP routes, served at /openapi.json.
+
+A test checks that every HTTP route of the app is in it (and nothing else), and
+schemathesis checks the routes against it, so it stays true.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+from quart import Blueprint, Response
+
+_ERROR: Final = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "code"],
+            "properties": {"message": {"type": "string"}, "type": {"type": "string"}, "code": {"type": "string"}},
+        }
+    },
+}
+_JSON_ERROR: Final = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    reasons = {
+        400: "bad request",
+        401: "no or wrong gateway token",
+        403: "forbidden",
+        404: "not found",
+        413: "body too large",
+        429: "rate limited (see Retry-After)",
+        503: "unavailable",
+    }
+    return {str(code): {"description": reasons[code], **_JSON_ERROR} for code in codes}
+
+
+def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema or {"type": "object"}}}}
+
+
+_CHAT_REQUEST: Final = {
+    "type": "object",
+    "required": ["messages"],
+    "properties": {
+        "model": {"type": "string", "description": "The agent: NAME or beamclaw/NAME (default: the default agent)"},
+        "messages": {
+            "type": "array",
+            "minItems": 1,
+            "items": {
+                "type": "object",
+                "required": ["role"],
+                "properties": {
+                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool", "developer"]},
+                    "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
+                },
+            },
+        },
+        "stream": {"type": "boolean"},
+        "user": {"type": "string", "maxLength": 128},
+    },
+}
+
+DOCUMENT: Final[dict[str, Any]] = {
+    "openapi": "3.0.3",
+    "info": {
+        "title": "BeamClaw gateway",
+        "version": "1",
+        "description": "The HTTP API of a BeamClaw daemon. Every route but /health needs "
+        "'Authorization: Bearer <gateway token>' when a token is configured.",
+    },
+    "components": {
+        "schemas": {"Error": _ERROR},
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/health": {
+            "get": {
+                "summary": "Liveness and the state of each app",
+                "security": [],
+                "responses": {"200": _json("ok or degraded", {"type": "object", "required": ["status", "apps"]})},
+            }
+        },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics",
+                "responses": {
+                    "200": {"description": "metrics", "content": {"text/plain": {"schema": {"type": "string"}}}},
+                    **_errors(401, 429, 503),
+                },
+            }
+        },
+        "/v1/supervision/tree": {
+            "get": {
+                "summary": "The live supervision tree",
+                "responses": {"200": _json("the tree"), **_errors(401, 429)},
+            }
+        },
+        "/v1/models": {
+            "get": {"summary": "The agents, as models", "responses": {"200": _json("a list"), **_errors(401, 429)}}
+        },
+        "/v1/chat/completions": {
+            "post": {
+                "summary": "OpenAI-compatible chat completion (JSON, or SSE with stream: true)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _CHAT_REQUEST}}},
+                "responses": {
+                    "200": {
+                        "description": "a chat.completion, or chat.completion.chunk events",
+                        "content": {
+                            "application/json": {"schema": {"type": "object"}},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    **_errors(400, 401, 404, 413, 429),
+                },
+            }
+        },
+        "/webhook/telegram": {
+            "post": {
+                "summary": "Telegram updates (webhook mode); checks X-Telegram-Bot-Api-Secret-Token",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": {"200": _json("accepted"), **_errors(400, 401, 403, 404, 413, 429)},
+            }
+        },
+        "/.well-known/agent-card.json": {
+            "get": {"summary": "The A2A agent card", "responses": {"200": _json("the card"), **_errors(401, 429)}}
+        },
+        "/.well-known/agent.json": {
+            "get": {
+                "summary": "The A2A agent card (pre-0.3 path)",
+                "responses": {"200": _json("the card"), **_errors(401, 429)},
+            }
+        },
+        "/a2a": {
+            "post": {
+                "summary": "A2A JSON-RPC 2.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, ...)",
+                "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                "responses": {
+                    "200": {
+                        "description": "a JSON-RPC response, or SSE for streaming methods",
+                        "content": {
+                            "application/json": {"schema": {"type": "object"}},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    **_errors(401, 413, 429),
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {"summary": "This document", "responses": {"200": _json("OpenAPI 3"), **_errors(401, 429)}}
+        },
+    },
+}
+
+openapi = Blueprint("openapi", __name__)
+
+
+@openapi.get("/openapi.json")
+async def document() -> Response:
+    return Response(json.dumps(DOCUMENT), content_type="application/json")

@@ -1,0 +1,18 @@
+"""The gateway app's tree: the HTTP server (and, when enabled, the Telegram channel)."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import supervision as sv
+
+from ._config import parse_gateway_config
+from ._server import serve_http
+
+
+def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+    config = parse_gateway_config(table)
+    children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
+    return sv.Supervisor(children, name="beamclaw_gateway", intensity=5, period=10.0)

@@ -1,0 +1,85 @@
+"""Running a turn for an API client: the request's fields turned into a session and a run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+import beamclaw_core as core
+
+from ._stream_channel import StreamChannel
+
+_MAX_USER_ID: Final = 128
+
+
+class BadRequest(Exception):
+    """A request the client must fix; ``str()`` says what, ``status`` is the HTTP status."""
+
+    def __init__(self, message: str, status: int = 400, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+def user_id(value: Any, header: str | None) -> str:
+    """The caller's user id: the body's ``user`` field, else ``X-User-Id``, else ``api:anonymous``.
+
+    A bare name is put in the ``api:`` namespace; a namespaced one (``local:ada``) is
+    kept, so the same person continues the same conversation from another channel.
+    """
+    user = value if value is not None else header
+    if user is None or user == "":
+        return "api:anonymous"
+    if not isinstance(user, str) or len(user) > _MAX_USER_ID or not user.isprintable():
+        raise BadRequest(f"'user' must be a printable string of at most {_MAX_USER_ID} characters")
+    return user if ":" in user else f"api:{user}"
+
+
+def agents(data_dir: Path, default_agent: str) -> list[str]:
+    """The agents there are: every workspace, and the default agent."""
+    folder = data_dir / "agents"
+    names = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
+    return sorted(names | {default_agent})
+
+
+def agent_for(model: Any, data_dir: Path, default_agent: str) -> str:
+    """The agent a ``model`` field names (``beamclaw/NAME``, ``NAME``, or none for the default)."""
+    if model is None or model in {"", "beamclaw"}:
+        return default_agent
+    if not isinstance(model, str):
+        raise BadRequest("'model' must be a string naming an agent")
+    name = core.check_agent_name(model.removeprefix("beamclaw/"))
+    if name not in agents(data_dir, default_agent):
+        raise BadRequest(f"model {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
+    return name
+
+
+def truncated(text: str, limit: int) -> str:
+    """*text* cut to *limit* characters, with a notice to the model saying so."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[The user's message was truncated: {len(text) - limit} more characters were cut.]"
+
+
+async def run_events(handle: core.SessionHandle, text: str) -> AsyncIterator[dict[str, Any]]:
+    """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``."""
+    channel, events = StreamChannel.open()
+    run = await core.submit(handle, text, channel)
+    async with events:
+        while True:
+            event = None
+            # Never yield inside a cancel scope: the scope would leak into the consumer.
+            with trio.move_on_after(0.25):
+                event = await events.receive()
+            if event is not None:
+                if event["type"] == "final":
+                    await run.wait()
+                    yield event
+                    break
+                yield event
+            elif run.result is not None:
+                break  # ended without a final draft: a crash, already reported by a message
+    yield {"type": "done", "result": run.result}

@@ -1,0 +1,76 @@
+"""A running obs + tools + core + gateway tree against the scripted model, for gateway tests."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+import beamclaw_gateway as gateway
+import beamclaw_obs as obs
+import supervision as sv
+from tests.apps.beamclaw_core.conftest import tree as core_tree
+from tests.support.model_server import ScriptedModel, Step, scripted_model
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@attrs.define
+class Gateway:
+    url: str
+    home: Path
+    model: ScriptedModel
+    token: str | None
+    events: list[obs.ObsEvent]
+
+    def client(self, **kwargs: Any) -> httpx.AsyncClient:
+        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30, **kwargs)
+
+
+RunGateway = Callable[..., AbstractAsyncContextManager[Gateway]]
+
+
+@pytest.fixture
+def run_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunGateway:
+    """``async with run_gateway(*steps, gateway={...}, token=...) as g:`` a daemon with its HTTP API."""
+
+    @asynccontextmanager
+    async def running(
+        *steps: Step,
+        repeat: Step | None = None,
+        gateway_table: dict[str, Any] | None = None,
+        token: str | None = None,
+        **core_overrides: Any,
+    ) -> AsyncIterator[Gateway]:
+        if token is None:
+            monkeypatch.delenv("BEAMCLAW_GATEWAY_TOKEN", raising=False)
+        else:
+            monkeypatch.setenv("BEAMCLAW_GATEWAY_TOKEN", token)
+        home = tmp_path / "home"
+        events: list[obs.ObsEvent] = []
+        port = free_port()
+        table = {**(gateway_table or {})}
+        table["http"] = {"port": port, **table.get("http", {})}
+        async with scripted_model(*steps, repeat=repeat) as model:
+            base = core_tree(home, model.base_url, events, core_overrides, {})
+            spec = sv.Supervisor(
+                [*base.children, gateway.supervision_tree(table, home).child_spec("gateway")], name="beamclaw"
+            )
+            async with sv.open_supervisor(spec):
+                yield Gateway(f"http://127.0.0.1:{port}", home, model, token, events)
+            await trio.lowlevel.checkpoint()
+
+    return running
