@@ -92,10 +92,20 @@ def _last_user_text(messages: Any) -> str:
     raise BadRequest("'messages' has no message with role 'user'")
 
 
-async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
-    body = await request.get_json(force=True, silent=True)
+async def json_body(what: str) -> dict[str, Any]:
+    """The request body as a JSON object; `BadRequest` (saying *what* was expected) otherwise."""
+    raw = await request.get_data(as_text=False)
+    try:
+        body = json.loads(raw)
+    except ValueError:  # includes bodies that are not UTF-8
+        body = None
     if not isinstance(body, dict):
-        raise BadRequest("the body must be a JSON object (OpenAI chat completion request)")
+        raise BadRequest(f"the body must be a JSON object ({what})")
+    return body
+
+
+async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
+    body = await json_body("an OpenAI chat completion request")
     ctx = context()
     agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent)
     user = user_id(body.get("user"), request.headers.get("X-User-Id"))

@@ -47,10 +47,12 @@ def agents(data_dir: Path, default_agent: str) -> list[str]:
 
 def agent_for(model: Any, data_dir: Path, default_agent: str) -> str:
     """The agent a ``model`` field names (``beamclaw/NAME``, ``NAME``, or none for the default)."""
-    if model is None or model in {"", "beamclaw"}:
+    if model is None:
         return default_agent
     if not isinstance(model, str):
         raise BadRequest("'model' must be a string naming an agent")
+    if model in {"", "beamclaw"}:
+        return default_agent
     name = core.check_agent_name(model.removeprefix("beamclaw/"))
     if name not in agents(data_dir, default_agent):
         raise BadRequest(f"model {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")

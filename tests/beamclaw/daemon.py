@@ -19,13 +19,21 @@ def env(home: Path) -> dict[str, str]:
     return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}
 
 
-def write_config(tmp_path: Path, model: ScriptedModel, autonomy: str = "full") -> Path:
+def write_config(tmp_path: Path, model: ScriptedModel, autonomy: str = "full", extra: str = "") -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f'[core]\ndefault_provider = "scripted"\nautonomy_level = "{autonomy}"\n'
         f'[core.providers.scripted]\nbase_url = "{model.base_url}"\nmodel = "scripted-model"\n'
+        f"[gateway.http]\nport = {free_port()}\n{extra}"
     )
     return path
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
 
 
 async def control(home: Path, payload: dict[str, Any]) -> dict[str, Any]:

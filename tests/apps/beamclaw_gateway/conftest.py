@@ -35,9 +35,10 @@ class Gateway:
     token: str | None
     events: list[obs.ObsEvent]
 
-    def client(self, **kwargs: Any) -> httpx.AsyncClient:
-        headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
-        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30, **kwargs)
+    def client(self, headers: dict[str, str] | None = None) -> httpx.AsyncClient:
+        """A client that sends the gateway token (unless *headers* replace it)."""
+        auth = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+        return httpx.AsyncClient(base_url=self.url, headers={**auth, **(headers or {})}, timeout=30)
 
 
 RunGateway = Callable[..., AbstractAsyncContextManager[Gateway]]

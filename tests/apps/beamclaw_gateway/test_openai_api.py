@@ -75,6 +75,16 @@ async def test_bad_requests_are_clear_errors(run_gateway: RunGateway) -> None:
         async with g.client() as http:
             raw = await http.post("/v1/chat/completions", content=b"{not json")
             assert raw.status_code == 400 and "must be a JSON object" in raw.json()["error"]["message"]
+            for bad, message in [
+                (b"\xdc\x00", "must be a JSON object"),
+                (b'{"model": {}, "messages": []}', "'model' must be a string"),
+                (b'{"messages": [{"role": "user", "content": 5}]}', "has no text content"),
+                (b'{"messages": "hi"}', "must be a non-empty list"),
+                (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "'stream' must be true"),
+                (b'{"messages": [{"role": "user", "content": "x"}], "user": 7}', "'user' must be a printable"),
+            ]:
+                answer = await http.post("/v1/chat/completions", content=bad)
+                assert answer.status_code == 400 and message in answer.json()["error"]["message"], bad
             assert g.model.requests == []
 
 

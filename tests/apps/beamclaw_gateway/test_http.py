@@ -1,0 +1,101 @@
+"""Auth, limits, health, metrics, the tree, and the OpenAPI document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import beamclaw_gateway as gateway
+from beamclaw_gateway import RateLimiter
+from tests.support.model_server import Reply
+
+from .conftest import RunGateway
+
+CHAT = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+
+
+async def test_the_token_guards_every_route_but_health(run_gateway: RunGateway) -> None:
+    async with run_gateway(repeat=Reply("ok"), token="s3cret-gateway-token") as g:
+        async with g.client(headers={"Authorization": ""}) as anonymous:
+            assert (await anonymous.get("/health")).status_code == 200
+            refused = await anonymous.get("/v1/models")
+            assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"
+            assert refused.json()["error"]["code"] == "unauthorized"
+            assert (await anonymous.get("/v1/models", params={"token": "s3cret-gateway-token"})).status_code == 401
+            wrong = await anonymous.get("/v1/models", headers={"Authorization": "Bearer s3cret-gateway-tokeX"})
+            assert wrong.status_code == 401
+            assert (await anonymous.post("/v1/chat/completions", json=CHAT)).status_code == 401
+        async with g.client() as client:
+            assert (await client.get("/v1/models")).status_code == 200
+            assert (await client.post("/v1/chat/completions", json=CHAT)).json()["choices"][0]["message"][
+                "content"
+            ] == "ok"
+
+
+def test_a_public_bind_needs_a_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("BEAMCLAW_GATEWAY_TOKEN", raising=False)
+    with pytest.raises(ValueError, match="set a gateway token \\(BEAMCLAW_GATEWAY_TOKEN\\) first, or bind 127.0.0.1"):
+        gateway.supervision_tree({"http": {"host": "0.0.0.0"}}, tmp_path)
+    monkeypatch.setenv("BEAMCLAW_GATEWAY_TOKEN", "x" * 32)
+    assert gateway.supervision_tree({"http": {"host": "0.0.0.0"}}, tmp_path).children
+
+
+async def test_rate_limit_per_client_and_user(run_gateway: RunGateway) -> None:
+    async with run_gateway(gateway_table={"rate_limit": {"requests": 3, "window_seconds": 60}}) as g, g.client() as c:
+        assert [(await c.get("/v1/models")).status_code for _ in range(3)] == [200, 200, 200]
+        limited = await c.get("/v1/models")
+        assert limited.status_code == 429 and 1 <= int(limited.headers["retry-after"]) <= 60
+        assert limited.json()["error"]["code"] == "rate_limited"
+        assert (await c.get("/v1/models", headers={"X-User-Id": "other"})).status_code == 200
+        assert (await c.get("/health")).status_code == 200  # never limited
+
+
+def test_the_limiter_slides_and_prunes() -> None:
+    limiter = RateLimiter(2, 10.0)
+    assert limiter.check("a", 0.0) is None and limiter.check("a", 1.0) is None
+    assert limiter.check("a", 2.0) == pytest.approx(8.0)
+    assert limiter.check("a", 10.5) is None  # the first hit left the window
+    limiter.check("b", 3.0)
+    assert limiter.prune(14.0) == 1 and len(limiter) == 1
+
+
+async def test_size_limits(run_gateway: RunGateway) -> None:
+    table = {"http": {"max_body_bytes": 2000, "max_user_chars": 100}}
+    async with run_gateway(Reply("ok"), gateway_table=table) as g, g.client() as c:
+        big = {**CHAT, "messages": [{"role": "user", "content": "x" * 5000}]}
+        response = await c.post("/v1/chat/completions", json=big)
+        assert response.status_code == 413 and "larger than 2000 bytes" in response.json()["error"]["message"]
+        long = {**CHAT, "messages": [{"role": "user", "content": "y" * 500}]}
+        assert (await c.post("/v1/chat/completions", json=long)).status_code == 200
+        sent = g.model.requests[0]["messages"][-1]["content"]
+        assert sent.startswith("y" * 100 + "\n\n[The user's message was truncated: 400 more characters")
+
+
+async def test_health_metrics_and_tree(run_gateway: RunGateway) -> None:
+    async with run_gateway(Reply("ok")) as g, g.client() as c:
+        await c.post("/v1/chat/completions", json=CHAT)
+        health = (await c.get("/health")).json()
+        assert health["status"] == "ok" and health["apps"]["gateway"] == "running"
+        metrics = await c.get("/metrics")
+        assert metrics.headers["content-type"].startswith("text/plain") and "beamclaw_turns_total" in metrics.text
+        tree = (await c.get("/v1/supervision/tree")).json()
+        assert tree["id"] == "beamclaw" and {child["id"] for child in tree["children"]} >= {"core", "gateway"}
+        missing = await c.get("/nope")
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_the_openapi_document_lists_exactly_the_http_routes(tmp_path: Path) -> None:
+    from beamclaw_gateway._app import create_app
+    from beamclaw_gateway._config import GatewayConfig
+
+    app = create_app(GatewayConfig(), tmp_path)
+    routes = {
+        (rule.rule, method.lower())
+        for rule in app.url_map.iter_rules()
+        if not rule.websocket and rule.endpoint != "static"
+        for method in rule.methods or ()
+        if method not in {"HEAD", "OPTIONS"}
+    }
+    documented = {(path, method) for path, item in gateway.OPENAPI["paths"].items() for method in item}
+    assert routes <= documented, routes - documented
