@@ -35,7 +35,7 @@ async def test_the_token_guards_every_route_but_health(run_gateway: RunGateway) 
 
 def test_a_public_bind_needs_a_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("BEAMCLAW_GATEWAY_TOKEN", raising=False)
-    with pytest.raises(ValueError, match="set a gateway token \\(BEAMCLAW_GATEWAY_TOKEN\\) first, or bind 127.0.0.1"):
+    with pytest.raises(ValueError, match=r"set a gateway token \(BEAMCLAW_GATEWAY_TOKEN\) first, or bind 127\.0\.0\.1"):
         gateway.supervision_tree({"http": {"host": "0.0.0.0"}}, tmp_path)
     monkeypatch.setenv("BEAMCLAW_GATEWAY_TOKEN", "x" * 32)
     assert gateway.supervision_tree({"http": {"host": "0.0.0.0"}}, tmp_path).children
