@@ -21,6 +21,7 @@ from ._config import GatewayConfig
 from ._http_api import Context, api, error
 from ._openapi import openapi
 from ._rate_limit import RateLimiter, retry_after
+from ._ws_api import ws_api
 
 _OPEN_PATHS = frozenset({"/health"})
 
@@ -91,6 +92,7 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
 
     app.register_blueprint(api)
     app.register_blueprint(openapi)
+    app.register_blueprint(ws_api)
     for blueprint in extra:
         app.register_blueprint(blueprint)
     return app

@@ -1,0 +1,89 @@
+"""GET /ws: chat over a WebSocket, with streamed chunks and tool events.
+
+The client sends ``{"type": "message", "id": "...", "text": "...", "agent"?, "user"?}``;
+the server answers with ``run_started``, ``chunk`` (new text), ``message`` (an
+approval question, an error), ``tool_call`` / ``tool_result``, and ``run_completed``,
+each carrying the message id. A message id seen before (on this gateway, recently)
+is answered with ``duplicate`` and not run again, so a client that resends after a
+reconnect does not run a turn twice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from typing import Any, Final
+
+import trio
+from quart import Blueprint, websocket
+
+import beamclaw_core as core
+
+from ._http_api import context
+from ._turns import BadRequest, agent_for, run_events, truncated, user_id
+
+_REMEMBERED_IDS: Final = 10_000
+ws_api = Blueprint("ws", __name__)
+_seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+
+def _first_time(user: str, message_id: str) -> bool:
+    key = (user, message_id)
+    if key in _seen:
+        return False
+    _seen[key] = None
+    while len(_seen) > _REMEMBERED_IDS:
+        _seen.popitem(last=False)
+    return True
+
+
+def _parse(raw: str | bytes) -> dict[str, Any]:
+    try:
+        message = json.loads(raw)
+    except ValueError:
+        raise BadRequest("a message must be JSON") from None
+    if not isinstance(message, dict) or message.get("type") != "message":
+        raise BadRequest('a message is {"type": "message", "id": "...", "text": "..."}')
+    for key in ("id", "text"):
+        if not isinstance(message.get(key), str) or not message[key]:
+            raise BadRequest(f"'{key}' must be a non-empty string")
+    return message
+
+
+@ws_api.websocket("/ws")
+async def chat_socket() -> None:
+    ctx = context()
+    header_user = websocket.headers.get("X-User-Id")
+    lock = trio.Lock()
+
+    async def send(**event: Any) -> None:
+        async with lock:
+            await websocket.send(json.dumps(event))
+
+    async def run(handle: core.SessionHandle, message_id: str, text: str) -> None:
+        await send(type="run_started", id=message_id, session=handle.id)
+        async for event in run_events(handle, text):
+            kind = event.pop("type")
+            if kind == "done":
+                result: core.TurnResult = event["result"]
+                await send(type="run_completed", id=message_id, ok=result.ok, text=result.text)
+            elif kind in {"chunk", "message", "tool_call", "tool_result"}:
+                await send(type=kind, id=message_id, **event)
+
+    await websocket.accept()
+    async with trio.open_nursery() as nursery:
+        while True:
+            raw = await websocket.receive()
+            try:
+                message = _parse(raw)
+                user = user_id(message.get("user"), header_user)
+                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent)
+                handle = await core.open_session(user, agent, "ws")
+            except (BadRequest, core.InvalidAgentName) as exc:
+                await send(type="error", id=None, error=str(exc))
+                continue
+            if not _first_time(user, message["id"]):
+                await send(type="duplicate", id=message["id"])
+                continue
+            text = truncated(message["text"], ctx.config.http.max_user_chars)
+            nursery.start_soon(run, handle, message["id"], text)
