@@ -1,6 +1,21 @@
-"""The A2A agent card and the JSON-RPC task manager.
+"""A2A (Agent2Agent) v1.0 over JSON-RPC 2.0: the agent card and the task manager.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+Other agents send this daemon messages as A2A tasks; each task runs one turn of the
+configured agent in the conversation of its context id, and its state is kept in
+SQLite. The gateway serves `A2AService.card` and `A2AService.handle` over HTTP.
 """
 
-__all__: list[str] = []
+from ._card import PROTOCOL_VERSION, agent_card
+from ._config import A2AConfig, parse_a2a_config
+from ._jsonrpc import A2AService, a2a_service
+from ._tree import supervision_tree
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "A2AConfig",
+    "A2AService",
+    "a2a_service",
+    "agent_card",
+    "parse_a2a_config",
+    "supervision_tree",
+]

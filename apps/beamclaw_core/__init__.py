@@ -7,6 +7,8 @@ also survives the whole daemon being killed. Channels use `open_session`,
 `send_message` (or `submit`) and the `Channel` protocol.
 """
 
+from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
+
 from ._api import (
     ContextUsage,
     SessionHandle,
@@ -51,6 +53,10 @@ from ._tree import supervision_tree
 from ._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name, template
 
 __all__ = [
+    "ConfigError",
+    "MissingSecret",
+    "Secret",
+    "structure_config",
     "CONTEXT_FILES",
     "PAIRING_ALPHABET",
     "SEEDED_FILES",

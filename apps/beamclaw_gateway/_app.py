@@ -17,6 +17,7 @@ from quart import Response, request, websocket
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
+from ._a2a_routes import a2a_api
 from ._config import GatewayConfig
 from ._http_api import Context, api, error
 from ._openapi import openapi
@@ -93,6 +94,7 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.register_blueprint(api)
     app.register_blueprint(openapi)
     app.register_blueprint(ws_api)
+    app.register_blueprint(a2a_api)
     for blueprint in extra:
         app.register_blueprint(blueprint)
     return app

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 import attrs
 
-from beamclaw_tools import Secret, structure_config
+from beamclaw_core import Secret, structure_config
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ import httpx
 import pytest
 import trio
 
+import beamclaw_a2a as a2a
 import beamclaw_gateway as gateway
 import beamclaw_obs as obs
 import supervision as sv
@@ -68,7 +69,12 @@ def run_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunGateway:
         async with scripted_model(*steps, repeat=repeat) as model:
             base = core_tree(home, model.base_url, events, core_overrides, {})
             spec = sv.Supervisor(
-                [*base.children, gateway.supervision_tree(table, home).child_spec("gateway")], name="beamclaw"
+                [
+                    *base.children,
+                    a2a.supervision_tree({}, home).child_spec("a2a"),
+                    gateway.supervision_tree(table, home).child_spec("gateway"),
+                ],
+                name="beamclaw",
             )
             async with sv.open_supervisor(spec):
                 yield Gateway(f"http://127.0.0.1:{port}", home, model, token, events)

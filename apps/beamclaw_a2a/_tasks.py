@@ -1,0 +1,176 @@
+"""The task manager: every A2A task's state, in SQLite, and who is waiting to hear of it.
+
+States follow A2A: submitted -> working -> completed | failed | canceled (or rejected,
+input-required). Tasks are persisted, so GetTask still answers after a restart; a
+task that was working when the daemon stopped is marked failed on start, since its
+turn is gone. Each task maps to a conversation: its context id is the session's user
+(``a2a:<contextId>``), so later messages in the same context continue it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import sqlite3
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import trio
+
+import supervision as sv
+
+TASKS: Final = "beamclaw_a2a.tasks"
+TERMINAL: Final = frozenset({"completed", "failed", "canceled", "rejected"})
+STATES: Final = frozenset({"submitted", "working", "input-required", "auth-required", *TERMINAL})
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    context_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    request TEXT NOT NULL,
+    reply TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_context ON tasks(context_id, created_at);
+"""
+
+
+class TaskNotFound(LookupError):
+    pass
+
+
+class TaskNotCancelable(ValueError):
+    pass
+
+
+@attrs.frozen
+class TaskRecord:
+    id: str
+    context_id: str
+    state: str
+    request: str
+    reply: str
+    created_at: float
+    updated_at: float
+
+    @property
+    def terminal(self) -> bool:
+        return self.state in TERMINAL
+
+    def timestamp(self) -> str:
+        return datetime.datetime.fromtimestamp(self.updated_at, datetime.UTC).isoformat().replace("+00:00", "Z")
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.executescript(_SCHEMA)
+    db.execute("PRAGMA user_version=1")
+    path.chmod(0o600)
+    now = time.time()
+    db.execute("UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
+               "updated_at = ? WHERE state IN ('submitted', 'working')", (now,))  # fmt: skip
+    return db
+
+
+_COLUMNS: Final = "id, context_id, state, request, reply, created_at, updated_at"
+
+
+def _row(db: sqlite3.Connection, task_id: str) -> TaskRecord:
+    row = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    if row is None:
+        raise TaskNotFound(f"task {task_id!r} not found")
+    return TaskRecord(*row)
+
+
+@attrs.define
+class _State:
+    db: sqlite3.Connection
+    config: Any
+    watchers: dict[str, list[trio.MemorySendChannel[TaskRecord]]] = attrs.field(factory=dict)
+
+
+class TaskManager(sv.GenServer):
+    async def init(self, path: Path, config: Any) -> _State:
+        sv.register(TASKS)
+        return _State(await trio.to_thread.run_sync(_open, path), config)
+
+    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+        db = state.db
+        try:
+            match request:
+                case ("create", str() as context_id, str() as text):
+                    record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", text, "", time.time(), time.time())
+                    db.execute(f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", attrs.astuple(record))
+                    return sv.Reply(record, state)
+                case ("update", str() as task_id, str() as new_state, str() as reply):
+                    current = _row(db, task_id)
+                    if current.terminal:  # a canceled task stays canceled when its turn ends
+                        return sv.Reply(current, state)
+                    db.execute("UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ?",
+                               (new_state, reply, time.time(), task_id))  # fmt: skip
+                    record = _row(db, task_id)
+                    self._notify(state, record)
+                    return sv.Reply(record, state)
+                case ("get", str() as task_id):
+                    return sv.Reply(_row(db, task_id), state)
+                case ("list", context_id, task_state, int() as limit, int() as offset):
+                    where, args = ["1 = 1"], []
+                    if context_id:
+                        where.append("context_id = ?")
+                        args.append(context_id)
+                    if task_state:
+                        where.append("state = ?")
+                        args.append(task_state)
+                    clause = " AND ".join(where)
+                    total = db.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
+                    rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
+                                      "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
+                    return sv.Reply(([TaskRecord(*r) for r in rows], total), state)
+                case ("cancel", str() as task_id):
+                    current = _row(db, task_id)
+                    if current.terminal:
+                        raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
+                    db.execute(
+                        "UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (time.time(), task_id)
+                    )
+                    record = _row(db, task_id)
+                    self._notify(state, record)
+                    return sv.Reply(record, state)
+                case ("config",):
+                    return sv.Reply(state.config, state)
+                case ("watch", str() as task_id):
+                    current = _row(db, task_id)
+                    send, receive = trio.open_memory_channel[TaskRecord](64)
+                    if current.terminal:
+                        send.close()
+                    else:
+                        state.watchers.setdefault(task_id, []).append(send)
+                    return sv.Reply((current, receive), state)
+        except (TaskNotFound, TaskNotCancelable) as exc:
+            sv.reply_error(caller, exc)
+            return sv.NoReply(state)
+        raise ValueError(f"unknown task manager request {request!r}")
+
+    @staticmethod
+    def _notify(state: _State, record: TaskRecord) -> None:
+        for send in state.watchers.get(record.id, []):
+            # A watcher that does not keep up misses intermediate states, not the channel's close.
+            with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
+                send.send_nowait(record)
+        if record.terminal:
+            for send in state.watchers.pop(record.id, []):
+                send.close()
+
+    def terminate(self, reason: Any, state: _State) -> None:
+        state.db.close()
+
+
+async def task_call(*request: Any) -> Any:
+    return await sv.call(TASKS, request, timeout=30.0)

@@ -1,0 +1,24 @@
+"""The A2A app's tree: the task manager, then the supervisor of the tasks' workers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import supervision as sv
+
+from ._config import parse_a2a_config
+from ._tasks import TaskManager
+from ._worker import WORKERS
+
+
+def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+    config = parse_a2a_config(table)  # a bad table stops the daemon at start, naming the key
+    return sv.Supervisor(
+        [
+            sv.ChildSpec("tasks", TaskManager.start, args=(data_dir / "a2a.db", config)),
+            sv.DynamicSupervisor(intensity=50, period=10.0, name=WORKERS).child_spec("workers"),
+        ],
+        strategy=sv.REST_FOR_ONE,
+        name="beamclaw_a2a",
+    )

@@ -1,0 +1,55 @@
+"""The A2A routes: the agent card (both well-known paths) and the JSON-RPC endpoint."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from quart import Blueprint, Response, request
+
+import beamclaw_a2a as a2a
+import supervision as sv
+
+from ._http_api import error
+
+a2a_api = Blueprint("a2a", __name__)
+
+
+def _base_url() -> str:
+    return request.host_url.rstrip("/")
+
+
+async def _service() -> a2a.A2AService | Response:
+    try:
+        return await a2a.a2a_service()
+    except sv.NoProc:
+        return error("the A2A app is not running", 503, "unavailable")
+
+
+@a2a_api.get("/.well-known/agent-card.json")
+@a2a_api.get("/.well-known/agent.json")
+async def card() -> Response:
+    service = await _service()
+    if isinstance(service, Response):
+        return service
+    return Response(json.dumps(service.card(_base_url())), content_type="application/json")
+
+
+@a2a_api.post("/a2a")
+async def jsonrpc() -> Response:
+    service = await _service()
+    if isinstance(service, Response):
+        return service
+    answer = await service.handle(await request.get_data(as_text=False), _base_url())
+    if isinstance(answer, dict):
+        return Response(json.dumps(answer), content_type="application/json")
+
+    async def events(stream: AsyncIterator[dict[str, Any]]) -> AsyncIterator[bytes]:
+        async for event in stream:
+            yield f"data: {json.dumps(event)}\n\n".encode()
+
+    response = Response(events(answer), content_type="text/event-stream")
+    response.headers["Cache-Control"] = "no-cache"
+    response.timeout = None
+    return response

@@ -1,0 +1,103 @@
+"""A2A: the official a2a-sdk client against /a2a, and the JSON-RPC rules by hand."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from a2a.client import ClientConfig, create_client
+from a2a.types import a2a_pb2 as pb
+from google.protobuf import json_format
+
+from tests.support.model_server import Hold, Reply
+
+from .conftest import Gateway, RunGateway
+
+
+def _message(text: str, context_id: str = "") -> pb.SendMessageRequest:
+    message = pb.Message(message_id="m-" + text[:8], role=pb.ROLE_USER, parts=[pb.Part(text=text)])
+    if context_id:
+        message.context_id = context_id
+    return pb.SendMessageRequest(message=message)
+
+
+async def _rpc(g: Gateway, method: str, params: Any, rid: Any = 1) -> dict[str, Any]:
+    async with g.client() as http:
+        answer = await http.post("/a2a", json={"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+    assert answer.status_code == 200
+    result: dict[str, Any] = answer.json()
+    return result
+
+
+# The a2a-sdk client, like openai's, leaves stream generators to the garbage collector.
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+async def test_the_official_client_sends_and_streams(run_gateway: RunGateway) -> None:
+    async with run_gateway(Reply("Hello, agent to agent."), Reply("Streamed reply. " * 8), Reply("Third.")) as g:
+        async with httpx.AsyncClient(timeout=30) as http:
+            client = await create_client(g.url, ClientConfig(streaming=False, httpx_client=http))
+            card = client._card  # noqa: SLF001 - the card the client resolved
+            assert card.name == "BeamClaw" and card.supported_interfaces[0].url == f"{g.url}/a2a"
+            (event,) = [e async for e in client.send_message(_message("hello", "ctx-1"))]
+            task = event.task
+            assert task.status.state == pb.TASK_STATE_COMPLETED and task.context_id == "ctx-1"
+            assert task.artifacts[0].parts[0].text == "Hello, agent to agent."
+
+            streaming = await create_client(g.url, ClientConfig(streaming=True, httpx_client=http))
+            events = [e async for e in streaming.send_message(_message("stream please", "ctx-1"))]
+            kinds = [e.WhichOneof("payload") for e in events]
+            assert kinds[0] == "task" and kinds[-1] == "status_update"
+            assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
+            assert "artifact_update" in kinds
+            fetched = await streaming.get_task(pb.GetTaskRequest(id=events[0].task.id))
+            assert fetched.status.state == pb.TASK_STATE_COMPLETED
+            listed = await streaming.list_tasks(pb.ListTasksRequest(context_id="ctx-1"))
+            assert listed.total_size == 2
+        # Both tasks continued one conversation: the context is the session.
+        assert [m["content"] for m in g.model.requests[1]["messages"][1:]] == [
+            "hello", "Hello, agent to agent.", "stream please"
+        ]
+
+
+async def test_get_list_and_cancel_by_hand(run_gateway: RunGateway) -> None:
+    hold = Hold(then=Reply("late"))
+    async with run_gateway(hold) as g:
+        sent = await _rpc(g, "SendMessage", {"message": {"messageId": "1", "role": "ROLE_USER",
+                           "parts": [{"text": "slow one"}]}, "configuration": {"returnImmediately": True}})
+        task = sent["result"]["task"]
+        assert task["status"]["state"] in {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
+        canceled = await _rpc(g, "CancelTask", {"id": task["id"]})
+        assert canceled["result"]["status"]["state"] == "TASK_STATE_CANCELED"
+        again = await _rpc(g, "tasks/cancel", {"id": task["id"]})
+        assert again["error"]["code"] == -32002
+        hold.release()
+        got = await _rpc(g, "tasks/get", {"id": task["id"]})
+        assert got["result"]["kind"] == "task" and got["result"]["status"]["state"] == "canceled"
+        assert (await _rpc(g, "GetTask", {"id": "nope"}))["error"]["code"] == -32001
+
+
+async def test_the_0_3_names_and_shapes(run_gateway: RunGateway) -> None:
+    async with run_gateway(Reply("old style")) as g:
+        answer = await _rpc(g, "message/send", {"message": {"kind": "message", "messageId": "1", "role": "user",
+                            "parts": [{"kind": "text", "text": "hi"}]}})
+        task = answer["result"]
+        assert task["kind"] == "task" and task["status"]["state"] == "completed"
+        assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "old style"}]
+
+
+async def test_json_rpc_errors(run_gateway: RunGateway) -> None:
+    async with run_gateway() as g, g.client() as http:
+        parse = (await http.post("/a2a", content=b"{nope")).json()
+        assert parse["error"]["code"] == -32700 and parse["id"] is None
+        invalid = (await http.post("/a2a", json={"id": 3, "method": "SendMessage"})).json()
+        assert invalid["error"]["code"] == -32600 and invalid["id"] == 3
+        assert (await _rpc(g, "Fly", {}))["error"]["code"] == -32601
+        assert (await _rpc(g, "SendMessage", {"message": {"parts": []}}))["error"]["code"] == -32602
+        assert (await _rpc(g, "SendMessage", []))["error"]["code"] == -32602
+        push = await _rpc(g, "CreateTaskPushNotificationConfig", {})
+        assert push["error"]["code"] == -32003
+        for path in ("/.well-known/agent-card.json", "/.well-known/agent.json"):
+            card = (await http.get(path)).json()
+            assert card["supportedInterfaces"][0]["protocolBinding"] == "JSONRPC"
+            assert card["capabilities"]["streaming"] is True and card["skills"][0]["id"] == "chat"
+        assert g.model.count == 0
