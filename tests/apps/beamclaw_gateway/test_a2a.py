@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import httpx
 import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import a2a_pb2 as pb
-from google.protobuf import json_format
 
 from tests.support.model_server import Hold, Reply
 
@@ -36,7 +36,7 @@ async def test_the_official_client_sends_and_streams(run_gateway: RunGateway) ->
     async with run_gateway(Reply("Hello, agent to agent."), Reply("Streamed reply. " * 8), Reply("Third.")) as g:
         async with httpx.AsyncClient(timeout=30) as http:
             client = await create_client(g.url, ClientConfig(streaming=False, httpx_client=http))
-            card = client._card  # noqa: SLF001 - the card the client resolved
+            card = client._card
             assert card.name == "BeamClaw" and card.supported_interfaces[0].url == f"{g.url}/a2a"
             (event,) = [e async for e in client.send_message(_message("hello", "ctx-1"))]
             task = event.task
@@ -53,17 +53,28 @@ async def test_the_official_client_sends_and_streams(run_gateway: RunGateway) ->
             assert fetched.status.state == pb.TASK_STATE_COMPLETED
             listed = await streaming.list_tasks(pb.ListTasksRequest(context_id="ctx-1"))
             assert listed.total_size == 2
+            await client.close()
+            await streaming.close()
+        gc.collect()  # what the client left behind is collected here, where its warnings are expected
         # Both tasks continued one conversation: the context is the session.
         assert [m["content"] for m in g.model.requests[1]["messages"][1:]] == [
-            "hello", "Hello, agent to agent.", "stream please"
+            "hello",
+            "Hello, agent to agent.",
+            "stream please",
         ]
 
 
 async def test_get_list_and_cancel_by_hand(run_gateway: RunGateway) -> None:
     hold = Hold(then=Reply("late"))
     async with run_gateway(hold) as g:
-        sent = await _rpc(g, "SendMessage", {"message": {"messageId": "1", "role": "ROLE_USER",
-                           "parts": [{"text": "slow one"}]}, "configuration": {"returnImmediately": True}})
+        sent = await _rpc(
+            g,
+            "SendMessage",
+            {
+                "message": {"messageId": "1", "role": "ROLE_USER", "parts": [{"text": "slow one"}]},
+                "configuration": {"returnImmediately": True},
+            },
+        )
         task = sent["result"]["task"]
         assert task["status"]["state"] in {"TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"}
         canceled = await _rpc(g, "CancelTask", {"id": task["id"]})
@@ -78,8 +89,18 @@ async def test_get_list_and_cancel_by_hand(run_gateway: RunGateway) -> None:
 
 async def test_the_0_3_names_and_shapes(run_gateway: RunGateway) -> None:
     async with run_gateway(Reply("old style")) as g:
-        answer = await _rpc(g, "message/send", {"message": {"kind": "message", "messageId": "1", "role": "user",
-                            "parts": [{"kind": "text", "text": "hi"}]}})
+        answer = await _rpc(
+            g,
+            "message/send",
+            {
+                "message": {
+                    "kind": "message",
+                    "messageId": "1",
+                    "role": "user",
+                    "parts": [{"kind": "text", "text": "hi"}],
+                }
+            },
+        )
         task = answer["result"]
         assert task["kind"] == "task" and task["status"]["state"] == "completed"
         assert task["artifacts"][0]["parts"] == [{"kind": "text", "text": "old style"}]
