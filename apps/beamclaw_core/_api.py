@@ -15,6 +15,7 @@ from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
 from ._runtime import Runtime
 from ._sessions import SESSIONS
+from ._store import store_call
 from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
@@ -65,12 +66,13 @@ async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def submit(handle: SessionHandle, text: str, channel: Channel) -> Run:
-    """Queue *text* as a run and return it at once; ``await run.wait()`` for the answer.
+async def submit(handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = ()) -> Run:
+    """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
+    ``await run.wait()`` for the answer.
 
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing.
     """
-    run = Run(text, channel)
+    run = Run(text, channel, images)
     await _submit(handle, run)
     return run
 
@@ -80,13 +82,13 @@ async def _submit(handle: SessionHandle, run: Run) -> sv.Pid:
     return pid
 
 
-async def send_message(handle: SessionHandle, text: str, channel: Channel) -> TurnResult:
+async def send_message(handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = ()) -> TurnResult:
     """Queue *text* and wait for the agent's answer (also streamed to *channel*).
 
     If the session process is killed outright (it gets no chance to answer its
     queue), the run ends with an error instead of waiting for ever.
     """
-    run = Run(text, channel)
+    run = Run(text, channel, images)
     pid = await _submit(handle, run)
     while True:
         with trio.move_on_after(_LIVENESS_CHECK):
@@ -139,3 +141,25 @@ async def context_usage(handle: SessionHandle) -> ContextUsage:
     provider = runtime.config.provider
     used = estimate_tokens([Message("system", prompt), *messages])
     return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
+
+
+async def stop_turn(handle: SessionHandle) -> bool:
+    """Stop the turn the agent is working on (``/stop``); return whether there was one.
+
+    The loop is stopped where it stands and restarted by its supervisor; the run is
+    answered "Stopped." and the queued messages go on.
+    """
+    _, stopped = await _session_call(handle, "stop_turn")
+    return bool(stopped)
+
+
+async def pairing_code(channel: str, user_id: str, display: str = "") -> str:
+    """A pairing code for *user_id* on *channel* (raises `PairingError` past the limit)."""
+    code: str = await store_call("pairing_request", channel, user_id, display)
+    return code
+
+
+async def paired_agent(channel: str, user_id: str) -> str | None:
+    """The agent *user_id* was paired with on *channel*, or None."""
+    agent: str | None = await store_call("pairing_allowed", channel, user_id)
+    return agent

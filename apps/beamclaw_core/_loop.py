@@ -124,7 +124,7 @@ class Loop(sv.StateMachine):
         data.turn = _Turn(run)
         await tell(run.channel.send_typing)
         try:
-            await sv.call(data.session, ("append", [Message("user", scrub(run.text))]))
+            await sv.call(data.session, ("append", [Message("user", scrub(run.text), images=run.images)]))
         except PersistError as exc:
             return self._fail(data, f"Your message could not be saved, so it was not sent to the model: {exc}")
         return sv.NextState(COMPACTING, data, sv.NextEvent("compact"))

@@ -32,9 +32,15 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    images: tuple[str, ...] = ()  # data: URLs of images sent with a user message
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            out["content"] = [
+                {"type": "text", "text": self.content},
+                *({"type": "image_url", "image_url": {"url": url}} for url in self.images),
+            ]
         if self.tool_calls:
             out["tool_calls"] = [call.to_openai() for call in self.tool_calls]
             out["content"] = self.content or None
@@ -53,6 +59,8 @@ class Message:
             record["tool_call_id"] = self.tool_call_id
         if self.name is not None:
             record["name"] = self.name
+        if self.images:
+            record["images"] = list(self.images)
         return json.dumps(record, ensure_ascii=False)
 
     @classmethod
@@ -67,12 +75,16 @@ class Message:
             tool_calls=tuple(ToolCall(*call) for call in record.get("tool_calls", ())),
             tool_call_id=record.get("tool_call_id"),
             name=record.get("name"),
+            images=tuple(record.get("images", ())),
         )
 
     @property
     def chars(self) -> int:
         """Characters the model reads for this message (content and tool-call arguments)."""
-        return len(self.content) + sum(len(c.name) + len(c.arguments) for c in self.tool_calls)
+        # An image costs the model roughly a thousand characters' worth of tokens.
+        return (
+            len(self.content) + sum(len(c.name) + len(c.arguments) for c in self.tool_calls) + 1000 * len(self.images)
+        )
 
 
 def estimate_tokens(messages: list[Message]) -> int:

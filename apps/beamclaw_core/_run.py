@@ -28,6 +28,7 @@ class TurnResult:
 class Run:
     text: str
     channel: Channel
+    images: tuple[str, ...] = ()
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:16])
     result: TurnResult | None = None
     _done: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)

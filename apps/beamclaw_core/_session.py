@@ -33,6 +33,10 @@ APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": 
 _STORE_FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
 
 
+class TurnStopped(Exception):
+    """The reason a loop is stopped with when the user asks to stop the turn."""
+
+
 class PersistError(Exception):
     """The store could not save a change; nothing was acknowledged."""
 
@@ -167,6 +171,12 @@ class Session(sv.GenServer):
                 return sv.Reply(frozenset(state.allowlist), state)
             case "reset":
                 return await self._reset(caller, state)
+            case "stop_turn":
+                if state.current is None:
+                    return sv.Reply(False, state)
+                with contextlib.suppress(sv.NoProc):
+                    sv.kill(state.loop_name, TurnStopped("stopped by the user"))
+                return sv.Reply(True, state)
             case "info":
                 return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
         raise ValueError(f"unknown session request {request!r}")
@@ -223,11 +233,14 @@ class Session(sv.GenServer):
         run, state.current = state.current, None
         if run is None:
             return
-        text = scrub(
-            "Sorry, something went wrong while I was answering this message "
-            f"({_describe(reason)}). "
-            "The conversation is intact; please send it again."
-        )
+        if isinstance(reason, TurnStopped):
+            text = "Stopped."
+        else:
+            text = scrub(
+                "Sorry, something went wrong while I was answering this message "
+                f"({_describe(reason)}). "
+                "The conversation is intact; please send it again."
+            )
         run.finish(TurnResult(text, ok=False))
         with trio.move_on_after(10):
             try:
