@@ -22,9 +22,11 @@ from ._config import GatewayConfig
 from ._http_api import Context, api, error
 from ._openapi import openapi
 from ._rate_limit import RateLimiter, retry_after
+from ._telegram_webhook import telegram_webhook
 from ._ws_api import ws_api
 
-_OPEN_PATHS = frozenset({"/health"})
+# /health is public; Telegram's webhook proves itself with its own secret header instead.
+_OPEN_PATHS = frozenset({"/health", "/webhook/telegram"})
 
 
 def authorized(header: str | None, token: str | None) -> bool:
@@ -95,6 +97,7 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.register_blueprint(openapi)
     app.register_blueprint(ws_api)
     app.register_blueprint(a2a_api)
+    app.register_blueprint(telegram_webhook)
     for blueprint in extra:
         app.register_blueprint(blueprint)
     return app

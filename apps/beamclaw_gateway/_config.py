@@ -36,6 +36,7 @@ class TelegramConfig:
     allow_from: list[str] = attrs.field(factory=list)
     agent: str = "default"
     api_base: str = "https://api.telegram.org"
+    webhook_url: str = ""
     webhook_secret: Secret | None = None
     poll_timeout_seconds: int = 30
     edit_interval_seconds: float = 1.0
@@ -82,5 +83,15 @@ def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
         raise ValueError(
             f"gateway.http.host is {http.host!r}, which is reachable from other machines; set a gateway token "
             f"({variable}) first, or bind 127.0.0.1"
+        )
+    telegram = config.channels.telegram
+    if (
+        telegram.enabled
+        and telegram.mode == "webhook"
+        and (not telegram.webhook_url or telegram.webhook_secret is None)
+    ):
+        raise ValueError(
+            "gateway.channels.telegram: webhook mode needs webhook_url (the public https URL of /webhook/telegram) "
+            'and webhook_secret = { env = "VAR" }'
         )
     return config

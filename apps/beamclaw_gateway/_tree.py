@@ -10,9 +10,20 @@ import supervision as sv
 
 from ._config import parse_gateway_config
 from ._server import serve_http
+from ._telegram_bot import telegram_bot
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     config = parse_gateway_config(table)
     children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
+    telegram = config.channels.telegram
+    if telegram.enabled:
+        children.append(
+            sv.ChildSpec(
+                "telegram",
+                functools.partial(telegram_bot, config, data_dir, telegram.webhook_url),
+                shutdown=5.0,
+                backoff=sv.Backoff(initial=0.5, maximum=30.0),
+            )
+        )
     return sv.Supervisor(children, name="beamclaw_gateway", intensity=5, period=10.0)

@@ -1,0 +1,30 @@
+"""POST /webhook/telegram: updates pushed by Telegram, checked by their secret-token header."""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from quart import Blueprint, Response, request
+
+from ._http_api import context, error, json_body
+from ._telegram_bot import webhook_update
+
+telegram_webhook = Blueprint("telegram_webhook", __name__)
+
+
+@telegram_webhook.post("/webhook/telegram")
+async def update() -> Response:
+    telegram = context().config.channels.telegram
+    if not telegram.enabled or telegram.mode != "webhook" or telegram.webhook_secret is None:
+        return error("the Telegram webhook is not enabled", 404, "not_found")
+    expected = telegram.webhook_secret.get_optional() or ""
+    given = request.headers.get("X-Telegram-Bot-Api-Secret-Token", "")
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        return error("wrong or missing X-Telegram-Bot-Api-Secret-Token", 401, "unauthorized")
+    body = await json_body("a Telegram update")
+    if not isinstance(body.get("update_id"), int):
+        return error("a Telegram update has an integer update_id", 400)
+    if not await webhook_update(body):
+        return error("the Telegram channel is not running", 503, "unavailable")
+    return Response(json.dumps({"ok": True}), content_type="application/json")
