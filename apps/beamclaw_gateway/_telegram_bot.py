@@ -30,7 +30,6 @@ from ._config import GatewayConfig, TelegramConfig
 from ._telegram_api import BotApi, TelegramError
 from ._telegram_channel import TelegramChannel
 
-TELEGRAM: Final = "beamclaw_gateway.telegram"
 CHANNEL: Final = "telegram"
 MAX_PHOTO: Final = 5 * 1024 * 1024
 _REPLY_INTERVAL: Final = 60.0
@@ -231,9 +230,8 @@ async def telegram_bot(
     """The channel: polls (or takes webhook updates) until cancelled."""
     config = gateway.channels.telegram
     token = config.token.get("the Telegram channel")
-    bot_id = hashlib.sha256(token.encode()).hexdigest()[:16]
-    sv.register(TELEGRAM)
-    sv.register(f"telegram:{bot_id}")  # a second poller for the same token fails here, not at Telegram
+    bot_id = _bot_id(token)
+    sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
     db = await trio.to_thread.run_sync(_open_offsets, data_dir / "gateway.db")
     row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot_id,)).fetchone()
     async with httpx.AsyncClient(trust_env=False) as client:
@@ -248,9 +246,18 @@ async def telegram_bot(
             db.close()
 
 
-async def webhook_update(update: dict[str, Any]) -> bool:
+def _bot_id(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def bot_name(token: str) -> str:
+    """The registered name of the channel process for the bot with *token* (one per token)."""
+    return f"beamclaw_gateway.telegram:{_bot_id(token)}"
+
+
+async def webhook_update(token: str, update: dict[str, Any]) -> bool:
     """Hand a webhook update to the channel; False when the channel is not running."""
     try:
-        return sv.send(TELEGRAM, ("update", update))
+        return sv.send(bot_name(token), ("update", update))
     except sv.NoProc:
         return False

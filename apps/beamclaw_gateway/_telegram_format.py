@@ -124,6 +124,6 @@ def split(text: str, limit: int = LIMIT) -> list[str]:
             cut = limit
         pieces.append(text[:cut].rstrip())
         text = text[cut:].lstrip()
-    if text:
-        pieces.append(text)
+    if text.strip():
+        pieces.append(text.rstrip())
     return pieces

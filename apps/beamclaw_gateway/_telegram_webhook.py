@@ -25,6 +25,7 @@ async def update() -> Response:
     body = await json_body("a Telegram update")
     if not isinstance(body.get("update_id"), int):
         return error("a Telegram update has an integer update_id", 400)
-    if not await webhook_update(body):
+    token = telegram.token.get_optional()
+    if token is None or not await webhook_update(token, body):
         return error("the Telegram channel is not running", 503, "unavailable")
     return Response(json.dumps({"ok": True}), content_type="application/json")
