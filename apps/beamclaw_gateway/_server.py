@@ -12,6 +12,7 @@ from loguru import logger
 
 from ._app import create_app
 from ._config import GatewayConfig
+from ._rate_limit import RateLimiter
 
 
 async def serve_http(
@@ -33,4 +34,14 @@ async def serve_http(
             logger.info("gateway listening on {}", ", ".join(binds))
             task_status.started()
 
-    await serve(app, hyper, task_status=_Started(), mode="asgi")  # type: ignore[arg-type]
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_prune, app.config["RATE_LIMITER"], config.rate_limit.window_seconds)
+        await serve(app, hyper, task_status=_Started(), mode="asgi")  # type: ignore[arg-type]
+        nursery.cancel_scope.cancel()
+
+
+async def _prune(limiter: RateLimiter, every: float) -> None:
+    """Forget clients that have been quiet for a whole window, so the table does not grow for ever."""
+    while True:
+        await trio.sleep(every)
+        limiter.prune(trio.current_time())
