@@ -36,3 +36,4 @@ def bench(session: nox.Session) -> None:
     session.install("-e", ".[test]")  # the turn benchmark serves the scripted model with hypercorn
     session.run("python", "-m", "bench.supervision_bench", *session.posargs)
     session.run("python", "-m", "bench.turn_bench", *session.posargs)
+    session.run("python", "-m", "bench.gateway_bench", *session.posargs)

@@ -69,6 +69,9 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
 
     @app.before_request
     async def guard_request() -> Response | None:
+        # Read the body first (it is cached for the handler): a refusal sent while the
+        # client is still writing a large body would leave both sides waiting.
+        await request.get_data(as_text=False)
         return check(request.headers, request.remote_addr, request.path)
 
     @app.before_websocket

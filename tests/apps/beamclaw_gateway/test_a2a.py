@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import json
 from typing import Any
 
 import httpx
@@ -122,3 +123,26 @@ async def test_json_rpc_errors(run_gateway: RunGateway) -> None:
             assert card["supportedInterfaces"][0]["protocolBinding"] == "JSONRPC"
             assert card["capabilities"]["streaming"] is True and card["skills"][0]["id"] == "chat"
         assert g.model.count == 0
+
+
+async def test_subscribe_to_a_working_task(run_gateway: RunGateway) -> None:
+    hold = Hold(then=Reply("done at last"))
+    async with run_gateway(hold) as g:
+        message = {"messageId": "1", "role": "ROLE_USER", "parts": [{"text": "take your time"}]}
+        sent = await _rpc(g, "SendMessage", {"message": message, "configuration": {"returnImmediately": True}})
+        task_id = sent["result"]["task"]["id"]
+        request = {"jsonrpc": "2.0", "id": 9, "method": "SubscribeToTask", "params": {"id": task_id}}
+        events = []
+        async with g.client() as http, http.stream("POST", "/a2a", json=request) as stream:
+            assert stream.headers["content-type"].startswith("text/event-stream")
+            async for line in stream.aiter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line.removeprefix("data: ")))
+                    if len(events) == 1:
+                        hold.release()
+        assert all(e["id"] == 9 for e in events)
+        assert events[0]["result"]["task"]["id"] == task_id
+        assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        assert any("artifactUpdate" in e["result"] for e in events)
+        ended = await _rpc(g, "SubscribeToTask", {"id": task_id})
+        assert ended["error"]["code"] == -32600 and "has ended" in ended["error"]["message"]

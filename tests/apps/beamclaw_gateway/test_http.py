@@ -26,6 +26,10 @@ async def test_the_token_guards_every_route_but_health(run_gateway: RunGateway) 
             wrong = await anonymous.get("/v1/models", headers={"Authorization": "Bearer s3cret-gateway-tokeX"})
             assert wrong.status_code == 401
             assert (await anonymous.post("/v1/chat/completions", json=CHAT)).status_code == 401
+            # A refusal comes after the whole body is read, so a large one cannot wedge the connection.
+            for _ in range(3):
+                big = await anonymous.post("/v1/chat/completions", content=b"x" * 900_000)
+                assert big.status_code == 401
         async with g.client() as client:
             assert (await client.get("/v1/models")).status_code == 200
             assert (await client.post("/v1/chat/completions", json=CHAT)).json()["choices"][0]["message"][
