@@ -12,7 +12,7 @@ import trio
 import beamclaw_core as core
 import supervision as sv
 from beamclaw_gateway._telegram_bot import bot_name
-from tests.support.model_server import Reply, Step
+from tests.support.model_server import Hold, Reply, Step
 from tests.support.telegram_api import FakeTelegram, fake_telegram
 
 from .conftest import Gateway, RunGateway
@@ -161,3 +161,27 @@ async def test_the_webhook_checks_its_secret(telegram: Callable[..., Any], monke
             assert again.status_code == 200
         await trio.sleep(0.3)
         assert g.model.count == 1  # the repeated update was not handled twice
+
+
+async def test_stop_cancels_the_running_turn(telegram: Callable[..., Any]) -> None:
+    hold = Hold(then=Reply("too late"))
+    async with telegram(hold, Reply("after the stop"), dm_policy="open") as (g, fake):
+        fake.push(6, "think for a long time")
+        await eventually(hold.reached.is_set)
+        fake.push(6, "/stop")
+        await eventually(lambda: "Stopped." in fake.texts(6))
+        hold.release()
+        fake.push(6, "are you there?")
+        await eventually(lambda: "after the stop" in fake.texts(6))
+        assert "too late" not in fake.texts(6)
+
+
+async def test_conflicts_are_backed_off_and_allowlist_is_kept(telegram: Callable[..., Any]) -> None:
+    conflict = (409, {"description": "Conflict: terminated by other getUpdates request"})
+    async with telegram(repeat=Reply("welcome"), dm_policy="allowlist", allow_from=["user11"]) as (g, fake):
+        fake.fail_next["getUpdates"] = [conflict, conflict]
+        fake.push(11, "let me in")  # allowed by username
+        fake.push(12, "and me?")  # not on the list
+        await eventually(lambda: "welcome" in fake.texts(11) and fake.texts(12), timeout=30)
+        assert fake.calls.count("getUpdates") >= 3
+        assert fake.texts(12) == ["Sorry, this bot only talks to people it knows."] and g.model.count == 1
