@@ -165,7 +165,7 @@ async def test_the_webhook_checks_its_secret(telegram: Callable[..., Any], monke
 
 async def test_stop_cancels_the_running_turn(telegram: Callable[..., Any]) -> None:
     hold = Hold(then=Reply("too late"))
-    async with telegram(hold, Reply("after the stop"), dm_policy="open") as (g, fake):
+    async with telegram(hold, Reply("after the stop"), dm_policy="open") as (_, fake):
         fake.push(6, "think for a long time")
         await eventually(hold.reached.is_set)
         fake.push(6, "/stop")
