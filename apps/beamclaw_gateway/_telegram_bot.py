@@ -234,16 +234,20 @@ async def telegram_bot(
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
     db = await trio.to_thread.run_sync(_open_offsets, data_dir / "gateway.db")
     row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot_id,)).fetchone()
-    async with httpx.AsyncClient(trust_env=False) as client:
-        bot = _Bot(config, gateway, BotApi(client, config.api_base, token), client, db, bot_id, row[0] if row else 0)
-        task_status.started()
-        try:
-            if config.mode == "webhook":
-                await _webhook(bot, webhook_url)
-            else:
-                await _poll(bot)
-        finally:
-            db.close()
+    client = httpx.AsyncClient(trust_env=False)
+    bot = _Bot(config, gateway, BotApi(client, config.api_base, token), client, db, bot_id, row[0] if row else 0)
+    task_status.started()
+    try:
+        if config.mode == "webhook":
+            await _webhook(bot, webhook_url)
+        else:
+            await _poll(bot)
+    finally:
+        # Even when the process is killed: the long poll's connection must close now, so
+        # the next poller does not meet it at Telegram (409).
+        with trio.CancelScope(shield=True), trio.move_on_after(5):
+            await client.aclose()
+        db.close()
 
 
 def _bot_id(token: str) -> str:
