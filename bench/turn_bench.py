@@ -57,18 +57,13 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))]
 
 
-async def _direct(
-    provider: core.OpenAICompatProvider, calls: int, messages: list[core.Message], specs: list[dict[str, Any]]
-) -> float:
-    """The model's own time: the same provider code sending the same history and tools,
-    with no BeamClaw around it."""
-
-    async def ignore(_: str) -> None:
-        pass
-
+async def _direct(client: httpx.AsyncClient, url: str, bodies: list[dict[str, Any]]) -> float:
+    """The model's own time: the very requests the turn made, sent again with nothing around them."""
     started = time.perf_counter()
-    for _ in range(calls):
-        await provider.stream(messages, specs, ignore)
+    for body in bodies:
+        async with client.stream("POST", url, json=body) as response:
+            async for _ in response.aiter_lines():
+                pass
     return time.perf_counter() - started
 
 
@@ -81,29 +76,22 @@ async def _turn(session: core.SessionHandle, text: str) -> float:
 
 
 async def _measure(kind: str, turns: int) -> dict[str, Any]:
-    if kind == "plain":
-        step: Any = Reply(_ANSWER)
-        model_calls = 1
-    else:
-        step = None
-        model_calls = 2
+    step: Any = Reply(_ANSWER) if kind == "plain" else None
     tool_call = Reply(tool_calls=(Call("jq", {"filter": ".a", "input": '{"a": 1}'}),))
     with tempfile.TemporaryDirectory() as home:
         async with scripted_model(repeat=step) as model, httpx.AsyncClient() as client:
-            config = core.ProviderConfig(base_url=model.base_url, model="scripted")
-            provider = core.OpenAICompatProvider("direct", config, client)
-            model.keep_requests = False
+            url = f"{model.base_url}/chat/completions"
             async with sv.open_supervisor(_tree(Path(home), model.base_url)):
                 session = await core.open_session("bench", "default")
-                specs = [d.to_openai() for d in await tools.tool_definitions()]
                 baseline, measured = [], []
                 for i in range(turns):
                     if kind == "tool":
                         model.add(tool_call, Reply(_ANSWER))
+                    model.requests.clear()  # keep only this turn's requests (the heap stays small)
                     measured.append(await _turn(session, f"message {i}"))
-                    model.add(*([Reply(_ANSWER)] * model_calls))
-                    messages = [core.Message("system", "s"), *await core.history(session)]
-                    baseline.append(await _direct(provider, model_calls, messages, specs))
+                    bodies = list(model.requests)
+                    model.add(*([tool_call] if kind == "tool" else []), Reply(_ANSWER))  # what the baseline gets
+                    baseline.append(await _direct(client, url, bodies))
                     if i % 50 == 49:  # keep the history (and so the prompt) from growing without end
                         await core.reset_session(session)
     overhead = [m - b for m, b in zip(measured, baseline, strict=True)]

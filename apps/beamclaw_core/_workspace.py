@@ -24,6 +24,8 @@ BOOTSTRAP: Final = "BOOTSTRAP.md"
 MEMORY: Final = "MEMORY.md"
 _AGENT_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _DAY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
+_READ_CACHE_SIZE: Final = 1024
+_READ_CACHE: dict[Path, tuple[tuple[int, int], str]] = {}
 
 
 class InvalidAgentName(ValueError):
@@ -85,11 +87,28 @@ class Workspace:
         return True
 
     def read(self, name: str) -> str:
-        """The file's text, or "" when it is missing."""
+        """The file's text, or "" when it is missing.
+
+        The system prompt reads every context file before every model call; a file whose
+        size and modification time have not changed is served from memory.
+        """
+        path = self._path(name)
         try:
-            return self._path(name).read_text(encoding="utf-8")
+            stat = path.stat()
         except FileNotFoundError:
             return ""
+        key = (stat.st_mtime_ns, stat.st_size)
+        cached = _READ_CACHE.get(path)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return ""
+        if len(_READ_CACHE) >= _READ_CACHE_SIZE:
+            _READ_CACHE.clear()
+        _READ_CACHE[path] = (key, text)
+        return text
 
     def write(self, name: str, text: str) -> None:
         """Replace *name*. An empty BOOTSTRAP.md is deleted instead: the first-run ritual is over."""
