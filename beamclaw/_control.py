@@ -182,9 +182,20 @@ async def _serve_one(stream: trio.SocketStream, started: float) -> None:
             await stream.send_all(json.dumps(answer).encode() + b"\n")
 
 
+async def _answers(path: Path) -> bool:
+    try:
+        stream = await trio.open_unix_socket(str(path))
+    except OSError:
+        return False
+    await stream.aclose()
+    return True
+
+
 async def control_server(path: Path, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     """Serve the control socket at *path* until cancelled; remove it on the way out."""
     if path.exists() or path.is_symlink():
+        if await _answers(path):
+            raise RuntimeError(f"another BeamClaw daemon is running (it answers at {path}); stop it first")
         path.unlink()  # a socket left by a daemon that was killed
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old_umask = os.umask(0o177)

@@ -11,6 +11,7 @@ import trio
 from loguru import logger
 
 import beamclaw
+import supervision as sv
 
 from . import _agents, _daemon_commands, _pairing_commands, _skills_commands
 from ._control_client import ControlError, NoDaemon
@@ -71,6 +72,13 @@ def _run(args: argparse.Namespace) -> int:
     except (beamclaw.ConfigError, ValueError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 2
+    except sv.StartError as exc:
+        where, reason = [str(exc.child_id)], exc.reason
+        while isinstance(reason, sv.StartError):  # the innermost child says what went wrong
+            where.append(str(reason.child_id))
+            reason = reason.reason
+        print(f"beamclaw: could not start {'/'.join(where)}: {reason}", file=sys.stderr)
+        return 1
     return 0
 
 

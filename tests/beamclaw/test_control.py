@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import sys
 from pathlib import Path
 
 import trio
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import cli, start_daemon, write_config
+from .daemon import cli, env, start_daemon, write_config
 
 
 async def test_a_conversation_survives_sigkill_of_the_daemon(tmp_path: Path) -> None:
@@ -69,3 +70,24 @@ async def test_a_bad_control_request_gets_a_clear_error(tmp_path: Path) -> None:
             assert answer["type"] == "error" and error in answer["error"] and answer["done"]
         daemon.send_signal(signal.SIGTERM)
         assert await daemon.wait() == 0
+
+
+async def test_a_second_daemon_refuses_to_start(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model() as model:
+        config = write_config(tmp_path, model)
+        first = await start_daemon(config, home)
+        second = await trio.run_process(
+            [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
+            env=env(home),
+            capture_stderr=True,
+            check=False,
+        )
+        assert second.returncode == 1
+        message = second.stderr.decode()
+        assert "could not start" in message and (
+            "another BeamClaw daemon is running" in message or "address already in use" in message.lower()
+        )
+        assert (await cli(home, "status")).returncode == 0  # the first one still serves
+        first.send_signal(signal.SIGTERM)
+        assert await first.wait() == 0
