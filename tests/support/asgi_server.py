@@ -18,7 +18,7 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
-def _with_lifespan(app: ASGIApp) -> ASGIApp:
+def with_lifespan(app: ASGIApp) -> ASGIApp:
     """Answer hypercorn's lifespan messages, so *app* only needs to handle http."""
 
     async def wrapped(scope: Scope, receive: Receive, send: Send) -> None:
@@ -46,7 +46,7 @@ async def serve_asgi(app: ASGIApp) -> AsyncIterator[str]:
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
-            functools.partial(serve, _with_lifespan(app), config, shutdown_trigger=shutdown.wait, mode="asgi")
+            functools.partial(serve, with_lifespan(app), config, shutdown_trigger=shutdown.wait, mode="asgi")
         )
         try:
             yield binds[0]

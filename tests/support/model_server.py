@@ -21,7 +21,7 @@ from typing import Any
 import attrs
 import trio
 
-from .asgi_server import Receive, Scope, Send, read_body, respond, serve_asgi
+from .asgi_server import Receive, Scope, Send, read_body, respond, serve_asgi, with_lifespan
 
 
 @attrs.frozen
@@ -241,12 +241,11 @@ async def _serve_forever(port: int) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
-    from .asgi_server import _with_lifespan
 
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     print(f"scripted echo model on http://127.0.0.1:{port}/v1 (Ctrl-C to stop)", flush=True)
-    await serve(_with_lifespan(ScriptedModel(repeat=Echo())), config, mode="asgi")
+    await serve(with_lifespan(ScriptedModel(repeat=Echo())), config, mode="asgi")
 
 
 if __name__ == "__main__":
