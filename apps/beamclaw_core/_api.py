@@ -41,9 +41,8 @@ async def open_session(user_id: str, agent_id: str, channel: str = "") -> Sessio
     if not user_id:
         raise ValueError("a session needs a user id")
     check_agent_name(agent_id)
-    sid: str = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0)
-    runtime: Runtime = await sv.call(SESSIONS, "runtime")
-    return SessionHandle(sid, user_id, agent_id, channel, runtime.session_dest(sid))
+    sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0)
+    return SessionHandle(sid, user_id, agent_id, channel, dest)
 
 
 async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid, object]:

@@ -21,7 +21,7 @@ import attrs
 
 import supervision as sv
 from beamclaw_obs import emit, scrub
-from beamclaw_tools import ToolContext, ToolResult, ToolSession, list_tools, run_tool
+from beamclaw_tools import Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
 
 from ._approval import Decision, decide
 from ._budget import BudgetExceeded, Reservation, reserve, settle
@@ -54,6 +54,7 @@ class _Turn:
     completion_tokens: int = 0
     pending: list[ToolCall] = attrs.field(factory=list)
     decisions: dict[str, tuple[bool, str]] = attrs.field(factory=dict)
+    tools: dict[str, Tool] = attrs.field(factory=dict)
     asking: ToolCall | None = None
     reply: str = ""
     ok: bool = True
@@ -150,15 +151,13 @@ class Loop(sv.StateMachine):
 
     # --- streaming ------------------------------------------------------------------------
 
-    async def _tool_specs(self, data: _Data, final_round: bool) -> list[dict[str, Any]]:
-        if final_round:
-            return []
-        autonomy = data.runtime.config.autonomy
+    @staticmethod
+    async def _load_tools(turn: _Turn) -> None:
+        """The tools of this round, read once: the approval and execution steps use the same."""
         try:
-            tools = await list_tools()
+            turn.tools = {t.definition.name: t for t in await list_tools()}
         except sv.NoProc:
-            return []  # the tools app is not running: the model answers without tools
-        return [t.definition.to_openai() for t in tools if t.min_autonomy <= autonomy]
+            turn.tools = {}  # the tools app is not running: the model answers without tools
 
     async def _call_model(self, data: _Data) -> Any:
         turn = data.turn
@@ -167,7 +166,11 @@ class Loop(sv.StateMachine):
         final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
         history: list[Message] = await sv.call(data.session, "history")
         messages = [Message("system", await system_prompt(data.runtime, data.info.agent_id)), *history]
-        tools = await self._tool_specs(data, final_round)
+        await self._load_tools(turn)
+        autonomy = config.autonomy
+        tools = (
+            [] if final_round else [t.definition.to_openai() for t in turn.tools.values() if t.min_autonomy <= autonomy]
+        )
         estimate = estimate_tokens(messages) + len(json.dumps(tools)) // 4 + config.budget_completion_reserve
         try:
             reservation = await reserve(data.info.agent_id, estimate, config.budget_for(data.info.agent_id))
@@ -245,7 +248,7 @@ class Loop(sv.StateMachine):
     async def _approve_next(self, data: _Data) -> Any:
         turn = data.turn
         assert turn is not None
-        tools = {t.definition.name: t for t in await self._all_tools()}
+        tools = turn.tools
         allowlist: frozenset[str] | None = None
         for call in turn.pending:
             if call.id in turn.decisions:
@@ -261,12 +264,6 @@ class Loop(sv.StateMachine):
                 return await self._ask(data, call)
             turn.decisions[call.id] = (decision is Decision.APPROVE, reason)
         return sv.NextState(EXECUTING_TOOLS, data, sv.NextEvent("execute"))
-
-    async def _all_tools(self) -> list[Any]:
-        try:
-            return await list_tools()
-        except sv.NoProc:
-            return []
 
     async def _ask(self, data: _Data, call: ToolCall) -> Any:
         turn = data.turn
@@ -296,7 +293,7 @@ class Loop(sv.StateMachine):
         turn = data.turn
         assert turn is not None
         info = data.info
-        tools = {t.definition.name: t for t in await self._all_tools()}
+        tools = turn.tools
         session = ToolSession(info.id, info.agent_id, info.user_id, info.channel)
         context = ToolContext(workspace=data.runtime.workspace(info.agent_id), data_dir=data.runtime.data_dir)
         results = []

@@ -62,7 +62,7 @@ class SessionsManager(sv.GenServer):
                 if runtime.registry.whereis(sid) is None and sv.whereis(tree_name(sid)) is None:
                     info = SessionInfo(sid, user_id, agent_id, channel)
                     await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
-                return sv.Reply(sid, runtime)
+                return sv.Reply((sid, runtime.session_dest(sid)), runtime)
             case ("stop", str() as sid):
                 pids = [c.pid for c in sv.which_children(SESSIONS_SUP) if c.id == sid and c.pid is not None]
                 for pid in pids:

@@ -31,6 +31,7 @@ from ._telegram_api import BotApi, TelegramError
 from ._telegram_channel import TelegramChannel
 
 CHANNEL: Final = "telegram"
+SENDER: Final = "beamclaw_gateway.telegram_sender"
 MAX_PHOTO: Final = 5 * 1024 * 1024
 _REPLY_INTERVAL: Final = 60.0
 
@@ -48,8 +49,9 @@ def _open_offsets(path: Path) -> sqlite3.Connection:
 class _Bot:
     config: TelegramConfig
     gateway: GatewayConfig
-    api: BotApi
+    api: BotApi  # for sending: its client belongs to the sender process, which outlives this one
     client: httpx.AsyncClient
+    poll_api: BotApi  # for the long poll: its client is this process's own, closed when it stops
     db: sqlite3.Connection
     bot_id: str
     next_update: int = 0
@@ -181,11 +183,11 @@ async def _handle_safely(bot: _Bot, update: dict[str, Any]) -> None:
 
 
 async def _poll(bot: _Bot) -> None:
-    await bot.api.call("deleteWebhook", drop_pending_updates=False)
+    await bot.poll_api.call("deleteWebhook", drop_pending_updates=False)
     poll = bot.config.poll_timeout_seconds
     while True:
         try:
-            updates = await bot.api.call(
+            updates = await bot.poll_api.call(
                 "getUpdates", http_timeout=poll + 15, timeout=poll, offset=bot.next_update, allowed_updates=["message"]
             )
         except TelegramError as exc:
@@ -215,7 +217,7 @@ async def _back_off(bot: _Bot, exc: TelegramError) -> None:
 
 async def _webhook(bot: _Bot, url: str) -> None:
     secret = bot.config.webhook_secret.get("the Telegram webhook") if bot.config.webhook_secret else None
-    await bot.api.call("setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
+    await bot.poll_api.call("setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
     while True:
         message = await sv.receive()
         if isinstance(message, tuple) and message[0] == "update":
@@ -234,8 +236,18 @@ async def telegram_bot(
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
     db = await trio.to_thread.run_sync(_open_offsets, data_dir / "gateway.db")
     row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot_id,)).fetchone()
+    shared: httpx.AsyncClient = await sv.call(SENDER, "client")
     client = httpx.AsyncClient(trust_env=False)
-    bot = _Bot(config, gateway, BotApi(client, config.api_base, token), client, db, bot_id, row[0] if row else 0)
+    bot = _Bot(
+        config,
+        gateway,
+        BotApi(shared, config.api_base, token),
+        shared,
+        BotApi(client, config.api_base, token),
+        db,
+        bot_id,
+        row[0] if row else 0,
+    )
     task_status.started()
     try:
         if config.mode == "webhook":
@@ -248,6 +260,27 @@ async def telegram_bot(
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
         db.close()
+
+
+class TelegramSender(sv.GenServer):
+    """Owns the HTTP client that replies go out on.
+
+    A reply may still be streaming when the polling process is restarted, so the
+    channels must not use that process's client; this one outlives it (it starts
+    first, under rest_for_one) and is closed when the gateway stops.
+    """
+
+    def init(self) -> httpx.AsyncClient:
+        sv.register(SENDER)
+        return httpx.AsyncClient(trust_env=False)
+
+    def handle_call(self, request: Any, caller: sv.Caller, client: httpx.AsyncClient) -> sv.Reply:
+        if request != "client":
+            raise ValueError(f"unknown request {request!r}")
+        return sv.Reply(client, client)
+
+    async def terminate(self, reason: Any, client: httpx.AsyncClient) -> None:
+        await client.aclose()
 
 
 def _bot_id(token: str) -> str:

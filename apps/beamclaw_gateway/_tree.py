@@ -10,7 +10,7 @@ import supervision as sv
 
 from ._config import parse_gateway_config
 from ._server import serve_http
-from ._telegram_bot import telegram_bot
+from ._telegram_bot import TelegramSender, telegram_bot
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
@@ -18,6 +18,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
     telegram = config.channels.telegram
     if telegram.enabled:
+        children.append(sv.ChildSpec("telegram_sender", TelegramSender.start))
         children.append(
             sv.ChildSpec(
                 "telegram",
@@ -26,4 +27,5 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
                 backoff=sv.Backoff(initial=0.5, maximum=30.0),
             )
         )
-    return sv.Supervisor(children, name="beamclaw_gateway", intensity=5, period=10.0)
+    # rest_for_one: a restarted sender restarts the poller, which holds its client.
+    return sv.Supervisor(children, strategy=sv.REST_FOR_ONE, name="beamclaw_gateway", intensity=5, period=10.0)

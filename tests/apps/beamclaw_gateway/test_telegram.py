@@ -85,6 +85,8 @@ async def test_a_channel_crash_mid_poll_loses_and_repeats_nothing(telegram: Call
         assert g.model.count == 3 and fake.conflicts == 0
         users = [r["messages"][-1]["content"] for r in g.model.requests]
         assert users == ["one", "two", "three"]
+        # Every reply arrived, the one that was being sent when the poller died too.
+        await eventually(lambda: fake.texts(5).count("ack") == 3)
 
 
 async def test_the_offset_survives_a_restart(telegram: Callable[..., Any], run_gateway: RunGateway) -> None:
