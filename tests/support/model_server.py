@@ -241,7 +241,6 @@ async def _serve_forever(port: int) -> None:
     from hypercorn.config import Config
     from hypercorn.trio import serve
 
-
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
     print(f"scripted echo model on http://127.0.0.1:{port}/v1 (Ctrl-C to stop)", flush=True)
