@@ -30,6 +30,7 @@ from ._channel import Channel, CollectingChannel
 from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
 from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
+from ._http_client import HttpClientOwner, owned_http_client
 from ._messages import Message, ToolCall, estimate_tokens
 from ._pairing import (
     ALPHABET as PAIRING_ALPHABET,
@@ -93,6 +94,7 @@ __all__ = [
     "CollectingChannel",
     "Completion",
     "ContextUsage",
+    "HttpClientOwner",
     "CoreConfig",
     "Decision",
     "Message",
@@ -112,6 +114,7 @@ __all__ = [
     "estimate_tokens",
     "history",
     "open_session",
+    "owned_http_client",
     "paired_agent",
     "pairing_code",
     "parse_core_config",

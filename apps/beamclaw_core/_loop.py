@@ -27,10 +27,11 @@ from ._approval import Decision, decide
 from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
 from ._drafts import Drafter, tell
+from ._http_client import owned_http_client
 from ._messages import Message, ToolCall, estimate_tokens
 from ._provider import Completion, OpenAICompatProvider, ProviderError
 from ._run import Run, TurnResult
-from ._runtime import Runtime, shared_http_client
+from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
@@ -86,7 +87,7 @@ async def _tool_event(run: Run, method: str, *args: Any) -> None:
 
 class Loop(sv.StateMachine):
     async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
-        data = _Data(info, runtime, runtime.provider(await shared_http_client()))
+        data = _Data(info, runtime, runtime.provider(await owned_http_client(HTTP_CLIENT)))
         busy = await sv.call(data.session, ("attach_loop", sv.self()))
         emit("agent_start", session_id=info.id, agent_id=info.agent_id, model=data.provider.model)
         return IDLE, data, [sv.NextEvent("next")] if busy else []

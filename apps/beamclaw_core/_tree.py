@@ -10,7 +10,8 @@ from beamclaw_tools import tool_provider
 
 from ._cleaner import cleaner
 from ._config import parse_core_config
-from ._runtime import HttpClientOwner, Runtime
+from ._http_client import HttpClientOwner
+from ._runtime import HTTP_CLIENT, Runtime
 from ._sessions import SESSIONS_SUP, SessionsManager
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
 from ._store import Store
@@ -33,7 +34,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     return sv.Supervisor(
         [
             sv.ChildSpec("store", Store.start, args=(path,)),
-            sv.ChildSpec("http", HttpClientOwner.start),
+            sv.ChildSpec("http", HttpClientOwner.start, args=(HTTP_CLIENT,)),
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
             sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),

@@ -236,7 +236,7 @@ async def telegram_bot(
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
     db = await trio.to_thread.run_sync(_open_offsets, data_dir / "gateway.db")
     row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot_id,)).fetchone()
-    shared: httpx.AsyncClient = await sv.call(SENDER, "client")
+    shared = await core.owned_http_client(SENDER)  # replies outlive this process: see HttpClientOwner
     client = httpx.AsyncClient(trust_env=False)
     bot = _Bot(
         config,
@@ -260,27 +260,6 @@ async def telegram_bot(
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
         db.close()
-
-
-class TelegramSender(sv.GenServer):
-    """Owns the HTTP client that replies go out on.
-
-    A reply may still be streaming when the polling process is restarted, so the
-    channels must not use that process's client; this one outlives it (it starts
-    first, under rest_for_one) and is closed when the gateway stops.
-    """
-
-    def init(self) -> httpx.AsyncClient:
-        sv.register(SENDER)
-        return httpx.AsyncClient(trust_env=False)
-
-    def handle_call(self, request: Any, caller: sv.Caller, client: httpx.AsyncClient) -> sv.Reply:
-        if request != "client":
-            raise ValueError(f"unknown request {request!r}")
-        return sv.Reply(client, client)
-
-    async def terminate(self, reason: Any, client: httpx.AsyncClient) -> None:
-        await client.aclose()
 
 
 def _bot_id(token: str) -> str:

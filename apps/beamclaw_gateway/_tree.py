@@ -6,11 +6,12 @@ import functools
 from pathlib import Path
 from typing import Any
 
+import beamclaw_core as core
 import supervision as sv
 
 from ._config import parse_gateway_config
 from ._server import serve_http
-from ._telegram_bot import TelegramSender, telegram_bot
+from ._telegram_bot import SENDER, telegram_bot
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
@@ -18,7 +19,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
     telegram = config.channels.telegram
     if telegram.enabled:
-        children.append(sv.ChildSpec("telegram_sender", TelegramSender.start))
+        children.append(sv.ChildSpec("telegram_sender", core.HttpClientOwner.start, args=(SENDER, False)))
         children.append(
             sv.ChildSpec(
                 "telegram",
