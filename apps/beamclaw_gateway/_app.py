@@ -3,15 +3,19 @@
 Every route but /health needs the gateway token as a Bearer header when one is
 configured (compared in constant time; never in a URL), and every client and user
 shares a sliding-window rate limit answered with 429 and Retry-After. Bodies are
-capped at ``max_body_bytes`` (413), WebSocket messages at ``max_ws_message_bytes``.
+capped at ``max_body_bytes`` (413, answered by `_BodyLimit` before Quart sees the
+request), WebSocket messages at ``max_ws_message_bytes``.
 """
 
 from __future__ import annotations
 
 import hmac
+import json
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import attrs
 import trio
 from quart import Response, request, websocket
 from quart_trio import QuartTrio
@@ -27,6 +31,128 @@ from ._ws_api import ws_api
 
 # /health is public; Telegram's webhook proves itself with its own secret header instead.
 _OPEN_PATHS = frozenset({"/health", "/webhook/telegram"})
+
+_Message = dict[str, Any]
+_Receive = Callable[[], Awaitable[_Message]]
+_Send = Callable[[_Message], Awaitable[None]]
+_ASGI = Callable[..., Awaitable[None]]  # Quart's asgi_app, typed with hypercorn's TypedDicts
+
+#: How much of an oversized body is read (and thrown away) before the 413, and for how
+#: long; past either the 413 closes the connection instead.
+_DRAIN_BYTES: Final = 64 * 1024 * 1024
+_DRAIN_SECONDS: Final = 60.0
+
+
+def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
+    for name, value in headers:
+        if name.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None  # h11 has refused such a request already
+    return None
+
+
+class _Gone(Exception):
+    """The client went away before its body ended: nothing to serve, nobody to answer."""
+
+
+@attrs.define
+class _BodyLimit:
+    """ASGI middleware before Quart: a body over *limit* is read to its end and answered 413 here.
+
+    Why not leave it to Quart's ``MAX_CONTENT_LENGTH``: Quart answers 413 while the body
+    is still arriving, and hypercorn must then close the connection. It does that inside
+    the app's last ``send``, after handing the app ``http.disconnect``; quart-trio's
+    receiver returns on that message and cancels the task that is still in hypercorn's
+    code, which skips the close. The client finishes sending, gets a complete 413, keeps
+    the connection alive, and its next request on it is never answered. Reading the
+    body to its end first leaves hypercorn a finished request it recycles as any other.
+    A body without Content-Length (chunked) is buffered up to the limit to find out.
+    """
+
+    app: _ASGI
+    limit: int
+    drain_bytes: int = _DRAIN_BYTES
+    drain_seconds: float = _DRAIN_SECONDS
+
+    async def __call__(self, scope: _Message, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope["headers"])
+        if declared is not None and declared <= self.limit:
+            await self.app(scope, receive, send)  # h11 holds the body to its declared length
+            return
+        try:
+            ended = False
+            if declared is None:
+                body, ended = await self._read_up_to_limit(receive)
+                if body is not None:
+                    await self.app(scope, _replay(body, receive), send)
+                    return
+            ended = ended or await self._drain(receive)
+        except _Gone:
+            return
+        await self._refuse(receive, send, ended)
+
+    async def _read_up_to_limit(self, receive: _Receive) -> tuple[bytes | None, bool]:
+        """``(body, True)`` if it fits, else ``(None, whether it has ended)``."""
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                raise _Gone
+            body += message.get("body", b"")
+            more = bool(message.get("more_body", False))
+            if len(body) > self.limit:
+                return None, not more
+            if not more:
+                return bytes(body), True
+
+    async def _drain(self, receive: _Receive) -> bool:
+        """Read the rest of the body; whether it ended within the drain limits."""
+        seen = 0
+        with trio.move_on_after(self.drain_seconds):
+            while seen <= self.drain_bytes:
+                message = await receive()
+                if message["type"] != "http.request":
+                    raise _Gone
+                if not message.get("more_body", False):
+                    return True
+                seen += len(message.get("body", b""))
+        return False
+
+    async def _refuse(self, receive: _Receive, send: _Send, ended: bool) -> None:
+        """413; with ``Connection: close`` when the body has not ended (hypercorn then closes)."""
+        text = f"the body is larger than {self.limit} bytes"
+        body = json.dumps({"error": {"message": text, "type": "invalid_request_error", "code": "too_large"}})
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        if not ended:
+            headers.append((b"connection", b"close"))
+        async with trio.open_nursery() as nursery:
+            if not ended:
+                # Hypercorn hands the app more of the body and then http.disconnect while
+                # it closes the connection; someone must take them or both sides wait.
+                nursery.start_soon(_discard, receive)
+            await send({"type": "http.response.start", "status": 413, "headers": headers})
+            await send({"type": "http.response.body", "body": body.encode(), "more_body": False})
+            nursery.cancel_scope.cancel()
+
+
+def _replay(body: bytes, receive: _Receive) -> _Receive:
+    """A receive that gives the buffered body first, then what the server sends (disconnect)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> _Message:
+        return pending.pop() if pending else await receive()
+
+    return replayed
+
+
+async def _discard(receive: _Receive) -> None:
+    while (await receive())["type"] == "http.request":
+        pass
 
 
 def authorized(header: str | None, token: str | None) -> bool:
@@ -103,4 +229,5 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.register_blueprint(telegram_webhook)
     for blueprint in extra:
         app.register_blueprint(blueprint)
+    app.asgi_app = _BodyLimit(app.asgi_app, config.http.max_body_bytes)  # type: ignore[method-assign,assignment]  # plain dicts for its TypedDicts
     return app

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
+import httpx
+import openai
 import pytest
+import trio
 
 import beamclaw_gateway as gateway
 from beamclaw_gateway import RateLimiter
@@ -103,3 +108,57 @@ def test_the_openapi_document_lists_exactly_the_http_routes(tmp_path: Path) -> N
     }
     documented = {(path, method) for path, item in gateway.OPENAPI["paths"].items() for method in item}
     assert routes <= documented, routes - documented
+
+
+async def _chunks(size: int) -> AsyncIterator[bytes]:
+    """A body sent chunked (no Content-Length), so only the bytes themselves reveal its size."""
+    for _ in range(size // 65536):
+        yield b"z" * 65536
+
+
+async def test_a_413_leaves_the_keep_alive_connection_usable(run_gateway: RunGateway) -> None:
+    # A 413 sent while the body was still arriving used to leave hypercorn's connection
+    # neither closed nor recycled, so the next request on it was never answered.
+    table = {"http": {"max_body_bytes": 100_000}}
+    async with run_gateway(repeat=Reply("ok"), gateway_table=table) as g:
+        async with httpx.AsyncClient(base_url=g.url, timeout=10) as client:
+            bodies: list[bytes | AsyncIterator[bytes]] = [b"x" * 3_000_000, _chunks(3_000_000), b"x" * 100_001]
+            for body in bodies:
+                refused = await client.post("/v1/chat/completions", content=body)
+                assert refused.status_code == 413 and refused.json()["error"]["code"] == "too_large"
+                assert (await client.get("/v1/models")).status_code == 200  # the same connection
+        async with openai.AsyncOpenAI(base_url=f"{g.url}/v1", api_key="none", max_retries=0, timeout=10) as ai:
+            huge = [{"role": "user", "content": "x" * 3_000_000}]
+            for _ in range(3):
+                with pytest.raises(openai.APIStatusError, match="larger than 100000 bytes") as refused_by:
+                    await ai.chat.completions.create(model="default", messages=huge)  # type: ignore[arg-type]
+                assert refused_by.value.status_code == 413
+                reply = await ai.chat.completions.create(model="default", messages=[{"role": "user", "content": "hi"}])
+                assert reply.choices[0].message.content == "ok"
+
+
+async def test_a_body_too_large_to_drain_is_refused_with_connection_close(tmp_path: Path) -> None:
+    # Past the drain limit the 413 goes out at once and asks the server to close the
+    # connection, instead of reading an endless body; the app never sees the request.
+    from beamclaw_gateway._app import _BodyLimit
+
+    seen: list[dict[str, Any]] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        seen.append(scope)
+
+    async def endless() -> dict[str, Any]:
+        await trio.lowlevel.checkpoint()
+        return {"type": "http.request", "body": b"z" * 65536, "more_body": True}
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    limited = _BodyLimit(app, limit=1000, drain_bytes=1_000_000)
+    with trio.fail_after(10):
+        await limited({"type": "http", "headers": [(b"transfer-encoding", b"chunked")]}, endless, send)
+    start, body = sent
+    assert start["status"] == 413 and (b"connection", b"close") in start["headers"]
+    assert b"larger than 1000 bytes" in body["body"] and not seen
