@@ -47,7 +47,9 @@ class Backoff:
     spread by ``±jitter`` of itself so that many children that crashed together do
     not come back together. A child that ran for ``reset_after`` seconds (default:
     ``maximum``) starts again from ``initial``. Restarts still count toward the
-    supervisor's intensity when the child exits, not when the delay ends.
+    supervisor's intensity when the child exits, not when the delay ends. A restart
+    whose start fails is retried after the next, longer delay (OTP retries at once,
+    which spins hot while a start keeps failing); each retry counts when it is made.
     """
 
     initial: float = 0.1
@@ -115,12 +117,19 @@ class ChildSpec:
       restart: `PERMANENT`, `TRANSIENT` or `TEMPORARY`.
       shutdown: seconds of grace on stop before the child is cancelled; ``0`` is a
         brutal kill; ``None`` waits for ever (the default for supervisors, 5 s for
-        workers).
+        workers). The same bound applies to a child stopped while its start has not
+        reported yet. Cancelling is all a kill can do in Trio: a child that shields
+        its clean-up from cancellation (``trio.CancelScope(shield=True)``) keeps the
+        supervisor waiting (in `terminate_child`, a restart, a stop) for as long as
+        that clean-up takes, even with ``0``; the supervisor reports each such
+        overrun with `EventKind.SHUTDOWN_OVERRUN` events while it waits. Keep
+        shielded clean-up short and bounded (``trio.move_on_after`` inside the shield).
       significant: with the supervisor's `auto_shutdown`, this child's exit may stop
         the supervisor. Only transient and temporary children can be significant.
       name: registered for the child's pid on each start, so it can be reached by
         name across restarts.
-      backoff: a `Backoff` to delay restarts, or None to restart at once.
+      backoff: a `Backoff` to delay restarts and retries of failed restarts, or
+        None to restart (and retry) at once, as OTP does.
     """
 
     id: Hashable = attrs.field(validator=_check_id)

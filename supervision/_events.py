@@ -21,6 +21,11 @@ class EventKind(enum.Enum):
     START_FAILED = "start_failed"
     INTENSITY_EXCEEDED = "intensity_exceeded"
     AUTO_SHUTDOWN = "auto_shutdown"
+    #: A child still runs after its shutdown time ran out and it was killed (it
+    #: shields its clean-up from cancellation), and the supervisor still waits for it.
+    #: Reported again, at growing intervals, for as long as it keeps running; the
+    #: event's `overrun` is the time since the kill.
+    SHUTDOWN_OVERRUN = "shutdown_overrun"
 
 
 @final
@@ -35,6 +40,8 @@ class SupervisorEvent:
     pid: Pid | None
     reason: Any = None
     time: float = attrs.field(factory=trio.current_time)
+    #: For `SHUTDOWN_OVERRUN`: seconds the child has run past its shutdown time.
+    overrun: float | None = None
 
     @property
     def traceback(self) -> str | None:
@@ -88,12 +95,19 @@ def unsubscribe(subscription: Subscription) -> None:
 
 
 def emit(
-    kind: EventKind, supervisor: Pid, supervisor_name: Any, child_id: Hashable, pid: Pid | None, *, reason: Any = None
+    kind: EventKind,
+    supervisor: Pid,
+    supervisor_name: Any,
+    child_id: Hashable,
+    pid: Pid | None,
+    *,
+    reason: Any = None,
+    overrun: float | None = None,
 ) -> None:
     subscribers = node().subscribers
     if not subscribers:
         return
-    event = SupervisorEvent(kind, supervisor, supervisor_name, child_id, pid, reason)
+    event = SupervisorEvent(kind, supervisor, supervisor_name, child_id, pid, reason, overrun=overrun)
     for handler in list(subscribers.values()):
         try:
             handler(event)

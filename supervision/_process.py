@@ -144,6 +144,9 @@ class Process:
     #: Behaviours clean up on a stop request; plain functions are cancelled instead.
     handles_stop: bool = False
     behaviour: Any = None
+    #: Called with the reason when a stop is requested of this process (which handles
+    #: stops): a supervisor busy starting a child cannot read its mailbox meanwhile.
+    on_stop_request: Callable[[Any], None] | None = None
     alive: bool = True
     stop_reason: Any = None
     exit_reason: Any = None
@@ -378,6 +381,8 @@ def request_stop(proc: Process, reason: Any) -> None:
     elif proc.stop_reason is None:
         proc.stop_reason = reason
         proc.mailbox.put_nowait(_StopRequest(reason), force=True)
+        if proc.on_stop_request is not None:
+            proc.on_stop_request(reason)
 
 
 async def stop(dest: Dest, reason: Any = SHUTDOWN, timeout: float | None = None) -> None:

@@ -24,7 +24,7 @@ import attrs
 import outcome
 import trio
 
-from ._child_spec import PERMANENT, SUPERVISOR, TEMPORARY, TRANSIENT, ChildSpec, ChildType, Restart
+from ._child_spec import PERMANENT, SUPERVISOR, TEMPORARY, TRANSIENT, Backoff, ChildSpec, ChildType, Restart
 from ._errors import (
     AlreadyPresent,
     AlreadyStarted,
@@ -44,6 +44,7 @@ from ._process import (
     _Call,
     _StopRequest,
     current,
+    is_alive,
     new_process,
     register,
     request_stop,
@@ -66,6 +67,11 @@ class AutoShutdown(enum.Enum):
     ANY_SIGNIFICANT = "any_significant"
     ALL_SIGNIFICANT = "all_significant"
 
+
+#: When a killed child still runs, the first `SHUTDOWN_OVERRUN` report comes this many
+#: seconds after the kill, the next ones at doubling intervals up to the maximum.
+_OVERRUN_FIRST_REPORT: Final = 1.0
+_OVERRUN_MAX_INTERVAL: Final = 60.0
 
 ONE_FOR_ONE: Final = Strategy.ONE_FOR_ONE
 ONE_FOR_ALL: Final = Strategy.ONE_FOR_ALL
@@ -184,6 +190,9 @@ class _Child:
     key: Hashable
     spec: ChildSpec
     proc: Process | None = None
+    #: The pid the child is found by (`by_pid`): its process's, or while it is being
+    #: restarted, the pid of the process that exited, as OTP keys a restarting child.
+    pid: Pid | None = None
     state: ChildState = ChildState.STOPPED
     restarts: int = 0
     backoff_step: int = 0
@@ -246,9 +255,10 @@ class Control:
     arg: Any = None
 
 
-async def _child_task(spec: ChildSpec, on_exit: Callable[[Process, Any], None], *, task_status: Any) -> None:
-    """Run one child as a process; report `_Started` or `_StartFailed`, then its exit."""
-    proc = new_process()
+async def _child_task(
+    spec: ChildSpec, proc: Process, on_exit: Callable[[Process, Any], None], *, task_status: Any
+) -> None:
+    """Run one child as *proc*; report `_Started` or `_StartFailed`, then its exit."""
     status = TaskStatus(lambda value: task_status.started(_Started(proc, value)))
     reason = await run_process(proc, spec.start, spec.args, status, spec.name)
     if not status.reported:
@@ -285,24 +295,43 @@ class _Engine:
             failure = await self._start(child)
             if failure is not None:
                 await self.terminate_all()
+                if self.proc.stop_reason is not None:
+                    raise Exit(self.proc.stop_reason)  # stopped while starting: not a failed start
                 raise StartError(spec.id, failure.reason) from _as_cause(failure.reason)
             if child.proc is None and spec.restart is TEMPORARY:
                 del self.children[spec.id]
 
     async def _start(self, child: _Child) -> _StartFailed | None:
-        """Start *child*; on success record its process (None if it reported IGNORE)."""
-        result = await self.nursery.start(_child_task, child.spec, self._on_exit)
+        """Start *child*; on success record its process (None if it reported IGNORE).
+
+        While a start runs, the supervisor does not read its mailbox, so a stop asked of
+        it meanwhile comes through `on_stop_request` and stops the starting child by its
+        shutdown spec: a start that never reports cannot hang the supervisor's stop.
+        """
+        if self.proc.stop_reason is not None:
+            return _StartFailed(self.proc.stop_reason)  # never start what would be stopped at once
+        proc = new_process()
+        self.proc.on_stop_request = lambda _: self.nursery.start_soon(self._stop_starting, child, proc)
+        try:
+            result = await self.nursery.start(_child_task, child.spec, proc, self._on_exit)
+        finally:
+            self.proc.on_stop_request = None
         if isinstance(result, _StartFailed):
             self._emit(EventKind.START_FAILED, child, None, result.reason)
             return result
+        self._forget_pid(child)  # the pid of the process this one replaces
         if result.value is IGNORE:
             child.proc, child.state = None, ChildState.STOPPED
             return None
-        proc = result.proc
-        child.proc, child.state, child.started_at = proc, ChildState.RUNNING, trio.current_time()
+        child.proc, child.pid, child.state, child.started_at = proc, proc.pid, ChildState.RUNNING, trio.current_time()
         self.by_pid[proc.pid] = child
         self._emit(EventKind.CHILD_STARTED, child, proc.pid)
         return None
+
+    async def _stop_starting(self, child: _Child, proc: Process) -> None:
+        """Stop *proc*, still in its start, as `_terminate` would; `_start` then returns."""
+        request_stop(proc, KILLED if child.spec.shutdown == 0 else SHUTDOWN)
+        await self._await_exit(child, proc)
 
     def _on_exit(self, proc: Process, reason: Any) -> None:
         self.proc.mailbox.put_nowait(_ChildExit(proc, reason), force=True)
@@ -325,15 +354,21 @@ class _Engine:
                 raise Exit(message.reason)
 
     async def _child_exited(self, proc: Process, reason: Any) -> None:
-        child = self.by_pid.pop(proc.pid, None)
+        child = self.by_pid.get(proc.pid)
         if child is None or child.proc is not proc:
             return  # a child this supervisor terminated itself
-        child.proc, child.state = None, ChildState.STOPPED
-        self._emit(EventKind.CHILD_EXITED, child, proc.pid, reason)
+        child.proc = None
         restart = child.spec.restart
         if restart is PERMANENT or (restart is TRANSIENT and not is_normal(reason)):
+            # Restarting from now until the replacement runs, and found by the old pid
+            # meanwhile (OTP's {restarting, Pid}), so that it can be terminated.
+            child.state = ChildState.RESTARTING
+            self._emit(EventKind.CHILD_EXITED, child, proc.pid, reason)
             await self._restart(child, reason)
             return
+        self._forget_pid(child)
+        child.state = ChildState.STOPPED
+        self._emit(EventKind.CHILD_EXITED, child, proc.pid, reason)
         if restart is TEMPORARY:
             self._remove(child)
         if child.spec.significant and self._auto_shutdown_due():
@@ -375,12 +410,15 @@ class _Engine:
         if backoff is not None:
             if trio.current_time() - child.started_at >= backoff.reset_time:
                 child.backoff_step = 0
-            delay = backoff.delay(child.backoff_step)
-            child.backoff_step += 1
-            child.state = ChildState.RESTARTING
-            self.nursery.start_soon(self._post_later, delay, _Retry(child.key, counts=False))
+            self._retry_later(child, backoff, counts=False)
             return
         await self._restart_group(child)
+
+    def _retry_later(self, child: _Child, backoff: Backoff, *, counts: bool) -> None:
+        """Restart *child* after its next backoff delay, each one longer than the last."""
+        delay = backoff.delay(child.backoff_step)
+        child.backoff_step += 1
+        self.nursery.start_soon(self._post_later, delay, _Retry(child.key, counts=counts))
 
     async def _post_later(self, delay: float, message: Any) -> None:
         await trio.sleep(delay)
@@ -403,9 +441,11 @@ class _Engine:
             index = order.index(child)
             others = [c for c in order if c is not child] if self.strategy is ONE_FOR_ALL else order[index + 1 :]
             for sibling in reversed(others):
-                await self._terminate(sibling)
                 if sibling.spec.restart is TEMPORARY:
+                    await self._terminate(sibling)
                     self._remove(sibling)  # a temporary bystander is not restarted
+                else:
+                    await self._terminate(sibling, ChildState.RESTARTING)
             group = [c for c in order if c.key in self.children and (c is child or c in others)]
         for position, member in enumerate(group):
             if member.state is ChildState.RUNNING:
@@ -414,32 +454,64 @@ class _Engine:
             if failure is not None:
                 for waiting in group[position:]:
                     waiting.state = ChildState.RESTARTING
-                self.proc.mailbox.put_nowait(_Retry(member.key, counts=True), force=True)
+                if self.proc.stop_reason is not None:
+                    return  # the stop request, queued, ends the supervisor next
+                backoff = member.spec.backoff
+                if backoff is None:
+                    # OTP retries at once; every attempt counts toward intensity.
+                    self.proc.mailbox.put_nowait(_Retry(member.key, counts=True), force=True)
+                else:
+                    # Counted too, but a start that keeps failing is not retried hot.
+                    self._retry_later(member, backoff, counts=True)
                 return
             if member.proc is not None:
                 self._emit(EventKind.CHILD_RESTARTED, member, member.proc.pid)
+            elif self.dynamic:
+                self._remove(member)  # its restart reported IGNORE (simple_one_for_one_restart_ignore)
 
     # -- stopping ---------------------------------------------------------------
 
-    async def _terminate(self, child: _Child) -> None:
-        """Stop *child* by its shutdown spec and wait until it has exited."""
+    async def _terminate(self, child: _Child, state: ChildState = ChildState.STOPPED) -> None:
+        """Stop *child* by its shutdown spec and wait until it has exited.
+
+        *state* is the child's meanwhile and after: `RESTARTING` when a sibling's
+        restart takes it down, to be started again.
+        """
         proc = child.proc
-        child.state = ChildState.STOPPED
+        child.state = state
+        self._forget_pid(child)
         if proc is None:
             return
         child.proc = None
-        self.by_pid.pop(proc.pid, None)
+        request_stop(proc, KILLED if child.spec.shutdown == 0 else SHUTDOWN)
+        await self._await_exit(child, proc)
+        self._emit(EventKind.CHILD_EXITED, child, proc.pid, proc.exit_reason)
+
+    async def _await_exit(self, child: _Child, proc: Process) -> None:
+        """Wait for *proc*, asked to stop, to exit; kill it when its shutdown time runs out.
+
+        A killed task exits at its next checkpoint, unless it shields its clean-up from
+        cancellation: nothing in Trio can end it then, so the wait goes on and
+        `SHUTDOWN_OVERRUN` events report it, at growing intervals, while it lasts.
+        """
         shutdown = child.spec.shutdown
-        request_stop(proc, KILLED if shutdown == 0 else SHUTDOWN)
         if shutdown is None:
             await proc.done.wait()
-        else:
+            return
+        if shutdown > 0:
             with trio.move_on_after(shutdown):
                 await proc.done.wait()
-            if not proc.done.is_set():
-                request_stop(proc, KILLED)
+                return
+            request_stop(proc, KILLED)
+        killed_at = trio.current_time()
+        interval = _OVERRUN_FIRST_REPORT
+        while True:
+            with trio.move_on_after(interval):
                 await proc.done.wait()
-        self._emit(EventKind.CHILD_EXITED, child, proc.pid, proc.exit_reason)
+                return
+            overrun = trio.current_time() - killed_at
+            emit(EventKind.SHUTDOWN_OVERRUN, self.proc.pid, self.spec.name, child.spec.id, proc.pid, overrun=overrun)
+            interval = min(2 * interval, _OVERRUN_MAX_INTERVAL)
 
     async def terminate_all(self) -> None:
         """Stop every child: in reverse start order, or all at once when dynamic."""
@@ -454,8 +526,12 @@ class _Engine:
 
     def _remove(self, child: _Child) -> None:
         self.children.pop(child.key, None)
-        if child.proc is not None:
-            self.by_pid.pop(child.proc.pid, None)
+        self._forget_pid(child)
+
+    def _forget_pid(self, child: _Child) -> None:
+        if child.pid is not None:
+            self.by_pid.pop(child.pid, None)
+            child.pid = None
 
     # -- control calls ----------------------------------------------------------
 
@@ -529,8 +605,11 @@ class _Engine:
         return attrs.evolve(template, args=template.args + extra)
 
     async def _op_terminate_child(self, arg: Any) -> None:
-        if self.dynamic and not isinstance(arg, Pid):
-            raise TypeError(f"a dynamic supervisor terminates children by pid, got {arg!r}")
+        if self.dynamic:
+            if not isinstance(arg, Pid):
+                raise TypeError(f"a dynamic supervisor terminates children by pid, got {arg!r}")
+            if arg not in self.by_pid and not is_alive(arg):
+                return  # gone already: nothing to terminate (OTP's child_adm_simple)
         child = self._find(arg)
         await self._terminate(child)
         if child.spec.restart is TEMPORARY or self.dynamic:

@@ -7,7 +7,7 @@ import trio
 
 import supervision as sv
 
-from .conftest import Control, child_pid, counts, crash, settle, watching, worker
+from .conftest import Boom, Control, Worker, child_pid, counts, crash, settle, watching, worker
 
 
 async def test_child_adm(harness) -> None:
@@ -157,5 +157,68 @@ async def test_dynamic_start_failure_raises_start_error_and_keeps_nothing(harnes
     sup = await harness.start(sv.DynamicSupervisor(worker("c", Control(start="error"))))
     with pytest.raises(sv.StartError):
         await sv.start_child(sup, ())
+    assert counts(sup) == [0, 0, 0, 0]
+    assert sv.is_alive(sup)
+
+
+async def test_dynamic_terminate_child_of_a_dead_pid_is_ok_of_a_stranger_not_found(harness, nursery) -> None:
+    """OTP's child_adm_simple: terminating a pid that has exited returns ok; a live pid
+    that is not a child is not_found (and is left alone)."""
+    sup = await harness.start(sv.DynamicSupervisor(worker("child"), intensity=2))
+    pid1 = await sv.start_child(sup, ())
+    pid2 = await sv.start_child(sup, ())
+    await sv.terminate_child(sup, pid1)
+    assert not sv.is_alive(pid1) and counts(sup) == [1, 1, 0, 1]
+    assert await sv.terminate_child(sup, pid1) is None  # gone already: ok
+    assert [i.pid for i in sv.which_children(sup)] == [pid2]
+    stranger = await nursery.start(Worker.start, Control())
+    with pytest.raises(sv.ChildNotFound):
+        await sv.terminate_child(sup, stranger)
+    assert sv.is_alive(stranger)
+    await sv.stop(stranger)
+
+
+async def test_dynamic_child_in_a_failing_restart_loop_is_terminated_by_its_old_pid(harness) -> None:
+    """OTP's hanging_restart_loop_simple: the loop ends and the child is removed."""
+    flaky = Control()
+    sup = await harness.start(sv.DynamicSupervisor(worker("child", flaky), intensity=1000, period=3600))
+    pid = await sv.start_child(sup, ())
+    flaky.start = "error"
+    sv.kill(pid, Boom("crash"))
+    for _ in range(100):  # let the restart fail a few times
+        if flaky.starts >= 4:
+            break
+        await trio.sleep(0)
+    assert flaky.starts >= 4
+    assert [(i.pid, i.state) for i in sv.which_children(sup)] == [(None, sv.ChildState.RESTARTING)]
+    assert counts(sup) == [1, 0, 0, 1]
+    with pytest.raises(sv.NotSupported):
+        await sv.restart_child(sup, "child")
+    await sv.terminate_child(sup, pid)  # by the pid of the process that crashed
+    assert sv.which_children(sup) == []
+    attempts = flaky.starts
+    await settle()
+    assert flaky.starts == attempts  # the restart loop has ended
+    assert sv.is_alive(sup)
+
+    # and a stop during such a loop ends it too
+    flaky.start = "ok"
+    pid = await sv.start_child(sup, ())
+    flaky.start = "error"
+    with watching(sup) as downs:
+        sv.kill(pid, Boom("crash"))
+        await trio.sleep(0)
+        await sv.stop(sup)
+        assert await downs.reason(sup) == sv.SHUTDOWN
+
+
+async def test_dynamic_child_whose_restart_is_ignored_is_removed(harness) -> None:
+    """OTP's simple_one_for_one_restart_ignore."""
+    control = Control()
+    sup = await harness.start(sv.DynamicSupervisor(worker("child", control), intensity=2))
+    pid = await sv.start_child(sup, ())
+    control.start = "ignore"
+    await crash(pid)
+    assert sv.which_children(sup) == []
     assert counts(sup) == [0, 0, 0, 0]
     assert sv.is_alive(sup)

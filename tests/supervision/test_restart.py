@@ -236,3 +236,82 @@ def test_backoff_delay_is_capped_and_jittered() -> None:
     assert len({round(s, 6) for s in samples}) > 100  # jitter spreads them
     with pytest.raises(ValueError):
         sv.Backoff(initial=0)
+
+
+def _states(sup: sv.Pid) -> dict:
+    return {i.id: i.state for i in sv.which_children(sup)}
+
+
+@pytest.mark.parametrize(("strategy", "slow"), [(sv.ONE_FOR_ALL, "c1"), (sv.REST_FOR_ONE, "c3")])
+async def test_a_group_being_terminated_for_a_restart_shows_restarting(harness, mock_clock, strategy, slow) -> None:
+    """The crashed child and the siblings stopped with it are restarting, not stopped,
+    while the group goes down (here one sibling takes its 10 s to stop)."""
+    specs = [worker(t, Control(hang_on_terminate=t == slow), shutdown=10) for t in ("c1", "c2", "c3")]
+    sup = await harness.start(sv.Supervisor(specs, strategy=strategy, intensity=5))
+    await crash(child_pid(sup, "c2"))
+    restarting = sv.ChildState.RESTARTING
+    if strategy is sv.ONE_FOR_ALL:  # c3 is stopped, c1 is stopping
+        expected = {"c1": restarting, "c2": restarting, "c3": restarting}
+    else:  # c3 is stopping, c1 runs on
+        expected = {"c1": sv.ChildState.RUNNING, "c2": restarting, "c3": restarting}
+    assert _states(sup) == expected
+    assert [c["state"] for c in sv.inspect_tree(sup)["children"]] == [s.value for s in expected.values()]
+    mock_clock.jump(10)
+    await settle()
+    assert set(_states(sup).values()) == {sv.ChildState.RUNNING}
+
+
+async def test_a_child_shows_restarting_while_its_replacement_initialises(harness, mock_clock) -> None:
+    class SlowRestart(sv.GenServer):
+        async def init(self, control: Control) -> Control:
+            control.starts += 1
+            if control.starts > 1:
+                await trio.sleep(5)
+            return control
+
+    sup = await harness.start(sv.Supervisor([sv.ChildSpec("c", SlowRestart.start, args=(Control(),))], intensity=5))
+    await crash(child_pid(sup, "c"))
+    assert _states(sup) == {"c": sv.ChildState.RESTARTING}
+    mock_clock.jump(5)
+    await settle()
+    assert _states(sup) == {"c": sv.ChildState.RUNNING}
+
+
+async def test_a_crashed_child_is_restarting_from_the_crash_on(harness, mock_clock) -> None:
+    """What a subscriber sees when the crash is reported, with and without a backoff."""
+    seen = []
+
+    def on_event(event: sv.SupervisorEvent) -> None:
+        if event.kind is sv.EventKind.CHILD_EXITED:
+            seen.append((event.child_id, _states(event.supervisor)[event.child_id]))
+
+    sv.subscribe(on_event)
+    sup = await harness.start(
+        sv.Supervisor([worker("plain"), worker("delayed", backoff=sv.Backoff(initial=1, maximum=1))], intensity=5)
+    )
+    await crash(child_pid(sup, "plain"))
+    await crash(child_pid(sup, "delayed"))
+    assert seen == [("plain", sv.ChildState.RESTARTING), ("delayed", sv.ChildState.RESTARTING)]
+    mock_clock.jump(2)
+    await settle()
+    assert set(_states(sup).values()) == {sv.ChildState.RUNNING}
+
+
+async def test_a_failing_restart_with_backoff_is_retried_after_growing_delays(harness, autojump_clock) -> None:
+    """Without a backoff OTP retries at once (see the escalation cases); with one, each
+    retry waits for the next delay and still counts toward intensity."""
+    failed_at: list[float] = []
+    sv.subscribe(lambda e: failed_at.append(trio.current_time()) if e.kind is sv.EventKind.START_FAILED else None)
+    flaky = Control()
+    backoff = sv.Backoff(initial=1, maximum=8, factor=2, jitter=0)
+    sup = await harness.start(sv.Supervisor([worker("c", flaky, backoff=backoff)], intensity=4, period=3600))
+    flaky.start = "error"
+    with watching(sup) as downs:
+        crashed_at = trio.current_time()
+        sv.kill(child_pid(sup, "c"), Boom("crash"))
+        assert isinstance(await downs.reason(sup), sv.MaxIntensity)
+        gave_up_at = trio.current_time()
+    # restarted 1 s after the crash; retried 2, 4 and 8 s after each failure
+    assert [t - crashed_at for t in failed_at] == pytest.approx([1, 3, 7, 15])
+    assert gave_up_at - crashed_at == pytest.approx(23)  # the fifth restart, after 8 s more, is one too many
+    assert flaky.starts == 1 + 4

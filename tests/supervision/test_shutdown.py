@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 import supervision as sv
 
-from .conftest import Control, child_pid, settle, watching, worker
+from .conftest import Control, child_pid, crash, settle, watching, worker
 
 
 async def test_shutdown_timeout_lets_terminate_run_and_kills_a_hanging_child(harness, autojump_clock) -> None:
@@ -140,3 +141,141 @@ async def test_terminating_a_significant_child_by_hand_does_not_shut_down(harnes
     await sv.terminate_child(sup, "main")
     await settle()
     assert sv.is_alive(sup)
+
+
+class HangingStart(sv.GenServer):
+    """A server whose init never finishes while its control says "hang"."""
+
+    async def init(self, control: Control) -> Control:
+        control.starts += 1
+        if control.start == "hang":
+            await trio.sleep_forever()
+        return control
+
+
+def hanging(id: str, control: Control, **kwargs) -> sv.ChildSpec:  # noqa: A002
+    return sv.ChildSpec(id, HangingStart.start, args=(control,), shutdown=3, **kwargs)
+
+
+async def _stop_bounded(dest) -> float:
+    """Stop *dest*; fail (instead of hanging the test) if that takes too long."""
+    started = trio.current_time()
+    with trio.fail_after(1000):
+        await sv.stop(dest)
+    return trio.current_time() - started
+
+
+async def test_stopping_a_supervisor_whose_initial_start_hangs(nursery, autojump_clock) -> None:
+    first = Control()
+    tree = sv.Supervisor([worker("a", first), hanging("stuck", Control(start="hang")), worker("c")], name="top")
+    failures: list[BaseException] = []
+
+    async def start() -> None:
+        try:
+            await sv.start_supervisor(tree)
+        except RuntimeError as exc:
+            failures.append(exc)
+
+    nursery.start_soon(start)
+    await settle()
+    assert await _stop_bounded("top") == pytest.approx(3)  # the stuck child's shutdown time
+    await settle()
+    assert [str(exc) for exc in failures] == ["supervisor exited with reason shutdown before it started"]
+    assert first.log[-1] == ("terminate", "a", sv.SHUTDOWN)  # the started child was stopped
+    assert sv.whereis("top") is None
+
+
+async def test_stopping_a_supervisor_while_start_child_hangs(harness, nursery, autojump_clock) -> None:
+    sup = await harness.start(sv.Supervisor([worker("a")]))
+    refused: list[sv.StartError] = []
+
+    async def add() -> None:
+        with pytest.raises(sv.StartError) as raised:
+            await sv.start_child(sup, hanging("stuck", Control(start="hang")))
+        refused.append(raised.value)
+
+    nursery.start_soon(add)
+    await settle()
+    assert await _stop_bounded(sup) == pytest.approx(3)
+    await settle()
+    assert harness.exits[sup] == sv.SHUTDOWN
+    assert [e.reason for e in refused] == [sv.KILLED]  # it ignored the shutdown request, then was killed
+
+
+async def test_stopping_a_supervisor_while_a_restart_hangs(harness, autojump_clock) -> None:
+    flaky = Control()
+    sup = await harness.start(sv.Supervisor([worker("a"), hanging("b", flaky)], intensity=5))
+    flaky.start = "hang"
+    await crash(child_pid(sup, "b"))
+    assert flaky.starts == 2
+    assert await _stop_bounded(sup) == pytest.approx(3)
+    assert harness.exits[sup] == sv.SHUTDOWN
+
+
+async def test_stopping_a_tree_while_a_nested_supervisor_starts_a_hanging_child(
+    harness, nursery, autojump_clock
+) -> None:
+    """The stop goes down through a supervisor whose own start is the one hanging."""
+    sup = await harness.start(sv.Supervisor([worker("a")]))
+    nested = sv.Supervisor([worker("x"), hanging("stuck", Control(start="hang"))])
+
+    async def add() -> None:
+        with pytest.raises(sv.StartError):
+            await sv.start_child(sup, nested.child_spec("nested"))  # shutdown None: waits for the nested one
+
+    nursery.start_soon(add)
+    await settle()
+    assert await _stop_bounded(sup) == pytest.approx(3)
+    assert harness.exits[sup] == sv.SHUTDOWN
+
+
+async def test_a_plain_function_whose_start_hangs_is_cancelled_at_once(harness, nursery, autojump_clock) -> None:
+    async def stuck(*, task_status) -> None:
+        await trio.sleep_forever()
+
+    sup = await harness.start(sv.Supervisor([]))
+    nursery.start_soon(_start_child_expecting_error, sup, sv.ChildSpec("stuck", stuck, shutdown=3))
+    await settle()
+    assert await _stop_bounded(sup) == 0
+
+
+async def _start_child_expecting_error(sup: sv.Pid, spec: sv.ChildSpec) -> None:
+    with pytest.raises(sv.StartError):
+        await sv.start_child(sup, spec)
+
+
+async def _shielded(seconds: float, *, task_status) -> None:
+    """A child whose clean-up shields itself from cancellation for *seconds*."""
+    task_status.started()
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            await trio.sleep(seconds)
+
+
+@pytest.mark.parametrize("shutdown", [0, 2])
+async def test_a_shielded_clean_up_outlasts_its_shutdown_and_is_reported(harness, autojump_clock, shutdown) -> None:
+    """Beyond what a kill can do in Trio: terminate_child waits for the shield, even a
+    brutal kill, and SHUTDOWN_OVERRUN events say so while it waits."""
+    events: list[sv.SupervisorEvent] = []
+    sv.subscribe(events.append)
+    sup = await harness.start(sv.Supervisor([sv.ChildSpec("stubborn", _shielded, args=(30,), shutdown=shutdown)]))
+    pid = child_pid(sup, "stubborn")
+    started = trio.current_time()
+    await sv.terminate_child(sup, "stubborn")
+    assert trio.current_time() - started == pytest.approx(30)
+    overruns = [e for e in events if e.kind is sv.EventKind.SHUTDOWN_OVERRUN]
+    assert [(e.child_id, e.pid, e.supervisor) for e in overruns] == [("stubborn", pid, sup)] * len(overruns)
+    # reported 1 s after the kill (at 0 s or 2 s), then at doubling intervals until the shield ends at 30 s
+    assert [e.overrun for e in overruns] == pytest.approx([1, 3, 7, 15])
+    assert events[-1].kind is sv.EventKind.CHILD_EXITED
+
+
+async def test_a_child_that_exits_when_killed_is_no_overrun(harness, autojump_clock) -> None:
+    events: list[sv.SupervisorEvent] = []
+    sv.subscribe(events.append)
+    sup = await harness.start(sv.Supervisor([worker("w", Control(hang_on_terminate=True), shutdown=1)]))
+    await sv.terminate_child(sup, "w")
+    await trio.sleep(100)
+    assert sv.EventKind.SHUTDOWN_OVERRUN not in [e.kind for e in events]
