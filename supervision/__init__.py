@@ -82,6 +82,7 @@ from ._process import (
     set_mailbox,
     stop,
     unregister,
+    wait_for_name,
     whereis,
 )
 from ._reasons import IGNORE, KILLED, NOPROC, NORMAL, SHUTDOWN, Exit, ExitReason, is_normal
@@ -237,6 +238,7 @@ __all__ = [
     "terminate_child",
     "unregister",
     "unsubscribe",
+    "wait_for_name",
     "which_children",
     "whereis",
 ]

@@ -10,9 +10,22 @@ import attrs
 import outcome
 import trio
 
-from ._errors import CallTimeout, MailboxFull
+from ._errors import CallTimeout, MailboxFull, NoProc
 from ._mailbox import DEFAULT_CAPACITY, Overflow
-from ._process import Caller, Dest, _Call, _Cast, _StopRequest, adopt_behaviour, resolve_live, send, start_behaviour
+from ._process import (
+    Caller,
+    Dest,
+    Pid,
+    Via,
+    _Call,
+    _Cast,
+    _StopRequest,
+    adopt_behaviour,
+    resolve_live,
+    send,
+    start_behaviour,
+    wait_for_name,
+)
 from ._reasons import IGNORE, NORMAL, Exit
 
 NO_REPLY: Final = object()
@@ -45,7 +58,7 @@ class Stop:
     reply: Any = NO_REPLY
 
 
-async def call(dest: Dest, request: Any, timeout: float | None = 5.0) -> Any:
+async def call(dest: Dest, request: Any, timeout: float | None = 5.0, *, restart_wait: float = 0.0) -> Any:
     """Send *request* to the server *dest* and wait for its reply.
 
     Raises at once, without waiting for the timeout, when *dest* is not alive
@@ -53,8 +66,21 @@ async def call(dest: Dest, request: Any, timeout: float | None = 5.0) -> Any:
     reply comes within *timeout* seconds of Trio's clock (None waits for ever), and
     the exception the server replied with if it replied with one. A call into a full
     mailbox waits for room under the WAIT policy and raises `MailboxFull` otherwise.
+
+    *restart_wait* lets a call ride through a restart: when *dest* is a name (a
+    registered str or a via name) that no process holds at the moment of sending, the
+    call waits up to *restart_wait* seconds (within *timeout*) for a process to take
+    the name, then sends. Only that case waits, because only then was the request
+    surely never delivered: `NoProc` still means it was not, and a server that dies
+    after the request reached it still raises `ProcessExited` at once, since it may
+    have handled it. The default, 0, fails at once as OTP does.
     """
-    proc = resolve_live(dest)
+    try:
+        proc = resolve_live(dest)
+    except NoProc:
+        if restart_wait <= 0 or isinstance(dest, Pid):
+            raise
+        return await _call_after_restart(dest, request, timeout, restart_wait)
     task = trio.lowlevel.current_task()
     if proc.task is task:
         raise RuntimeError(f"process {proc.pid!r} called itself; the call could never be answered")
@@ -75,6 +101,21 @@ async def call(dest: Dest, request: Any, timeout: float | None = 5.0) -> Any:
             raise
         return await caller._wait()
     raise CallTimeout(dest, request, timeout)  # type: ignore[arg-type]
+
+
+async def _call_after_restart(dest: str | Via, request: Any, timeout: float | None, restart_wait: float) -> Any:
+    """`call` to a name nobody holds: wait for a process to take it, then call in the time left."""
+    started = trio.current_time()
+    await wait_for_name(dest, restart_wait if timeout is None else min(restart_wait, timeout))
+    # The name's new holder may die before the call goes out: the call waits again,
+    # for what is left of *restart_wait*.
+    left_to_wait = max(0.0, started + restart_wait - trio.current_time())
+    if timeout is None:
+        return await call(dest, request, None, restart_wait=left_to_wait)
+    try:
+        return await call(dest, request, max(0.0, started + timeout - trio.current_time()), restart_wait=left_to_wait)
+    except CallTimeout:
+        raise CallTimeout(dest, request, timeout) from None
 
 
 def cast(dest: Dest, message: Any) -> bool:

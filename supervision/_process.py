@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextvars
 import itertools
+import math
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -164,6 +165,8 @@ class _Node:
     counter: Iterator[int] = attrs.field(factory=lambda: itertools.count(1))
     subscribers: dict[object, Callable[[Any], None]] = attrs.field(factory=dict)
     groups: dict[Any, list[Process]] = attrs.field(factory=dict)
+    #: Tasks in `wait_for_name`, by the name they wait for.
+    name_waiters: dict[Any, trio.lowlevel.ParkingLot] = attrs.field(factory=dict)
 
 
 _NODE: RunVar[_Node] = RunVar("supervision.node")
@@ -256,6 +259,7 @@ def register(name: str, pid: Pid | None = None) -> None:
         raise AlreadyRegistered(f"process {proc.pid!r} is already registered as {proc.name!r}")
     table.names[name] = proc
     proc.name = name
+    name_registered(name)
 
 
 def unregister(name: str) -> None:
@@ -275,6 +279,65 @@ def whereis(name: str) -> Pid | None:
 def registered() -> list[str]:
     """Every registered name."""
     return sorted(node().names)
+
+
+def name_registered(name: Any) -> None:
+    """Wake the tasks in `wait_for_name` for *name* (a str or a via name)."""
+    waiters = node().name_waiters
+    if not waiters:
+        return
+    try:
+        lot = waiters.get(name)
+    except TypeError:
+        return  # an unhashable via name: nobody can wait for it
+    if lot is not None:
+        lot.unpark_all()
+
+
+async def wait_for_name(name: str | Via, timeout: float | None = None) -> Pid:
+    """Wait until *name* is registered to a live process and return its pid.
+
+    For a name whose process is being restarted: the replacement registers the name
+    before its init runs. Returns at once if the name is held already. Waiters are
+    woken by `register` and `Registry.register`, never by polling. Raises `NoProc`
+    when no process takes the name within *timeout* seconds (None waits for ever).
+    """
+    if isinstance(name, Pid) or not (isinstance(name, str) or hasattr(name, "whereis")):
+        raise TypeError(f"wait_for_name takes a registered name or a via name, got {name!r}")
+    try:
+        hash(name)
+    except TypeError:
+        raise TypeError(f"wait_for_name needs a hashable name, got {name!r}") from None
+    waiters = node().name_waiters
+    deadline = math.inf if timeout is None else trio.current_time() + timeout
+    await trio.lowlevel.checkpoint_if_cancelled()
+    parked = False
+    while True:
+        proc = _live(name)
+        if proc is not None:
+            if not parked:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+            return proc.pid
+        if trio.current_time() >= deadline:
+            raise NoProc(name)
+        lot = waiters.get(name)
+        if lot is None:
+            lot = waiters[name] = trio.lowlevel.ParkingLot()
+        parked = True
+        try:
+            with trio.move_on_at(deadline):
+                await lot.park()
+        finally:
+            if not lot and waiters.get(name) is lot:
+                del waiters[name]
+
+
+def _live(dest: Dest) -> Process | None:
+    try:
+        proc = resolve(dest)
+    except NoProc:
+        return None
+    return proc if proc is not None and proc.alive else None
 
 
 # -- messages --------------------------------------------------------------------
@@ -490,6 +553,7 @@ async def run_process(
             else:
                 name.register(proc.pid)
                 proc.name = name
+                name_registered(name)  # a via name of a registry that does not tell
         with proc.cancel_scope:
             try:
                 await fn(*args, task_status=status)

@@ -14,7 +14,7 @@ from typing import Any, Final, final
 import attrs
 
 from ._errors import AlreadyRegistered
-from ._process import Dest, Pid, Process, resolve_live
+from ._process import Dest, Pid, Process, name_registered, node, resolve_live
 from ._process import self as current_pid
 
 
@@ -77,6 +77,8 @@ class Registry:
             owned = self._owned[proc] = set()
             proc.exit_hooks.append(self._forget)
         owned.add(key)
+        if node().name_waiters:  # someone may wait for this key through a via name
+            name_registered(ViaName(self, key))
 
     def unregister(self, key: Hashable, *, pid: Dest | None = None) -> None:
         """Remove *pid* (default: the caller) from *key*."""

@@ -218,3 +218,107 @@ async def test_mailbox_overflow_policies(nursery) -> None:
     assert await sv.call(waiting, "count") == 5
     for pid in (sink, strict, waiting):
         await sv.stop(pid)
+
+
+def _slow_restart_tree(name) -> sv.Supervisor:
+    """A server under *name* whose restart takes 1 s (a backoff without jitter)."""
+    backoff = sv.Backoff(initial=1, maximum=1, jitter=0)
+    return sv.Supervisor([sv.ChildSpec("w", Worker.start, args=(Control(),), name=name, backoff=backoff)], intensity=9)
+
+
+@pytest.mark.parametrize("via", [False, True])
+async def test_a_call_with_restart_wait_rides_through_a_restart(autojump_clock, via) -> None:
+    sessions = sv.Registry()
+    name = sessions.via("w") if via else "w"
+    async with sv.open_supervisor(_slow_restart_tree(name)):
+        sv.kill(_pid(name), Boom("crash"))
+        await settle()
+        with pytest.raises(sv.NoProc):
+            await sv.call(name, "ping")  # OTP's default: no process under the name, fail at once
+        started = trio.current_time()
+        with pytest.raises(sv.NoProc):
+            await sv.call(name, "ping", restart_wait=0.5)  # bounded
+        assert trio.current_time() - started == pytest.approx(0.5)
+        assert await sv.call(name, "ping", restart_wait=2) == "pong"
+        assert trio.current_time() - started == pytest.approx(1)  # woken when the replacement registered
+
+
+def _pid(name) -> sv.Pid:
+    pid = sv.whereis(name) if isinstance(name, str) else name.whereis()
+    assert pid is not None
+    return pid
+
+
+async def test_restart_wait_never_replays_a_request_that_was_delivered(autojump_clock) -> None:
+    async with sv.open_supervisor(_slow_restart_tree("w")):
+        first = sv.whereis("w")
+        started = trio.current_time()
+        with pytest.raises(sv.ProcessExited) as raised:
+            await sv.call("w", "crash", restart_wait=5)  # delivered, then the server died: maybe handled
+        assert raised.value.pid == first and trio.current_time() == started  # at once, not after the restart
+        await trio.sleep(2)
+        assert sv.whereis("w") not in (None, first)
+        assert await sv.call("w", "ping") == "pong"  # the replacement never saw "crash"
+
+
+async def test_restart_wait_is_woken_by_registration_not_by_polling(nursery, mock_clock) -> None:
+    results = []
+
+    async def caller() -> None:
+        results.append(await sv.call("late", "ping", timeout=10, restart_wait=5))
+
+    nursery.start_soon(caller)
+    await settle()
+    # the only timer pending is the waiter's own bound: nothing wakes it to poll
+    assert trio.lowlevel.current_statistics().seconds_to_next_deadline == pytest.approx(5)
+    mock_clock.jump(3)
+    pid = await nursery.start(Worker.start, Control())
+    sv.register("late", pid)
+    await settle()
+    assert results == ["pong"]
+    assert not sv_node().name_waiters  # nothing left behind
+    await sv.stop(pid)
+
+
+async def test_restart_wait_counts_toward_the_call_timeout(nursery, autojump_clock) -> None:
+    started = trio.current_time()
+    with pytest.raises(sv.NoProc):  # NoProc: the request was never sent
+        await sv.call("nobody", "ping", timeout=1, restart_wait=5)
+    assert trio.current_time() - started == pytest.approx(1)
+
+    async def register_later() -> None:
+        await trio.sleep(1.5)
+        sv.register("slow", await nursery.start(Worker.start, Control()))
+
+    nursery.start_soon(register_later)
+    started = trio.current_time()
+    with pytest.raises(sv.CallTimeout) as raised:
+        await sv.call("slow", ("sleep", 10), timeout=2, restart_wait=5)
+    assert trio.current_time() - started == pytest.approx(2)
+    assert raised.value.timeout == 2
+    await sv.stop("slow")
+    assert not sv_node().name_waiters
+
+
+async def test_wait_for_name(nursery, autojump_clock) -> None:
+    sessions = sv.Registry()
+    with pytest.raises(sv.NoProc):
+        await sv.wait_for_name("x", timeout=1)
+    with pytest.raises(TypeError, match="registered name or a via name"):
+        await sv.wait_for_name(sv.Pid(1))
+
+    async def later() -> None:
+        await trio.sleep(1)
+        sessions.register("s1", pid=await nursery.start(Worker.start, Control()))
+
+    nursery.start_soon(later)
+    pid = await sv.wait_for_name(sessions.via("s1"))
+    assert sessions.whereis("s1") == pid
+    assert await sv.wait_for_name(sessions.via("s1"), timeout=0) == pid  # held already
+    await sv.stop(pid)
+
+
+def sv_node():
+    from supervision._process import node
+
+    return node()
