@@ -65,8 +65,20 @@ class LogBackend(Backend):
         if log_file is None:
             return None
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # diagnose=False: loguru would print the values of the local variables of every
+        # frame of a logged traceback, which the scrubber (it sees the message) never
+        # sees and which may hold a credential. backtrace=True keeps the frames above
+        # the one that caught the exception: code, never values.
         return logger.add(
-            log_file, level=level, rotation="10 MB", retention=5, serialize=True, enqueue=False, encoding="utf-8"
+            log_file,
+            level=level,
+            rotation="10 MB",
+            retention=5,
+            serialize=True,
+            enqueue=False,
+            encoding="utf-8",
+            diagnose=False,
+            backtrace=True,
         )
 
     def handle_event(self, event: ObsEvent, state: int | None) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import trio
+from loguru import logger
 
 import beamclaw_obs as obs
 import supervision as sv
@@ -94,3 +95,22 @@ async def test_a_full_backend_drops_instead_of_blocking(tmp_path: Path) -> None:
         assert obs.dropped_events() > before
         await trio.testing.wait_all_tasks_blocked()
         assert 0 < len([e for e in sink if e.name == "llm_request"]) < 25_000
+
+
+def _crash_holding(marker: str) -> None:
+    held = marker  # a local, as a credential read from the environment would be
+    raise ValueError(f"a crash holding {len(held)} characters")
+
+
+async def test_a_logged_traceback_never_shows_local_variables(tmp_path: Path) -> None:
+    marker = "local-variable-marker-" + "8f1e2d"
+    async with sv.open_supervisor(_tree(tmp_path, [])):
+        try:
+            _crash_holding(marker)
+        except ValueError:
+            logger.opt(exception=True).error("the crash, logged with its traceback")
+        await trio.testing.wait_all_tasks_blocked()
+    text = (tmp_path / "logs" / "beamclaw.log").read_text()
+    assert "the crash, logged with its traceback" in text and "_crash_holding" in text  # the traceback is there
+    assert "ValueError: a crash holding 28 characters" in text
+    assert marker not in text  # but not the values of its variables (loguru's diagnose)
