@@ -1,13 +1,19 @@
 """The daemon: the root tree under `sv.run`.
 
 Crashes, restarts and every other event are logged by the obs app, which every
-other app depends on, so the daemon itself only says when it starts and stops.
+other app depends on, so the daemon itself only says when it starts and stops, and
+why when it must stop: a tree that cannot start (`sv.StartError`) or whose root
+supervisor gives up (`sv.MaxIntensity`) is written with its traceback to the log
+file, and the exception carries a note, the one line the user should read (which
+app and child, and why), that the command line prints instead of a traceback.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import attrs
 from loguru import logger
 
 import supervision as sv
@@ -16,16 +22,101 @@ from ._apps import build_tree
 from ._config import data_dir
 
 
+@attrs.define
+class _GiveUps:
+    """Which child each supervisor gave up on, from the supervision events.
+
+    `sv.MaxIntensity` names the supervisor and the last exit reason, not the child;
+    the events do, so the one line can say ``scheduler/heartbeat``.
+    """
+
+    children: dict[str, str] = attrs.field(factory=dict)
+
+    def __call__(self, event: sv.SupervisorEvent) -> None:
+        if event.kind is sv.EventKind.INTENSITY_EXCEEDED:
+            self.children[str(event.supervisor_name or event.supervisor)] = str(event.child_id)
+
+
 def run_daemon(config: dict[str, Any]) -> Any:
-    """Start the enabled apps and serve until SIGINT or SIGTERM; return the exit reason."""
-    home = data_dir()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    """Start the enabled apps and serve until SIGINT or SIGTERM; return the exit reason.
+
+    Raises ConfigError for an unusable data dir, and `sv.StartError` or
+    `sv.MaxIntensity` (each with a one-line note) when the tree fails.
+    """
+    home = data_dir(create=True)
     tree = build_tree(config, home)
     logger.info(
         "BeamClaw starting: apps {} (data dir {}); stop with Ctrl-C",
         ", ".join(str(spec.id) for spec in tree.children),
         home,
     )
-    reason = sv.run(tree)
+    give_ups = _GiveUps()
+    try:
+        reason = sv.run(tree, setup=lambda: sv.subscribe(give_ups))
+    except (sv.StartError, sv.MaxIntensity) as exc:
+        log_file = _log_file(config, home)
+        summary, cause = _summary(exc, give_ups.children)
+        if log_file is not None and _log_failure(log_file, summary, cause):
+            summary += f" (traceback in {log_file})"
+        exc.add_note(summary)
+        raise
     logger.info("BeamClaw stopped ({!r})", reason)
     return reason
+
+
+def _describe(reason: Any) -> str:
+    if isinstance(reason, BaseException):
+        return f"{type(reason).__name__}: {reason}" if str(reason) else type(reason).__name__
+    return repr(reason)
+
+
+def _summary(exc: sv.StartError | sv.MaxIntensity, gave_up_on: dict[str, str]) -> tuple[str, Any]:
+    """The one line for the user, and the innermost reason (whose traceback the log file gets)."""
+    path: list[str] = []
+    reason: Any = exc
+    if isinstance(exc, sv.StartError):
+        while isinstance(reason, sv.StartError):
+            path.append(str(reason.child_id))
+            reason = reason.reason
+        return f"could not start {'/'.join(path)}: {reason}", reason
+    while isinstance(reason, sv.MaxIntensity):
+        child = gave_up_on.get(str(reason.supervisor))
+        if child is not None:
+            path.append(child)
+        reason = reason.last_reason
+    where = "/".join(path) or "an app"
+    limit = f"more than {exc.intensity} restart(s) in {exc.period:g} s"
+    return f"gave up: {where} kept failing ({limit} at the root); last error: {_describe(reason)}", reason
+
+
+def _log_file(config: dict[str, Any], home: Path) -> Path | None:
+    """The obs app's log file (see `beamclaw_obs.supervision_tree`), or None when it is off."""
+    return home / "logs" / "beamclaw.log" if config.get("obs", {}).get("log_file", True) else None
+
+
+def _log_failure(log_file: Path, summary: str, cause: Any) -> bool:
+    """Append the failure with its traceback to the log file: obs, which owns it, has stopped by now.
+
+    The record is bound ``file_only``: the command line's stderr sink leaves it out
+    and prints the note instead. Locals are never shown (``diagnose=False``).
+    """
+    exception = cause if isinstance(cause, BaseException) else None
+    try:
+        sink = logger.add(
+            log_file,
+            level="ERROR",
+            serialize=True,
+            diagnose=False,
+            backtrace=True,
+            encoding="utf-8",
+            filter=lambda record: bool(record["extra"].get("file_only")),
+        )
+    except OSError:
+        return False  # the one line still says what happened
+    try:
+        logger.bind(file_only=True, event="daemon_failed").opt(exception=exception).error(
+            "BeamClaw stopped: {}", summary
+        )
+    finally:
+        logger.remove(sink)
+    return True

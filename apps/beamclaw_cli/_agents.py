@@ -10,12 +10,13 @@ import beamclaw
 import beamclaw_core as core
 
 
-def _workspace(name: str) -> core.Workspace:
-    return core.Workspace.of(beamclaw.data_dir(), name)
+def _workspace(name: str, create: bool = False) -> core.Workspace:
+    """The agent's workspace; with *create*, the data dir is made first (or refused in one line)."""
+    return core.Workspace.of(beamclaw.data_dir(create=create), name)
 
 
 def create(args: argparse.Namespace) -> int:
-    ws = _workspace(args.name)
+    ws = _workspace(args.name, create=True)
     existed = ws.exists()
     created = ws.seed()
     print(f"agent {ws.name}: {ws.root}")
@@ -78,7 +79,7 @@ def delete(args: argparse.Namespace) -> int:
 
 def rehatch(args: argparse.Namespace) -> int:
     """Start the first-run ritual again: BOOTSTRAP.md back from its template, the rest kept."""
-    ws = _workspace(args.name)
+    ws = _workspace(args.name, create=True)
     ws.seed()
     ws.write("BOOTSTRAP.md", core.template("BOOTSTRAP.md"))
     print(f"agent {ws.name}: BOOTSTRAP.md restored; the next conversation starts with the first-run ritual")

@@ -33,7 +33,11 @@ async def _lines(stream: trio.SocketStream) -> AsyncGenerator[bytes, None]:
 
 
 async def request(payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    """Send one request; yield each JSON line of the answer, the last with ``done``."""
+    """Send one request; yield each JSON line of the answer, the last with ``done``.
+
+    A daemon that is not there, or that goes away before the last line (stopped,
+    restarted, killed), raises NoDaemon: the caller says so in one line.
+    """
     path = socket_path()
     try:
         stream = await trio.open_unix_socket(str(path))
@@ -41,16 +45,19 @@ async def request(payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         raise NoDaemon(
             f"no BeamClaw daemon is running (nothing answers at {path}); start one with `python -m beamclaw run`"
         ) from None
-    async with stream:
-        await stream.send_all(json.dumps(payload).encode() + b"\n")
-        lines = _lines(stream)
-        async for line in lines:
-            message: dict[str, Any] = json.loads(line)
-            yield message
-            if message.get("done"):
-                await lines.aclose()
-                return
-    raise NoDaemon("the daemon closed the connection before answering")
+    try:
+        async with stream:
+            await stream.send_all(json.dumps(payload).encode() + b"\n")
+            lines = _lines(stream)
+            async for line in lines:
+                message: dict[str, Any] = json.loads(line)
+                yield message
+                if message.get("done"):
+                    await lines.aclose()
+                    return
+    except (trio.BrokenResourceError, ConnectionError):
+        pass  # the daemon went away mid-answer
+    raise NoDaemon("the daemon closed the connection before answering (it stopped or restarted)")
 
 
 async def ask(payload: dict[str, Any]) -> dict[str, Any]:
@@ -64,9 +71,10 @@ async def ask(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 async def running() -> bool:
+    """Whether a daemon answers a ping (any failure to connect or to answer is a no)."""
     try:
         await ask({"cmd": "ping"})
-    except NoDaemon:
+    except (NoDaemon, OSError, ValueError):
         return False
     return True
 

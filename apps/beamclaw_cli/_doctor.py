@@ -18,18 +18,17 @@ from ._control_client import socket_path
 Check = tuple[str, str, str]  # (status: ok | warn | fail, what, how to fix)
 
 
-def _config(args: argparse.Namespace) -> tuple[list[Check], dict[str, Any] | None]:
+def _config(args: argparse.Namespace, home: Path) -> tuple[list[Check], dict[str, Any] | None]:
     try:
         config = beamclaw.load_config(args.config)
-        beamclaw.build_tree(config, beamclaw.data_dir())
+        beamclaw.build_tree(config, home)  # checks every app's table; starts nothing
     except (beamclaw.ConfigError, ValueError) as exc:
         return [("fail", f"configuration: {exc}", "fix the key named above in config.toml")], None
     path = args.config or beamclaw.default_config_path()
     return [("ok", f"configuration {path} is valid", "")], config
 
 
-def _data_dir() -> list[Check]:
-    home = beamclaw.data_dir()
+def _data_dir(home: Path) -> list[Check]:
     if not home.exists():
         return [("ok", f"data dir {home} will be created (mode 0700) on first run", "")]
     mode = stat.S_IMODE(home.stat().st_mode)
@@ -79,10 +78,19 @@ def _daemon() -> list[Check]:
 
 
 def doctor(args: argparse.Namespace) -> int:
-    checks, config = _config(args)
-    steps: list[Callable[[], list[Check]]] = [_data_dir, _docker, _daemon]
+    try:
+        home: Path | None = beamclaw.data_dir()
+    except beamclaw.ConfigError as exc:
+        home, unusable = None, str(exc)
+    checks, config = _config(args, home or Path.cwd())
     if config is not None:
         checks += _provider(config)
+    if home is None:
+        what, _, fix = unusable.rpartition("; ")  # "the data dir ... is not a directory; point ..."
+        checks.append(("fail", what, fix))
+    else:
+        checks += _data_dir(home)
+    steps: list[Callable[[], list[Check]]] = [_docker] if home is None else [_docker, _daemon]
     for step in steps:
         checks += step()
     marks = {"ok": "✓", "warn": "!", "fail": "✗"}

@@ -6,9 +6,9 @@ import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import trio
-from loguru import logger
 
 import beamclaw
 import supervision as sv
@@ -16,6 +16,7 @@ import supervision as sv
 from . import _agents, _daemon_commands, _pairing_commands, _skills_commands
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
+from ._stderr_log import log_to_stderr
 from ._tui import tui
 from ._who import add_who
 
@@ -64,22 +65,24 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
-    logger.remove()
-    logger.add(sys.stderr, level=os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
     try:
+        log_to_stderr(os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
         config = beamclaw.load_config(args.config)
         beamclaw.run_daemon(config)
     except (beamclaw.ConfigError, ValueError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 2
-    except sv.StartError as exc:
-        where, reason = [str(exc.child_id)], exc.reason
-        while isinstance(reason, sv.StartError):  # the innermost child says what went wrong
-            where.append(str(reason.child_id))
-            reason = reason.reason
-        print(f"beamclaw: could not start {'/'.join(where)}: {reason}", file=sys.stderr)
+    except (sv.StartError, sv.MaxIntensity) as exc:
+        # run_daemon notes which app and child, and why; the traceback is in the log file.
+        notes = getattr(exc, "__notes__", None)
+        print(f"beamclaw: {notes[-1] if notes else exc}", file=sys.stderr)
         return 1
     return 0
+
+
+def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
+    """Whether every exception in *group* is a *kind* (Trio wraps what crosses a nursery)."""
+    return group.split(kind)[1] is None
 
 
 def _daemon_command(args: argparse.Namespace) -> int:
@@ -93,9 +96,50 @@ def _daemon_command(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except BaseExceptionGroup as group:
+        if _only(group, KeyboardInterrupt):
+            return 130
+        raise
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush at exit cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass  # stdout is not a file descriptor (captured): nothing will flush to the pipe
+    finally:
+        os.close(devnull)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command and return its exit status.
+
+    A reader that stops early (``beamclaw status | head -1``) ends the command quietly
+    with status 1, as Python's documentation advises and rich (``tree``) does: Python
+    ignores SIGPIPE, so the write raises BrokenPipeError, here or at the last flush.
+    SIGPIPE is not restored to its default, because this process may be the daemon,
+    which a socket must never kill.
+    """
+    try:
+        code = _dispatch(argv)
+        sys.stdout.flush()  # inside the try: a reader that has gone is found here, not at exit
+    except BrokenPipeError:
+        _silence_stdout()
+        return 1
+    except BaseExceptionGroup as group:
+        if not _only(group, BrokenPipeError):
+            raise
+        _silence_stdout()
+        return 1
+    except beamclaw.ConfigError as exc:  # the data dir, for any command
+        print(f"beamclaw: {exc}", file=sys.stderr)
+        return 2
+    return code
+
+
+def _dispatch(argv: Sequence[str] | None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     match args.command:

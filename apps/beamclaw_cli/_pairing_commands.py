@@ -11,9 +11,7 @@ import beamclaw_core as core
 
 
 def _db() -> sqlite3.Connection:
-    home = beamclaw.data_dir()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return core.open_database(home / "sessions.db")
+    return core.open_database(beamclaw.data_dir(create=True) / "sessions.db")
 
 
 def run(args: argparse.Namespace) -> int:

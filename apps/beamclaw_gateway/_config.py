@@ -75,9 +75,12 @@ def is_loopback(host: str) -> bool:
 
 
 def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
-    """Check ``[gateway]``; refuses a non-loopback bind without a token (a ValueError naming it)."""
+    """Check ``[gateway]``: a port out of range, or a non-loopback bind without a token, is a
+    ValueError naming the key (the daemon exits 2 on it, before anything starts)."""
     config = structure_config(table, GatewayConfig, "gateway")
     http = config.http
+    if not 1 <= http.port <= 65535:
+        raise ValueError(f"gateway.http.port must be a TCP port from 1 to 65535, got {http.port}")
     if not is_loopback(http.host) and (http.token is None or http.token.get_optional() is None):
         variable = http.token.env if http.token else "BEAMCLAW_GATEWAY_TOKEN"
         raise ValueError(

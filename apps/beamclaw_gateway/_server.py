@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -11,8 +12,31 @@ from hypercorn.trio import serve
 from loguru import logger
 
 from ._app import create_app
-from ._config import GatewayConfig
+from ._config import GatewayConfig, HttpConfig
 from ._rate_limit import RateLimiter
+
+
+class ListenError(Exception):
+    """The gateway cannot listen on its address; the message names it, why, and the key to change.
+
+    Hypercorn binds inside its nurseries, so a port in use would otherwise reach the
+    user as "Exceptions from Trio nursery (1 sub-exception)".
+    """
+
+
+def _listen_error(exc: OSError, http: HttpConfig) -> ListenError:
+    where = f"cannot listen on {http.host}:{http.port}"
+    match exc.errno:
+        case errno.EADDRINUSE:
+            why = "address already in use (by another BeamClaw daemon or another program)"
+            fix = "stop it, or set a free port in gateway.http.port"
+        case errno.EACCES:
+            why, fix = "permission denied", "ports below 1024 need privileges: set gateway.http.port above 1023"
+        case errno.EADDRNOTAVAIL:
+            why, fix = "no network interface has this address", "fix gateway.http.host"
+        case _:
+            why, fix = exc.strerror or str(exc), "check gateway.http.host and gateway.http.port"
+    return ListenError(f"{where}: {why}; {fix}")
 
 
 async def serve_http(
@@ -26,18 +50,33 @@ async def serve_http(
     hyper.errorlog = None
     hyper.websocket_max_message_size = config.http.max_ws_message_bytes
     hyper.graceful_timeout = 2.0
+    listening = False
 
     class _Started:
         """Hypercorn reports the bound addresses; the supervisor only needs to know it is up."""
 
         def started(self, binds: list[str]) -> None:
+            nonlocal listening
+            listening = True
             logger.info("gateway listening on {}", ", ".join(binds))
             task_status.started()
 
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(_prune, app.config["RATE_LIMITER"], config.rate_limit.window_seconds)
-        await serve(app, hyper, task_status=_Started(), mode="asgi")  # type: ignore[arg-type]
-        nursery.cancel_scope.cancel()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_prune, app.config["RATE_LIMITER"], config.rate_limit.window_seconds)
+            await serve(app, hyper, task_status=_Started(), mode="asgi")  # type: ignore[arg-type]
+            nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        bind_failed, rest = group.split(OSError)
+        if listening or bind_failed is None or rest is not None:
+            raise
+        first = _first_leaf(bind_failed)
+        raise _listen_error(first, config.http) from first
+
+
+def _first_leaf(group: BaseExceptionGroup[OSError]) -> OSError:
+    inner = group.exceptions[0]
+    return _first_leaf(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
 async def _prune(limiter: RateLimiter, every: float) -> None:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ import trio
 
 from tests.support.model_server import Reply, scripted_model
 
-from .daemon import cli, control, start_daemon, write_config
+from .daemon import cli, control, env, start_daemon, write_config
 
 
 def _find(node: dict[str, Any], *path: str) -> dict[str, Any]:
@@ -71,5 +74,30 @@ async def test_sigterm_stops_cleanly_with_the_history_saved(tmp_path: Path) -> N
         assert context["messages"] == 2 and 0 < context["used"] < context["window"] == 32_768
         reset = await control(home, {"cmd": "reset", "user": "local:ada", "agent": "default"})
         assert reset["dropped"] == 2
+        daemon.send_signal(signal.SIGTERM)
+        assert await daemon.wait() == 0
+
+
+async def _into_a_closed_pipe(home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    """``beamclaw ARGS | head -1`` at its worst: the reader has gone before the first write."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return await trio.run_process(
+            [sys.executable, "-m", "beamclaw", *args], env=env(home), stdout=write, capture_stderr=True,
+            check=False, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+
+
+async def test_output_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model(repeat=Reply("hello")) as model:
+        daemon = await start_daemon(write_config(tmp_path, model), home)
+        assert (await cli(home, "chat", "hi")).returncode == 0
+        for args in [("status",), ("tree",), ("tree", "--json"), ("history",), ("chat", "again"), ("version",)]:
+            done = await _into_a_closed_pipe(home, *args)
+            assert (done.returncode, done.stderr) == (1, b""), args
         daemon.send_signal(signal.SIGTERM)
         assert await daemon.wait() == 0

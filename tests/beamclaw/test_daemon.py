@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -95,3 +96,102 @@ def test_a_bad_app_table_is_a_clear_error(tmp_path: Path, table: str, message: s
     daemon = _daemon(tmp_path, "--config", str(bad))
     _, err = daemon.communicate(timeout=30)
     assert daemon.returncode == 2 and message in err
+
+
+def _exits(tmp_path: Path, *args: str, home: Path | None = None, script: str | None = None) -> tuple[int, str]:
+    """Run ``beamclaw ARGS`` (or *script*, a Python program) to its end at the default log level."""
+    env = {**os.environ, "BEAMCLAW_HOME": str(home or tmp_path / "home")}
+    env.pop("BEAMCLAW_LOG_LEVEL", None)
+    command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "beamclaw", *args]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=False)
+    return done.returncode, done.stderr
+
+
+def _config(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_port_in_use_is_one_line_naming_the_address_and_the_key(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = _exits(tmp_path, "run", "--config", _config(tmp_path, f"[gateway.http]\nport = {port}\n"))
+    assert code == 1 and "Traceback" not in err and "sub-exception" not in err
+    assert err.splitlines()[-1] == (
+        f"beamclaw: could not start gateway/http: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(by another BeamClaw daemon or another program); stop it, or set a free port in gateway.http.port "
+        f"(traceback in {tmp_path / 'home' / 'logs' / 'beamclaw.log'})"
+    )
+    logged = (tmp_path / "home" / "logs" / "beamclaw.log").read_text()
+    assert "daemon_failed" in logged and "Traceback" in logged and "Address already in use" in logged
+
+
+@pytest.mark.parametrize("port", ["70000", "-1", "0", '"abc"'])
+def test_a_port_out_of_range_is_a_config_error(tmp_path: Path, port: str) -> None:
+    code, err = _exits(tmp_path, "run", "--config", _config(tmp_path, f"[gateway.http]\nport = {port}\n"))
+    assert code == 2 and "Traceback" not in err
+    assert err.startswith("beamclaw: gateway.http.port") and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["run"], ["status"], ["agent", "list"], ["pair"], ["tui"]])
+def test_a_data_dir_that_cannot_be_one_is_one_line(tmp_path: Path, command: list[str]) -> None:
+    a_file = tmp_path / "not-a-dir"
+    a_file.write_text("")
+    fix = "point BEAMCLAW_HOME at a directory you can write"
+    code, err = _exits(tmp_path, *command, home=a_file)
+    assert (code, err) == (2, f"beamclaw: the data dir {a_file} (BEAMCLAW_HOME) is not a directory; {fix}\n")
+    code, err = _exits(tmp_path, *command, home=a_file / "below")
+    assert (code, err) == (
+        2,
+        f"beamclaw: the data dir {a_file / 'below'} (BEAMCLAW_HOME) cannot be created: {a_file} is not a "
+        f"directory; {fix}\n",
+    )
+
+
+# An app whose child crashes right after each start: its supervisor gives up, the root
+# restarts the app, and after more than three of those in five seconds the root gives up.
+_GIVING_UP = """
+import sys, trio
+import supervision as sv
+import beamclaw._apps as apps
+from beamclaw_cli import main
+
+async def heartbeat(task_status=trio.TASK_STATUS_IGNORED):
+    secret = "marker-" + "of-a-local-variable"
+    task_status.started()
+    await trio.sleep(0)
+    raise RuntimeError("the disk is full" + " " * (len(secret) - len(secret)))
+
+real = apps._app_tree
+def crashing(name, config, home):
+    if name == "scheduler":
+        return sv.Supervisor([sv.ChildSpec("heartbeat", heartbeat)], name="beamclaw_scheduler", intensity=1)
+    return real(name, config, home)
+apps._app_tree = crashing
+raise SystemExit(main(sys.argv[1:]))
+"""
+
+
+def test_a_root_supervisor_that_gives_up_exits_1_with_one_line(tmp_path: Path) -> None:
+    config = _config(tmp_path, f"[gateway.http]\nport = {_free_port()}\n")
+    code, err = _exits(tmp_path, "run", "--config", config, script=_GIVING_UP)
+    log_file = tmp_path / "home" / "logs" / "beamclaw.log"
+    assert code == 1, err
+    assert "Traceback" not in err and "marker-of-a-local-variable" not in err
+    assert err.splitlines()[-1] == (
+        "beamclaw: gave up: scheduler/heartbeat kept failing (more than 3 restart(s) in 5 s at the root); "
+        f"last error: RuntimeError: the disk is full (traceback in {log_file})"
+    )
+    logged = log_file.read_text()
+    assert "Traceback" in logged and "RuntimeError: the disk is full" in logged and "daemon_failed" in logged
+    assert "marker-of-a-local-variable" not in logged
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -94,3 +94,15 @@ def test_doctor_names_each_fix(home: Path, capsys: pytest.CaptureFixture[str], m
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-1234567890")
     code, out = run(capsys, "doctor")
     assert code == 0 and out.endswith("all good\n")
+
+
+def test_doctor_names_a_data_dir_that_is_a_file(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    home.parent.mkdir(parents=True, exist_ok=True)
+    home.write_text("")
+    code, out = run(capsys, "doctor")
+    assert code == 1 and "Traceback" not in out
+    assert (
+        f"✗ the data dir {home} (BEAMCLAW_HOME) is not a directory\n    fix: point BEAMCLAW_HOME at a directory" in out
+    )
+    code, out = run(capsys, "agent", "create", "ada")
+    assert code == 2 and out.startswith(f"beamclaw: the data dir {home} (BEAMCLAW_HOME) is not a directory")
