@@ -4,6 +4,10 @@ If no daemon is running, one is started inside this process for as long as the T
 runs (its logs go only to the log file, so the terminal stays the conversation's).
 Lines are read while a reply streams, so an approval question can be answered
 (/yes, /no, /always) while the turn waits for it.
+
+A daemon that stops under the TUI is said in one line, and the TUI polls the control
+socket (with a short back-off) until one answers again, then says "reconnected".
+Ctrl-C leaves as /quit does, with status 130.
 """
 
 from __future__ import annotations
@@ -11,9 +15,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, Final
 
+import attrs
 import trio
 from loguru import logger
 from rich.console import Console
@@ -21,12 +27,17 @@ from rich.console import Console
 import beamclaw
 import supervision as sv
 
-from ._control_client import ask, running
+from ._control_client import ControlError, NoDaemon, ask, running
 from ._daemon_commands import stream_reply
 from ._who import user_id
 
 APPROVALS = frozenset({"/yes", "/no", "/always", "/y", "/n"})
 HELP = "/new starts over, /context shows how full the context window is, /quit leaves. Approvals: /yes /no /always."
+
+#: While the daemon answers, it is pinged this often; while it does not, the polls
+#: start at the first delay and double up to the second.
+_HEARTBEAT: Final = 1.0
+_RETRY: Final = (0.1, 2.0)
 
 
 def context_bar(used: int, window: int, width: int = 30) -> str:
@@ -35,13 +46,59 @@ def context_bar(used: int, window: int, width: int = 30) -> str:
     return f"[{'█' * filled}{'░' * (width - filled)}] {used:,} / {window:,} tokens ({share:.0%})"
 
 
-async def _in_process_daemon(config: dict[str, Any], task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+@attrs.define
+class _Link:
+    """Whether the daemon answers, watched by polling its control socket.
+
+    A failed request calls `lost`; `watch` pings while the daemon is up, polls with a
+    back-off while it is down, and says each change in one line.
+    """
+
+    console: Console
+    up: bool = True
+    _wake: trio.Event = attrs.field(factory=trio.Event)
+
+    def lost(self) -> None:
+        if self.up:
+            self.up = False
+            self.console.print("\n[yellow]The daemon stopped; reconnecting when it is back...[/]")
+            self._wake.set()
+
+    async def watch(self) -> None:
+        delay = _RETRY[0]
+        while True:
+            if self.up:
+                with trio.move_on_after(_HEARTBEAT):
+                    await self._wake.wait()
+                self._wake = trio.Event()
+                if self.up and not await running():
+                    self.lost()
+                continue
+            await trio.sleep(delay)
+            if await running():
+                self.up, delay = True, _RETRY[0]
+                self.console.print("[green]reconnected[/]")
+            else:
+                delay = min(delay * 2, _RETRY[1])
+
+
+async def _in_process_daemon(
+    tree: sv.Supervisor, cancel: trio.CancelScope, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """The daemon inside the TUI; if its tree gives up, the TUI says why and leaves (`cancel`)."""
     logger.remove()  # the log file (obs) keeps everything; the terminal is the conversation's
-    home = beamclaw.data_dir()
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)
-    async with sv.open_supervisor(beamclaw.build_tree(config, home)):
-        task_status.started()
-        await trio.sleep_forever()
+    try:
+        async with sv.open_supervisor(tree):
+            task_status.started()
+            await trio.sleep_forever()
+    except sv.MaxIntensity as exc:
+        Console(stderr=True).print(f"beamclaw: the daemon in this TUI gave up: {exc}", markup=False)
+        cancel.cancel()
+        raise _DaemonGaveUp from None
+
+
+class _DaemonGaveUp(Exception):
+    """The in-process daemon stopped for good; the TUI exits with status 1."""
 
 
 async def _lines() -> AsyncGenerator[str, None]:
@@ -61,20 +118,33 @@ async def _lines() -> AsyncGenerator[str, None]:
 
 
 class _Chat:
-    def __init__(self, args: argparse.Namespace, console: Console) -> None:
+    def __init__(self, args: argparse.Namespace, console: Console, link: _Link) -> None:
         self.console = console
+        self.link = link
         self.who = {"user": user_id(args), "agent": args.agent}
         self.busy = 0
+
+    def _unreachable(self, exc: Exception) -> None:
+        if isinstance(exc, NoDaemon):
+            self.link.lost()
+        else:
+            self.console.print(f"beamclaw: {exc}", style="red", markup=False)
 
     def prompt(self) -> None:
         if not self.busy:
             self.console.print("[bold blue]you>[/] ", end="")
 
     async def send(self, text: str) -> None:
+        if not self.link.up:
+            self.console.print("[yellow]Not sent: the daemon is not running (waiting for it to come back).[/]")
+            self.prompt()
+            return
         self.busy += 1
         try:
             self.console.print(f"[bold green]{self.who['agent']}>[/] ", end="")
             await stream_reply({"cmd": "chat", **self.who, "text": text}, self.console)
+        except (NoDaemon, ControlError) as exc:
+            self._unreachable(exc)
         finally:
             self.busy -= 1
             self.prompt()
@@ -84,38 +154,66 @@ class _Chat:
         word = text.split(maxsplit=1)[0].lower()
         if word in {"/quit", "/exit"}:
             return False
-        if word == "/new":
-            answer = await ask({"cmd": "reset", **self.who})
-            self.console.print(f"[dim]new conversation ({answer['dropped']} messages forgotten)[/]")
-        elif word == "/context":
-            answer = await ask({"cmd": "context", **self.who})
-            bar = context_bar(answer["used"], answer["window"])
-            self.console.print(f"context {bar}, {answer['messages']} messages", markup=False)
-        else:
-            self.console.print(HELP, markup=False)
+        try:
+            if word == "/new":
+                answer = await ask({"cmd": "reset", **self.who})
+                self.console.print(f"[dim]new conversation ({answer['dropped']} messages forgotten)[/]")
+            elif word == "/context":
+                answer = await ask({"cmd": "context", **self.who})
+                bar = context_bar(answer["used"], answer["window"])
+                self.console.print(f"context {bar}, {answer['messages']} messages", markup=False)
+            else:
+                self.console.print(HELP, markup=False)
+        except (NoDaemon, ControlError) as exc:
+            self._unreachable(exc)
         self.prompt()
         return True
 
 
+async def _interrupted(received: Any, cancel: trio.CancelScope, outcome: list[int]) -> None:
+    """Ctrl-C: leave as /quit does, with status 130 (no KeyboardInterrupt through the nursery)."""
+    async for _ in received:
+        outcome.append(130)
+        cancel.cancel()
+        return
+
+
 async def tui(args: argparse.Namespace) -> int:
     console = Console(highlight=False)
-    chat = _Chat(args, console)
-    async with trio.open_nursery() as nursery:
-        if not await running():
-            console.print("[dim]No daemon is running: starting one in this process until you quit.[/]")
-            await nursery.start(_in_process_daemon, beamclaw.load_config(args.config))
-        console.print(f"[bold]BeamClaw[/] — talking to [green]{args.agent}[/] as {chat.who['user']}. {HELP}")
-        chat.prompt()
-        async with contextlib.aclosing(_lines()) as lines:
-            async for line in lines:
-                text = line.strip()
-                if not text:
-                    chat.prompt()
-                elif text.startswith("/") and text.split()[0].lower() not in APPROVALS:
-                    if not await chat.command(text):
-                        break
+    link = _Link(console)
+    chat = _Chat(args, console, link)
+    outcome: list[int] = []
+    tree = None
+    if not await running():
+        # Outside the nursery, so that a bad configuration or data dir is one plain error.
+        config = beamclaw.load_config(args.config)
+        try:
+            tree = beamclaw.build_tree(config, beamclaw.data_dir(create=True))
+        except ValueError as exc:  # an app's table, as `beamclaw run` reports it
+            raise beamclaw.ConfigError(str(exc)) from None
+    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_interrupted, interrupts, nursery.cancel_scope, outcome)
+                if tree is not None:
+                    console.print("[dim]No daemon is running: starting one in this process until you quit.[/]")
+                    await nursery.start(_in_process_daemon, tree, nursery.cancel_scope)
                 else:
-                    nursery.start_soon(chat.send, text)
-        nursery.cancel_scope.cancel()
-    console.print("[dim]bye[/]")
-    return 0
+                    nursery.start_soon(link.watch)
+                console.print(f"[bold]BeamClaw[/] — talking to [green]{args.agent}[/] as {chat.who['user']}. {HELP}")
+                chat.prompt()
+                async with contextlib.aclosing(_lines()) as lines:
+                    async for line in lines:
+                        text = line.strip()
+                        if not text:
+                            chat.prompt()
+                        elif text.startswith("/") and text.split()[0].lower() not in APPROVALS:
+                            if not await chat.command(text):
+                                break
+                        else:
+                            nursery.start_soon(chat.send, text)
+                nursery.cancel_scope.cancel()
+        except* _DaemonGaveUp:
+            outcome.append(1)
+    console.print("\n[dim]bye[/]" if outcome else "[dim]bye[/]")
+    return outcome[0] if outcome else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import trio
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import write_config
+from .daemon import start_daemon, write_config
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 
@@ -80,3 +81,42 @@ async def test_a_conversation_with_an_approval_in_the_terminal(tmp_path: Path) -
     tool_messages = [m for m in model.requests[2]["messages"] if m["role"] == "tool"]
     assert tool_messages[0]["content"] == "exit code: 0\nfrom-the-tool"
     assert model.requests[0]["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+async def test_the_tui_outlives_its_daemon_and_leaves_on_ctrl_c(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model(repeat=Reply("hello there")) as model:
+        config = write_config(tmp_path, model)
+        daemon = await start_daemon(config, home)
+        command = (
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f'{shlex.quote(sys.executable)} -m beamclaw tui; echo "tui exited with $?"; sleep 30'
+        )
+        term = Terminal(f"beamclaw-test-link-{os.getpid()}")
+        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        try:
+            await term.wait_for("you> ")
+            await term.type("hi")
+            await term.wait_for("default> hello there")
+
+            daemon.send_signal(signal.SIGTERM)  # the daemon stops under the TUI
+            assert await daemon.wait() == 0
+            await term.wait_for("The daemon stopped; reconnecting when it is back...")
+            await term.type("anyone?")
+            await term.wait_for("Not sent: the daemon is not running (waiting for it to come back).")
+
+            daemon = await start_daemon(config, home)
+            await term.wait_for("reconnected")
+            await term.type("hi again")
+            with trio.fail_after(20):
+                while (await term.screen()).count("default> hello there") < 2:
+                    await trio.sleep(0.1)
+
+            await term.tmux("send-keys", "-t", term.name, "C-c")
+            screen = await term.wait_for("tui exited with 130")
+            assert "Traceback" not in screen and "Exception" not in screen and "bye" in screen
+        finally:
+            await term.tmux("kill-server")
+            daemon.send_signal(signal.SIGTERM)
+            await daemon.wait()
+    assert [m["messages"][-1]["content"] for m in model.requests] == ["hi", "hi again"]
