@@ -41,6 +41,8 @@ _ASGI = Callable[..., Awaitable[None]]  # Quart's asgi_app, typed with hypercorn
 #: long; past either the 413 closes the connection instead.
 _DRAIN_BYTES: Final = 64 * 1024 * 1024
 _DRAIN_SECONDS: Final = 60.0
+#: The most the last send of a response may take, shielded (see `_shield_the_end`).
+_END_SECONDS: Final = 10.0
 
 
 def _content_length(headers: list[tuple[bytes, bytes]]) -> int | None:
@@ -80,6 +82,7 @@ class _BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        send = _shield_the_end(send)
         declared = _content_length(scope["headers"])
         if declared is not None and declared <= self.limit:
             await self.app(scope, receive, send)  # h11 holds the body to its declared length
@@ -138,6 +141,26 @@ class _BodyLimit:
             await send({"type": "http.response.start", "status": 413, "headers": headers})
             await send({"type": "http.response.body", "body": body.encode(), "more_body": False})
             nursery.cancel_scope.cancel()
+
+
+def _shield_the_end(send: _Send) -> _Send:
+    """A send whose last message of a response is shielded from cancellation (for a while).
+
+    Hypercorn recycles the connection (or closes it) and restarts its keep-alive
+    timer inside that call, after handing the app ``http.disconnect``, upon which
+    quart-trio cancels the task making the call: without the shield the timer never
+    restarts, so an idle keep-alive connection is never closed, and a close after an
+    early answer is skipped. Hypercorn already shields its socket writes.
+    """
+
+    async def shielded(message: _Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            with trio.move_on_after(_END_SECONDS, shield=True):
+                await send(message)
+            return
+        await send(message)
+
+    return shielded
 
 
 def _replay(body: bytes, receive: _Receive) -> _Receive:

@@ -162,3 +162,27 @@ async def test_a_body_too_large_to_drain_is_refused_with_connection_close(tmp_pa
     start, body = sent
     assert start["status"] == 413 and (b"connection", b"close") in start["headers"]
     assert b"larger than 1000 bytes" in body["body"] and not seen
+
+
+async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
+    # Hypercorn restarts its keep-alive timer inside the app's last send, which
+    # quart-trio used to cancel: idle connections then stayed open for ever.
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+
+    from beamclaw_gateway._app import create_app
+    from beamclaw_gateway._config import GatewayConfig
+
+    hyper = Config()
+    hyper.bind, hyper.accesslog, hyper.errorlog, hyper.keep_alive_timeout = ["127.0.0.1:0"], None, None, 0.2
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(serve, create_app(GatewayConfig(), tmp_path), hyper)
+        host, port = binds[0].removeprefix("http://").rsplit(":", 1)
+        async with await trio.open_tcp_stream(host, int(port)) as stream:
+            await stream.send_all(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            answer = b""
+            with trio.fail_after(10):  # a guard against hanging, not a timing assertion
+                while chunk := await stream.receive_some(65536):
+                    answer += chunk
+        assert answer.startswith(b"HTTP/1.1 404") and b'"invalid_request_error"' in answer  # then closed
+        nursery.cancel_scope.cancel()
