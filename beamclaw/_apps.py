@@ -36,7 +36,7 @@ def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | 
     module = importlib.import_module(f"beamclaw_{name}")
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
-        return sv.Supervisor([], name=f"beamclaw_{name}")
+        return sv.Supervisor([], name=f"beamclaw_{name}", intensity=10, period=10.0)
     table = dict(config.get(name, {}))
     if name == "core":
         table.setdefault("bundled_skills_dir", str(BUNDLED_SKILLS))
@@ -44,9 +44,24 @@ def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | 
     return tree
 
 
+#: Every app restarts after a short, growing delay, so an app that cannot start (a
+#: disk gone, a port taken) is retried every 2 s at most instead of spinning.
+_APP_BACKOFF: Final = sv.Backoff(initial=0.1, maximum=2.0)
+
+
 def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
     """The root supervisor: every enabled app, each after its dependencies, then the
     control socket the CLI talks to.
+
+    The apps start in dependency order and stop in reverse, but the root is
+    one_for_one, not rest_for_one: apps reach each other only by registered names
+    (and callers wait, bounded, for a name that is being restarted), so an app that
+    restarts takes no other app down with it. An app restarted under rest_for_one
+    would restart every app after it: a crash of the obs app would restart the HTTP
+    server and drop every session. With restarts at most 2 s apart, one app that keeps
+    failing is retried for ever (and shows as restarting in /health and the tree) while
+    the rest serve; the root gives up, and the daemon exits for its service manager to
+    restart it, only past 30 app restarts within 30 s: several apps failing together.
 
     Disabling an app that an enabled one depends on is a configuration error.
     """
@@ -57,6 +72,11 @@ def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
             raise ValueError(f"app {name!r} needs {', '.join(missing)}, which the configuration disables")
     apps = [sv.Application(name, _app_tree(name, config, home), depends_on=APPS[name]) for name in enabled]
     if "core" in enabled:
-        control = sv.Supervisor([sv.ChildSpec("server", control_server, args=(home / SOCKET_NAME,))], name="control")
-        apps.append(sv.Application("control", control, depends_on=("core",)))
-    return sv.application_tree(apps, name=ROOT, intensity=3, period=5.0)
+        server = sv.ChildSpec("server", control_server, args=(home / SOCKET_NAME,), backoff=_APP_BACKOFF)
+        apps.append(
+            sv.Application(
+                "control", sv.Supervisor([server], name="control", intensity=10, period=10.0), depends_on=("core",)
+            )
+        )
+    children = [app.supervisor.child_spec(app.name, backoff=_APP_BACKOFF) for app in sv.start_order(apps)]
+    return sv.Supervisor(children, strategy=sv.ONE_FOR_ONE, intensity=30, period=30.0, name=ROOT)

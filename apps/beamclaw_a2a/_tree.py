@@ -20,5 +20,9 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.DynamicSupervisor(intensity=50, period=10.0, name=WORKERS).child_spec("workers"),
         ],
         strategy=sv.REST_FOR_ONE,
+        # Tasks are persisted by the task manager, so a restart of it (and of the
+        # workers after it) loses nothing; absorb many before escalating.
+        intensity=10,
+        period=10.0,
         name="beamclaw_a2a",
     )

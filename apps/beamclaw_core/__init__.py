@@ -1,10 +1,11 @@
 """The agent brain: sessions that survive crashes, the agentic loop, providers and policy.
 
 Each conversation is a `Session` process (history, run queue) and a `Loop` state
-machine under their own one_for_one supervisor: a crashing loop is restarted and the
-conversation goes on. History is written to SQLite before it is acknowledged, so it
-also survives the whole daemon being killed. Channels use `open_session`,
-`send_message` (or `submit`) and the `Channel` protocol.
+machine under their own rest_for_one supervisor: a crashing loop is restarted and the
+conversation goes on, and every tool call in a history sent to a model is answered.
+History is written to SQLite before it is acknowledged, so it also survives the whole
+daemon being killed. Channels use `open_session`, `send_message` (or `submit`) and the
+`Channel` protocol.
 """
 
 from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
@@ -30,6 +31,7 @@ from ._channel import Channel, CollectingChannel
 from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
 from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
+from ._history import INTERRUPTED, answered_history
 from ._http_client import HttpClientOwner, owned_http_client
 from ._messages import Message, ToolCall, estimate_tokens
 from ._pairing import (
@@ -62,6 +64,8 @@ __all__ = [
     "Secret",
     "structure_config",
     "CONTEXT_FILES",
+    "INTERRUPTED",
+    "answered_history",
     "PAIRING_ALPHABET",
     "SEEDED_FILES",
     "SESSIONS_SUP",

@@ -19,9 +19,9 @@ from ._store import store_call
 from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
-_LIVENESS_CHECK: Final = 1.0
-_RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, None)
-_LOST: Final = "The conversation's process stopped before answering; please send your message again."
+#: Retries of a call to a session that is gone or restarting: about 3 s in all, longer
+#: than a session tree takes to come back (its loop gets 0.5 s to stop).
+_RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0, 1.5, None)
 
 
 @final
@@ -76,9 +76,8 @@ async def submit(handle: SessionHandle, text: str, channel: Channel, images: tup
     return run
 
 
-async def _submit(handle: SessionHandle, run: Run) -> sv.Pid:
-    pid, _ = await _session_call(handle, ("submit", run))
-    return pid
+async def _submit(handle: SessionHandle, run: Run) -> None:
+    run.owner, _ = await _session_call(handle, ("submit", run))
 
 
 async def send_message(handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = ()) -> TurnResult:
@@ -88,12 +87,8 @@ async def send_message(handle: SessionHandle, text: str, channel: Channel, image
     queue), the run ends with an error instead of waiting for ever.
     """
     run = Run(text, channel, images)
-    pid = await _submit(handle, run)
-    while True:
-        with trio.move_on_after(_LIVENESS_CHECK):
-            return await run.wait()
-        if not sv.is_alive(pid):
-            run.finish(TurnResult(_LOST, ok=False))
+    await _submit(handle, run)
+    return await run.wait()
 
 
 async def history(handle: SessionHandle) -> list[Message]:

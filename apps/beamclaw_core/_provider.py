@@ -24,6 +24,7 @@ from beamclaw_obs import scrub
 from beamclaw_tools import MissingSecret
 
 from ._config import ProviderConfig
+from ._history import answered_history
 from ._messages import Message, ToolCall
 
 _RETRYABLE: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -130,7 +131,12 @@ class OpenAICompatProvider:
         return headers
 
     def _body(self, messages: list[Message], tools: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.config.model, "messages": [m.to_openai() for m in messages]}
+        # The last line of the tool-call invariant: whatever a crash left in a history,
+        # no request goes out with a call unanswered (a strict API would refuse it).
+        answered = answered_history(messages)
+        if answered != messages:
+            logger.warning("provider {}: closed unanswered tool calls in a history before sending it", self.name)
+        body: dict[str, Any] = {"model": self.config.model, "messages": [m.to_openai() for m in answered]}
         if tools:
             body["tools"] = tools
         if self.config.max_tokens is not None:

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import uuid
-from typing import final
+from typing import Final, final
 
 import attrs
 import trio
 
+import supervision as sv
+
 from ._channel import Channel
+
+#: How often a waiter checks that the session holding its run is still alive.
+_LIVENESS_CHECK: Final = 1.0
+LOST: Final = "The conversation's process stopped before answering; please send your message again."
 
 
 @final
@@ -31,6 +37,9 @@ class Run:
     images: tuple[str, ...] = ()
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:16])
     result: TurnResult | None = None
+    #: The session process that accepted the run: if it is killed outright (it gets no
+    #: chance to answer its queue), waiters are told instead of waiting for ever.
+    owner: sv.Pid | None = None
     _done: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
 
     def finish(self, result: TurnResult) -> None:
@@ -39,7 +48,15 @@ class Run:
             self.result = result
             self._done.set()
 
+    def ended(self) -> bool:
+        """Whether the run has its result; one whose session is gone ends with `LOST`."""
+        if self.result is None and self.owner is not None and not sv.is_alive(self.owner):
+            self.finish(TurnResult(LOST, ok=False))
+        return self.result is not None
+
     async def wait(self) -> TurnResult:
-        await self._done.wait()
+        while not self.ended():
+            with trio.move_on_after(_LIVENESS_CHECK):
+                await self._done.wait()
         assert self.result is not None
         return self.result

@@ -5,7 +5,9 @@ may crash and be restarted, but the session, and with it the conversation, stays
 Every history change is written to the store before it is acknowledged. When the
 loop dies in the middle of a run, the session answers that run with an error (the
 user is told, not left waiting), closes any tool call left without a result so the
-history stays valid for the model, and hands the queued runs to the new loop.
+history stays valid for the model, and hands the queued runs to the new loop. A
+session that starts (after its own crash, a store restart or a `kill -9` of the
+daemon) closes such calls in the history it restores.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from loguru import logger
 import supervision as sv
 from beamclaw_obs import emit, scrub
 
+from ._history import answered_history
 from ._messages import Message
 from ._run import Run, TurnResult
 from ._store import StoreError, store_call
@@ -70,27 +73,6 @@ class _State:
     updated_at: float = attrs.field(factory=time.time)
 
 
-def _dangling_tool_calls(history: list[Message]) -> list[Message]:
-    """Tool results for calls the last assistant message made but never got answered."""
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        if message.role == "assistant" and message.tool_calls:
-            answered = {m.tool_call_id for m in history[index + 1 :] if m.role == "tool"}
-            return [
-                Message(
-                    "tool",
-                    "error: the agent restarted before this tool call finished",
-                    tool_call_id=call.id,
-                    name=call.name,
-                )
-                for call in message.tool_calls
-                if call.id not in answered
-            ]
-        if message.role == "user":
-            return []
-    return []
-
-
 def _describe(reason: Any) -> str:
     if isinstance(reason, BaseException):
         return f"{type(reason).__name__}: {reason}"
@@ -107,6 +89,9 @@ class Session(sv.GenServer):
                 state.history = stored.history
                 state.allowlist = set(stored.allowlist)
                 state.updated_at = stored.updated_at
+            # A loop never outlives its session (rest_for_one), so a call still open
+            # here belongs to a turn that died with the previous session or daemon.
+            await self._close_tool_calls(state)
         if state.history:
             emit("session_restored", session_id=info.id, agent_id=info.agent_id, messages=len(state.history))
         else:
@@ -222,14 +207,27 @@ class Session(sv.GenServer):
                 await self._loop_crashed(state, message.reason)
         return sv.NoReply(state)
 
+    async def _close_tool_calls(self, state: _State) -> None:
+        """Answer every tool call left open by a turn that died (see `answered_history`)."""
+        repaired = answered_history(state.history)
+        if repaired == state.history:
+            return
+        try:
+            await self._save(state, repaired, replace=True)
+        except PersistError:
+            # The history stays as it was; the provider answers the calls again in each request.
+            logger.error("session {}: could not save the closed tool calls of a crashed turn", state.info.id[:12])
+            return
+        emit(
+            "history_repaired",
+            session_id=state.info.id,
+            messages_before=len(state.history),
+            messages_after=len(repaired),
+        )
+        state.history = repaired
+
     async def _loop_crashed(self, state: _State, reason: Any) -> None:
-        repairs = _dangling_tool_calls(state.history)
-        if repairs:
-            try:
-                await self._save(state, repairs)
-                state.history.extend(repairs)
-            except PersistError:
-                logger.error("session {}: could not close the crashed turn's tool calls", state.info.id[:12])
+        await self._close_tool_calls(state)
         run, state.current = state.current, None
         if run is None:
             return

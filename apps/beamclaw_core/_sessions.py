@@ -1,9 +1,14 @@
 """The session tree: one supervisor per conversation under a dynamic supervisor.
 
     sessions_sup (DynamicSupervisor)
-    └── session:<id> (Supervisor, one_for_one)
+    └── session:<id> (Supervisor, rest_for_one)
         ├── session (GenServer, permanent): history, run queue, metadata
         └── loop (StateMachine, transient): the agentic loop
+
+rest_for_one: a crashing loop is restarted alone (it is the last child) and the
+conversation goes on; a crashing session takes its loop down first, so no loop ever
+writes into a session that was restarted under it, and a tool call left open in the
+history always belongs to a loop that is gone (the restored session closes it).
 
 The sessions process starts a conversation's tree on first use and finds it again by
 session id through the registry; it is the only starter, so two messages arriving
@@ -22,6 +27,10 @@ from ._session import Session, SessionInfo, session_id
 
 SESSIONS: Final = "beamclaw_core.sessions"
 SESSIONS_SUP: Final = "beamclaw_core.sessions_sup"
+#: A loop keeps nothing the session and the store do not have, and a running tool is
+#: cancelled either way, so its stop need not wait for the tool: the session it serves
+#: (restarting under rest_for_one) comes back that much sooner.
+_LOOP_SHUTDOWN: Final = 0.5
 
 
 def tree_name(sid: str) -> str:
@@ -37,10 +46,11 @@ def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
                 name=runtime.session_dest(info.id),
             ),
             sv.ChildSpec(
-                "loop", Loop.start, args=(info, runtime), restart=sv.TRANSIENT, name=runtime.loop_dest(info.id)
+                "loop", Loop.start, args=(info, runtime), restart=sv.TRANSIENT, name=runtime.loop_dest(info.id),
+                shutdown=_LOOP_SHUTDOWN,
             ),
         ],
-        strategy=sv.ONE_FOR_ONE,
+        strategy=sv.REST_FOR_ONE,
         intensity=5,
         period=10.0,
         name=tree_name(info.id),

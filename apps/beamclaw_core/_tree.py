@@ -33,7 +33,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     watched = (*([bundled] if bundled and bundled.is_dir() else []), data_dir / "skills", data_dir / "agents")
     return sv.Supervisor(
         [
-            sv.ChildSpec("store", Store.start, args=(path,)),
+            sv.ChildSpec("store", Store.start, args=(path,), backoff=sv.Backoff(initial=0.05, maximum=2.0)),
             sv.ChildSpec("http", HttpClientOwner.start, args=(HTTP_CLIENT,)),
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
@@ -43,7 +43,10 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
         ],
         strategy=sv.REST_FOR_ONE,
-        intensity=5,
+        # Each child restarts in milliseconds and loses nothing (history is in SQLite),
+        # so many restarts are absorbed here; past 20 in 10 s the fault is likely above
+        # them and the whole app is restarted by the root.
+        intensity=20,
         period=10.0,
         name="beamclaw_core",
     )

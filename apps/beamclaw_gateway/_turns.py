@@ -82,6 +82,6 @@ async def run_events(handle: core.SessionHandle, text: str) -> AsyncIterator[dic
                     yield event
                     break
                 yield event
-            elif run.result is not None:
+            elif run.ended():
                 break  # ended without a final draft: a crash, already reported by a message
     yield {"type": "done", "result": run.result}

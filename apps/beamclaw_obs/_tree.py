@@ -27,6 +27,8 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("metrics", MetricsBackend.start),
         ],
         name="beamclaw_obs",
-        intensity=10,
-        period=5.0,
+        # Telemetry is fire-and-forget: a backend that keeps crashing is restarted,
+        # never escalated (which would restart the app for nothing it can fix).
+        intensity=20,
+        period=10.0,
     )

@@ -82,4 +82,8 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     return sv.Supervisor(
         [sv.ChildSpec("registry", ToolRegistry.start, args=(tuple(builtin_tools(config)),))],
         name="beamclaw_tools",
+        # A restarted registry is whole again at once (the apps' tool providers register
+        # their tools again), so crashes are absorbed here, not escalated.
+        intensity=20,
+        period=10.0,
     )

@@ -6,6 +6,11 @@ when the request asks for ``stream``, as Server-Sent Events of
 ``chat.completion.chunk`` objects ending with ``data: [DONE]``. The provider code
 under test is the real one. Every request body is kept for assertions.
 
+It is as strict as api.openai.com about tool calls: a history in which an assistant
+message's tool call is not answered by a tool message before the next message, or a
+tool message answers no pending call, is refused with the same 400 and message (and
+counted in ``refusals``), so every test that runs a turn also checks the invariant.
+
     async with scripted_model(Reply("hello")) as model:
         ... base_url=model.base_url ...
 """
@@ -84,6 +89,35 @@ class Hold:
 Step = Reply | Status | Malformed | CutOff | Hold | Echo
 
 
+def invalid_tool_history(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """The (message, param) api.openai.com answers with HTTP 400 for *messages*, or None if valid."""
+    pending: list[str] = []
+    opened_at = 0
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            if message.get("tool_call_id") not in pending:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a preceeding "
+                    "message with 'tool_calls'.",
+                    f"messages.[{index}].role",
+                )
+            pending.remove(message["tool_call_id"])
+            continue
+        if pending:
+            break
+        if role == "assistant" and message.get("tool_calls"):
+            pending = [call["id"] for call in message["tool_calls"]]
+            opened_at = index
+    if not pending:
+        return None
+    return (
+        "An assistant message with 'tool_calls' must be followed by tool messages responding to each "
+        f"'tool_call_id'. The following tool_call_ids did not have response messages: {', '.join(pending)}",
+        f"messages.[{opened_at}].role",
+    )
+
+
 def _chunk(completion_id: str, model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
     body = {
         "id": completion_id,
@@ -133,6 +167,8 @@ class ScriptedModel:
     chunk_size: int = 8
     keep_requests: bool = True
     count: int = 0
+    strict: bool = True
+    refusals: list[str] = attrs.field(factory=list)
 
     def add(self, *steps: Step) -> None:
         self.steps.extend(steps)
@@ -156,6 +192,12 @@ class ScriptedModel:
         if self.keep_requests:
             self.requests.append(body)
             self.headers.append({k.decode(): v.decode() for k, v in scope["headers"]})
+        invalid = invalid_tool_history(body.get("messages", [])) if self.strict else None
+        if invalid is not None:
+            self.refusals.append(invalid[0])
+            error = {"message": invalid[0], "type": "invalid_request_error", "param": invalid[1], "code": None}
+            await respond(send, 400, {"error": error})
+            return
         step = self._next()
         while isinstance(step, Hold):
             step.reached.set()

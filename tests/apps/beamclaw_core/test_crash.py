@@ -53,7 +53,7 @@ async def test_a_crash_while_a_tool_runs_leaves_a_valid_history(run_core: RunCor
         history = await core.history(session)
         repaired = [m for m in history if m.role == "tool"]
         assert [(m.tool_call_id, m.content) for m in repaired] == [
-            ("slow", "error: the agent restarted before this tool call finished")
+            ("slow", "error: this tool call was interrupted (the agent restarted) before it returned a result")
         ]
         # The model saw a well-formed history: the tool call answered before the next user turn.
         roles = [m["role"] for m in r.model.requests[1]["messages"]]

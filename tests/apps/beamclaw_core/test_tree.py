@@ -32,7 +32,7 @@ async def test_the_live_tree_of_a_session(run_core: RunCore) -> None:
                 ("sessions_sup", "supervisor", "dynamic", "permanent"),
                 [
                     (
-                        (session.id, "supervisor", "one_for_one", "transient"),
+                        (session.id, "supervisor", "rest_for_one", "transient"),
                         [("session", "gen_server", None, "permanent"), ("loop", "state_machine", None, "transient")],
                     )
                 ],

@@ -1,0 +1,110 @@
+"""Every tool call a model sees is answered, whatever crashed while the tool ran.
+
+The scripted model refuses an invalid history exactly as api.openai.com does, so a
+turn after each crash proves the conversation is not broken for good.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import beamclaw_core as core
+import supervision as sv
+from beamclaw_core import INTERRUPTED, Message, ToolCall, answered_history
+from tests.support.model_server import Call, Reply, invalid_tool_history
+
+from .conftest import RunCore, Running, wait_for
+
+CALL = ToolCall("c1", "bash", "{}")
+ASK = Message("assistant", "", tool_calls=(CALL,))
+RESULT = Message("tool", "done", tool_call_id="c1", name="bash")
+
+
+def _openai(history: list[Message]) -> list[dict[str, object]]:
+    return [m.to_openai() for m in history]
+
+
+@pytest.mark.parametrize(
+    ("history", "expected"),
+    [
+        ([Message("user", "hi"), ASK, RESULT, Message("assistant", "ok")], None),
+        ([Message("user", "hi"), ASK], [Message("user", "hi"), ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")]),
+        ([ASK, Message("user", "again")], [ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash"), Message("user", "again")]),
+        ([Message("user", "hi"), RESULT, Message("assistant", "ok")], [Message("user", "hi"), Message("assistant", "ok")]),
+        ([ASK, RESULT, RESULT], [ASK, RESULT]),
+        ([ASK, Message("tool", "x", tool_call_id="other")], [ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")]),
+    ],
+    ids=["valid", "open-at-the-end", "open-before-a-user-turn", "orphan-result", "answered-twice", "wrong-id"],
+)  # fmt: skip
+def test_answered_history(history: list[Message], expected: list[Message] | None) -> None:
+    repaired = answered_history(history)
+    assert repaired == (history if expected is None else expected)
+    assert invalid_tool_history(_openai(repaired)) is None
+    assert (invalid_tool_history(_openai(history)) is None) == (expected is None)  # the strict model agrees
+
+
+async def _kill_while_a_tool_runs(r: Running, victim: str) -> None:
+    session = await r.open()
+    run = await core.submit(session, "run something slow", core.CollectingChannel())
+    await wait_for(lambda: bool(r.named("tool_call_start")))
+    dest: object = {
+        "session": session.dest,
+        "session tree": f"session:{session.id}",
+        "store": "beamclaw_core.store",
+        "sessions_sup": core.SESSIONS_SUP,
+    }[victim]
+    sv.kill(dest, RuntimeError(f"injected crash of {victim}"))  # type: ignore[arg-type]
+    await run.wait()
+
+
+@pytest.mark.parametrize("victim", ["session", "session tree", "store", "sessions_sup"])
+async def test_a_crash_while_a_tool_runs_never_breaks_the_conversation(run_core: RunCore, victim: str) -> None:
+    slow = Reply(tool_calls=(Call("bash", {"command": "sleep 30"}, id="slow"),))
+    async with run_core(slow, Reply("recovered"), autonomy_level="full") as r:
+        await _kill_while_a_tool_runs(r, victim)
+        session = await r.open()
+        result = await core.send_message(session, "try again", core.CollectingChannel())
+        assert result.ok and result.text == "recovered"
+        assert r.model.refusals == []
+        history = await core.history(session)
+        assert answered_history(history) == history
+        assert [(m.tool_call_id, m.content) for m in history if m.role == "tool"] == [("slow", INTERRUPTED)]
+
+
+async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(run_core: RunCore, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with run_core(home=home) as r:
+        session = await r.open()
+    # What a kill -9 while a tool ran leaves on disk: the call saved, its result never.
+    db = core.open_database(home / "sessions.db")
+    info = core.SessionInfo(session.id, session.user_id, session.agent_id, session.channel)
+    with db:
+        db.execute("BEGIN")
+        db.execute("INSERT INTO sessions VALUES (?, ?, ?, ?, 0, 0, '[]')", (info.id, info.user_id, info.agent_id, ""))
+        for seq, message in enumerate([Message("user", "run it"), ASK]):
+            db.execute("INSERT INTO messages VALUES (?, ?, ?)", (info.id, seq, message.to_record()))
+    db.close()
+    async with run_core(Reply("back"), home=home) as r:
+        session = await r.open()
+        stored = await core.history(session)
+        assert stored[-1] == Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")
+        assert (await core.send_message(session, "hello?", core.CollectingChannel())).text == "back"
+        assert r.model.refusals == []
+        await r.settle()
+        assert r.named("history_repaired")[0].data["messages_after"] == 3
+    # The repair was saved, not only made in memory.
+    async with run_core(home=home) as r:
+        assert len(await core.history(await r.open())) == 5
+
+
+async def test_no_request_goes_out_with_an_unanswered_call(run_core: RunCore) -> None:
+    """Even a history that bypassed every repair is answered in the request itself."""
+    async with run_core(Reply("fine")) as r:
+        session = await r.open()
+        await sv.call(session.dest, ("append", [Message("user", "x"), ASK, RESULT, RESULT, Message("user", "y")]))
+        result = await core.send_message(session, "and now?", core.CollectingChannel())
+        assert result.text == "fine" and r.model.refusals == []
+        roles = [m["role"] for m in r.model.requests[0]["messages"]]
+        assert roles == ["system", "user", "assistant", "tool", "user", "user"]
