@@ -20,6 +20,8 @@ from .conftest import RunCore, Running, wait_for
 CALL = ToolCall("c1", "bash", "{}")
 ASK = Message("assistant", "", tool_calls=(CALL,))
 RESULT = Message("tool", "done", tool_call_id="c1", name="bash")
+CLOSED = Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")
+HI, OK = Message("user", "hi"), Message("assistant", "ok")
 
 
 def _openai(history: list[Message]) -> list[dict[str, object]]:
@@ -29,12 +31,12 @@ def _openai(history: list[Message]) -> list[dict[str, object]]:
 @pytest.mark.parametrize(
     ("history", "expected"),
     [
-        ([Message("user", "hi"), ASK, RESULT, Message("assistant", "ok")], None),
-        ([Message("user", "hi"), ASK], [Message("user", "hi"), ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")]),
-        ([ASK, Message("user", "again")], [ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash"), Message("user", "again")]),
-        ([Message("user", "hi"), RESULT, Message("assistant", "ok")], [Message("user", "hi"), Message("assistant", "ok")]),
+        ([HI, ASK, RESULT, OK], None),
+        ([HI, ASK], [HI, ASK, CLOSED]),
+        ([ASK, HI], [ASK, CLOSED, HI]),
+        ([HI, RESULT, OK], [HI, OK]),
         ([ASK, RESULT, RESULT], [ASK, RESULT]),
-        ([ASK, Message("tool", "x", tool_call_id="other")], [ASK, Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")]),
+        ([ASK, Message("tool", "x", tool_call_id="other")], [ASK, CLOSED]),
     ],
     ids=["valid", "open-at-the-end", "open-before-a-user-turn", "orphan-result", "answered-twice", "wrong-id"],
 )  # fmt: skip
