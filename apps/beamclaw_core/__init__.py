@@ -48,8 +48,8 @@ from ._pairing import (
     request_code,
     revoke,
 )
-from ._provider import Completion, OpenAICompatProvider, ProviderError, Usage
-from ._run import Run, TurnResult
+from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured, Usage
+from ._run import Run, TurnError, TurnResult
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
@@ -105,11 +105,13 @@ __all__ = [
     "OpenAICompatProvider",
     "ProviderConfig",
     "ProviderError",
+    "ProviderNotConfigured",
     "Run",
     "SessionHandle",
     "SessionInfo",
     "StoreError",
     "ToolCall",
+    "TurnError",
     "TurnResult",
     "Usage",
     "context_usage",

@@ -16,7 +16,9 @@ class Channel(Protocol):
     ``send`` is for separate messages, such as an approval question or an error.
 
     A channel may also define ``tool_started(name, arguments)`` and
-    ``tool_finished(name, result, is_error)``; the loop calls them when present.
+    ``tool_finished(name, result, is_error)``, and ``turn_failed(text)`` to get the text
+    of a failed turn apart from replies (instead of ``finalize_draft`` or ``send``);
+    the loop and the session call them when present.
     """
 
     async def send(self, text: str) -> None: ...

@@ -29,12 +29,14 @@ from ._compaction import compact, context_window
 from ._drafts import Drafter, tell
 from ._http_client import owned_http_client
 from ._messages import Message, ToolCall, estimate_tokens
-from ._provider import Completion, OpenAICompatProvider, ProviderError
-from ._run import Run, TurnResult
+from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured
+from ._run import Run, TurnError, TurnResult
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
+
+_STORAGE: Final = TurnResult("", ok=False, error=TurnError.STORAGE, retry_after=1.0)
 
 IDLE: Final = "idle"
 COMPACTING: Final = "compacting"
@@ -58,7 +60,8 @@ class _Turn:
     tools: dict[str, Tool] = attrs.field(factory=dict)
     asking: ToolCall | None = None
     reply: str = ""
-    ok: bool = True
+    #: Set when the turn failed: what the result reports besides the reply text.
+    failure: TurnResult | None = None
 
 
 @attrs.define
@@ -71,6 +74,12 @@ class _Data:
     @property
     def session(self) -> sv.ViaName:
         return self.runtime.session_dest(self.info.id)
+
+
+def _model_failure(exc: ProviderError) -> TurnResult:
+    """How a failed model call ends the turn: its kind, the model's status, when to retry."""
+    error = TurnError.NOT_CONFIGURED if isinstance(exc, ProviderNotConfigured) else TurnError.MODEL
+    return TurnResult("", ok=False, error=error, model_status=exc.status, retry_after=exc.retry_after)
 
 
 def _args_preview(call: ToolCall, limit: int = 300) -> str:
@@ -128,7 +137,8 @@ class Loop(sv.StateMachine):
         try:
             await sv.call(data.session, ("append", [Message("user", scrub(run.text), images=run.images)]))
         except PersistError as exc:
-            return self._fail(data, f"Your message could not be saved, so it was not sent to the model: {exc}")
+            text = f"Your message could not be saved, so it was not sent to the model: {exc}"
+            return self._fail(data, text, _STORAGE)
         return sv.NextState(COMPACTING, data, sv.NextEvent("compact"))
 
     # --- compacting -> streaming ----------------------------------------------------------
@@ -143,7 +153,7 @@ class Loop(sv.StateMachine):
             try:
                 await sv.call(data.session, ("replace", result.history))
             except PersistError as exc:
-                return self._fail(data, f"The conversation could not be compacted and saved: {exc}")
+                return self._fail(data, f"The conversation could not be compacted and saved: {exc}", _STORAGE)
             emit(
                 "compaction_complete", session_id=data.info.id, method=result.method,
                 tokens_before=result.tokens_before, tokens_after=result.tokens_after,
@@ -176,17 +186,18 @@ class Loop(sv.StateMachine):
         try:
             reservation = await reserve(data.info.agent_id, estimate, config.budget_for(data.info.agent_id))
         except BudgetExceeded as exc:
-            return self._fail(data, str(exc))
+            return self._fail(data, str(exc), TurnResult("", ok=False, error=TurnError.BUDGET))
         emit("llm_request", session_id=data.info.id, model=data.provider.model, messages=len(messages),
              tools=len(tools), round=turn.rounds)  # fmt: skip
         completion = await self._stream(data, reservation, messages, tools)
-        if isinstance(completion, str):
-            return self._fail(data, completion)
+        if isinstance(completion, ProviderError):
+            text = f"I could not get an answer from the model: {completion}"
+            return self._fail(data, text, _model_failure(completion))
         return await self._after_completion(data, completion, final_round)
 
     async def _stream(
         self, data: _Data, reservation: Reservation | None, messages: list[Message], tools: list[dict[str, Any]]
-    ) -> Completion | str:
+    ) -> Completion | ProviderError:
         turn = data.turn
         assert turn is not None
         drafter = Drafter(turn.run.channel, data.runtime.config.agentic_loop.stream_chunk_chars)
@@ -197,7 +208,7 @@ class Loop(sv.StateMachine):
             await settle(reservation, 0)
             emit("llm_response", session_id=data.info.id, model=data.provider.model, status="error",
                  error=str(exc), duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
-            return f"I could not get an answer from the model: {exc}"
+            return exc
         usage = completion.usage
         used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
         await settle(reservation, used)
@@ -225,7 +236,7 @@ class Loop(sv.StateMachine):
             try:
                 await sv.call(data.session, ("append", [message]))
             except PersistError as exc:
-                return self._fail(data, f"The model's reply could not be saved: {exc}")
+                return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
             turn.pending = calls
             turn.decisions = {}
             turn.rounds += 1
@@ -240,7 +251,7 @@ class Loop(sv.StateMachine):
         try:
             await sv.call(data.session, ("append", [Message("assistant", visible)]))
         except PersistError as exc:
-            return self._fail(data, f"The model's reply could not be saved: {exc}")
+            return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
         turn.reply = visible
         return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
 
@@ -316,28 +327,36 @@ class Loop(sv.StateMachine):
         try:
             await sv.call(data.session, ("append", results))
         except PersistError as exc:
-            return self._fail(data, f"The tool results could not be saved: {exc}")
+            return self._fail(data, f"The tool results could not be saved: {exc}", _STORAGE)
         turn.pending = []
         return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
 
     # --- finalizing -> idle ---------------------------------------------------------------
 
-    def _fail(self, data: _Data, message: str) -> Any:
+    def _fail(self, data: _Data, message: str, failure: TurnResult) -> Any:
+        """End the turn with *message*, failed as *failure* says (its kind, status, retry)."""
         assert data.turn is not None
         data.turn.reply = scrub(message)
-        data.turn.ok = False
+        data.turn.failure = failure
         return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
 
     async def _finalize(self, data: _Data) -> Any:
         turn = data.turn
         assert turn is not None
-        await tell(turn.run.channel.finalize_draft, turn.reply)
-        result = TurnResult(turn.reply, turn.ok, turn.prompt_tokens, turn.completion_tokens, turn.tool_calls)
+        channel = turn.run.channel
+        failure = turn.failure
+        failed = getattr(channel, "turn_failed", None) if failure is not None else None
+        await tell(failed or channel.finalize_draft, turn.reply)
+        result = TurnResult(
+            turn.reply, failure is None, turn.prompt_tokens, turn.completion_tokens, turn.tool_calls,
+            failure.error if failure else None, failure.model_status if failure else None,
+            failure.retry_after if failure else None,
+        )  # fmt: skip
         await sv.call(data.session, ("finish_run", turn.run, result))
         emit(
             "turn_complete", session_id=data.info.id, agent_id=data.info.agent_id,
-            outcome="ok" if turn.ok else "error", rounds=turn.rounds, tool_calls=turn.tool_calls,
-            prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
+            outcome=failure.error.value if failure and failure.error else "ok", rounds=turn.rounds,
+            tool_calls=turn.tool_calls, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
         )  # fmt: skip
         data.turn = None
         return sv.NextState(IDLE, data, sv.NextEvent("next"))

@@ -45,6 +45,10 @@ class ProviderError(Exception):
         self.retry_after = retry_after
 
 
+class ProviderNotConfigured(ProviderError):
+    """The provider cannot be called as configured (its API key is not set)."""
+
+
 @final
 @attrs.frozen
 class Usage:
@@ -126,7 +130,7 @@ class OpenAICompatProvider:
             try:
                 key = self.config.api_key.get(f"the model provider {self.name!r}")
             except MissingSecret as exc:
-                raise ProviderError(f"{exc}. Set it and send your message again.") from None
+                raise ProviderNotConfigured(f"{exc}. Set it and send your message again.") from None
             headers["Authorization"] = f"Bearer {key}"
         return headers
 

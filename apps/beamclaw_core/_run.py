@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import uuid
 from typing import Final, final
 
@@ -18,15 +19,40 @@ LOST: Final = "The conversation's process stopped before answering; please send 
 
 
 @final
+class TurnError(enum.Enum):
+    """Why a turn failed, for channels that answer with a status (the HTTP API)."""
+
+    #: The model server could not be reached, or answered with an error.
+    MODEL = "model_error"
+    #: The provider lacks what it needs to be called (its API key).
+    NOT_CONFIGURED = "provider_not_configured"
+    #: The agent's daily token budget is used up.
+    BUDGET = "budget_exceeded"
+    #: The session database could not save the turn.
+    STORAGE = "storage_unavailable"
+    #: A process serving the turn crashed or stopped; the conversation is intact.
+    INTERRUPTED = "interrupted"
+    #: The user stopped the turn.
+    STOPPED = "stopped"
+
+
+@final
 @attrs.frozen
 class TurnResult:
-    """How a run ended: the reply text, or the error the user was told."""
+    """How a run ended: the reply text, or the error the user was told (and its kind).
+
+    *model_status* is the model server's HTTP status when it refused, *retry_after*
+    the seconds after which trying again may succeed, when known.
+    """
 
     text: str
     ok: bool = True
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0
+    error: TurnError | None = None
+    model_status: int | None = None
+    retry_after: float | None = None
 
 
 @final
@@ -51,7 +77,7 @@ class Run:
     def ended(self) -> bool:
         """Whether the run has its result; one whose session is gone ends with `LOST`."""
         if self.result is None and self.owner is not None and not sv.is_alive(self.owner):
-            self.finish(TurnResult(LOST, ok=False))
+            self.finish(TurnResult(LOST, ok=False, error=TurnError.INTERRUPTED))
         return self.result is not None
 
     async def wait(self) -> TurnResult:

@@ -28,7 +28,7 @@ from beamclaw_obs import emit, scrub
 
 from ._history import answered_history
 from ._messages import Message
-from ._run import Run, TurnResult
+from ._run import Run, TurnError, TurnResult
 from ._store import StoreError, store_call
 from ._workspace import Workspace
 
@@ -231,7 +231,8 @@ class Session(sv.GenServer):
         run, state.current = state.current, None
         if run is None:
             return
-        if isinstance(reason, TurnStopped):
+        error = TurnError.STOPPED if isinstance(reason, TurnStopped) else TurnError.INTERRUPTED
+        if error is TurnError.STOPPED:
             text = "Stopped."
         else:
             text = scrub(
@@ -239,15 +240,16 @@ class Session(sv.GenServer):
                 f"({_describe(reason)}). "
                 "The conversation is intact; please send it again."
             )
-        run.finish(TurnResult(text, ok=False))
+        run.finish(TurnResult(text, ok=False, error=error))
         with trio.move_on_after(10):
             try:
-                await run.channel.send(text)
+                await (getattr(run.channel, "turn_failed", None) or run.channel.send)(text)
             except Exception:  # noqa: BLE001 - the channel failing must not take the session down
                 logger.opt(exception=True).warning("session {}: could not send the error reply", state.info.id[:12])
 
     def terminate(self, reason: Any, state: _State) -> None:
         pending = [*([state.current] if state.current else []), *state.queue]
         for run in pending:
-            run.finish(TurnResult("The session stopped before answering this message; please send it again.", ok=False))
+            text = "The session stopped before answering this message; please send it again."
+            run.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
         emit("session_end", session_id=state.info.id, reason=_describe(reason), unanswered_runs=len(pending))

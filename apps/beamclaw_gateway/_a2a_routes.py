@@ -11,9 +11,11 @@ from quart import Blueprint, Response, request
 import beamclaw_a2a as a2a
 import supervision as sv
 
-from ._http_api import error
+from ._http_api import RESTARTING, error, restarting
 
 a2a_api = Blueprint("a2a", __name__)
+for _exception in RESTARTING:
+    a2a_api.register_error_handler(_exception, restarting)
 
 
 def _base_url() -> str:

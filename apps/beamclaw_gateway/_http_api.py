@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 from quart import Blueprint, Response, current_app, request
@@ -35,9 +36,40 @@ def context() -> Context:
 
 def error(message: str, status: int, code: str = "invalid_request", **headers: str) -> Response:
     """An error in the OpenAI shape, which the official clients read and raise."""
+    return Response(error_body(message, status, code), status=status, content_type="application/json", headers=headers)
+
+
+def error_body(message: str, status: int, code: str) -> str:
     kind = "invalid_request_error" if status < 500 else "server_error"
-    body = json.dumps({"error": {"message": message, "type": kind, "code": code}})
-    return Response(body, status=status, content_type="application/json", headers=headers)
+    return json.dumps({"error": {"message": message, "type": kind, "code": code}})
+
+
+#: Seconds a client is told to wait when a process it needs is being restarted.
+RESTART_RETRY_AFTER: Final = 1
+
+
+def turn_failure(result: core.TurnResult) -> tuple[int, dict[str, str]] | None:
+    """The HTTP status (and headers) a failed turn is answered with; None for a 200.
+
+    A model that could not be reached or refused is the upstream's failure (502, or
+    its own 429 passed on with Retry-After); a crash or a storage fault on our side is
+    temporary (503 with Retry-After): the conversation is intact and the client may
+    send again. A turn the user stopped, or a chat-level answer, is a 200.
+    """
+    error = result.error
+    if error is None or error is core.TurnError.STOPPED:
+        return None
+    status = {
+        core.TurnError.MODEL: 429 if result.model_status == 429 else 502,
+        core.TurnError.NOT_CONFIGURED: 503,
+        core.TurnError.BUDGET: 429,
+        core.TurnError.STORAGE: 503,
+        core.TurnError.INTERRUPTED: 503,
+    }[error]
+    retry = result.retry_after
+    if retry is None and error in {core.TurnError.STORAGE, core.TurnError.INTERRUPTED}:
+        retry = RESTART_RETRY_AFTER
+    return status, ({"Retry-After": str(max(1, math.ceil(retry)))} if retry is not None else {})
 
 
 api = Blueprint("api", __name__)
@@ -132,9 +164,13 @@ async def chat_completions() -> Response:
     handle, text, body = await _turn_request()
     model = f"beamclaw/{handle.agent_id}" if str(body.get("model", "")).startswith("beamclaw/") else handle.agent_id
     if body.get("stream"):
-        return _stream(handle, text, model, bool(body.get("stream_options", {}).get("include_usage")))
+        return await _stream(handle, text, model, bool(body.get("stream_options", {}).get("include_usage")))
     channel = core.CollectingChannel()
     result = await core.send_message(handle, text, channel)
+    failure = turn_failure(result)
+    if failure is not None:
+        status, headers = failure
+        return error(result.text, status, result.error.value if result.error else "error", **headers)
     # Approval questions and errors sent during the turn come before the answer.
     content = "\n\n".join([*channel.sent, result.text]) if not result.ok or channel.sent else result.text
     answer = {
@@ -148,7 +184,27 @@ async def chat_completions() -> Response:
     return Response(json.dumps(answer), content_type="application/json")
 
 
-def _stream(handle: core.SessionHandle, text: str, model: str, include_usage: bool) -> Response:
+async def _chain(head: list[dict[str, Any]], rest: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:
+    for event in head:
+        yield event
+    async for event in rest:
+        yield event
+
+
+async def _stream(handle: core.SessionHandle, text: str, model: str, include_usage: bool) -> Response:
+    """Server-Sent Events of the turn; a turn that fails before its first event is an
+    HTTP error instead (the usual case: the model unreachable, its key missing), and
+    one that fails later ends the stream with an error event, as OpenAI's does."""
+    turn = run_events(handle, text)
+    first = [await anext(turn)]
+    while first[-1]["type"] == "typing":
+        first = [await anext(turn)]
+    if first[-1]["type"] == "failed":
+        first.append(await anext(turn))  # the "done" that follows at once
+    if first[-1]["type"] == "done" and (failure := turn_failure(first[-1]["result"])) is not None:
+        await turn.aclose()
+        result = first[-1]["result"]
+        return error(result.text, failure[0], result.error.value, **failure[1])
     cid = _completion_id()
     created = int(time.time())
 
@@ -166,13 +222,23 @@ def _stream(handle: core.SessionHandle, text: str, model: str, include_usage: bo
     async def events() -> AsyncIterator[bytes]:
         yield chunk({"role": "assistant", "content": ""})
         result: core.TurnResult | None = None
-        async for event in run_events(handle, text):
+        failed = ""
+        async for event in _chain(first, turn):
             if event["type"] == "chunk":
                 yield chunk({"content": event["text"]})
             elif event["type"] == "message":
                 yield chunk({"content": f"{event['text']}\n\n"})
+            elif event["type"] == "failed":
+                failed = event["text"]
             elif event["type"] == "done":
                 result = event["result"]
+        failure = turn_failure(result) if result is not None else None
+        if failure is not None and result is not None and result.error is not None:
+            yield f"data: {error_body(result.text, failure[0], result.error.value)}\n\n".encode()
+            yield b"data: [DONE]\n\n"
+            return
+        if failed:  # a turn the user stopped: its text is the answer
+            yield chunk({"content": failed})
         yield chunk({}, "stop")
         if include_usage and result is not None:
             usage = {
@@ -195,6 +261,22 @@ def _stream(handle: core.SessionHandle, text: str, model: str, include_usage: bo
 @api.errorhandler(BadRequest)
 async def bad_request(exc: BadRequest) -> Response:
     return error(str(exc), exc.status, exc.code)
+
+
+#: What a call to a process that is being restarted (or does not answer) raises.
+RESTARTING: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout)
+
+
+@api.errorhandler(sv.NoProc)
+@api.errorhandler(sv.ProcessExited)
+@api.errorhandler(sv.CallTimeout)
+async def restarting(exc: Exception) -> Response:
+    """A process the request needs is being restarted (or did not answer): try again soon."""
+    return error(
+        f"BeamClaw is restarting a part this request needs ({type(exc).__name__}); "
+        "nothing was lost, please retry in a second",
+        503, "restarting", **{"Retry-After": str(RESTART_RETRY_AFTER)},
+    )  # fmt: skip
 
 
 @api.errorhandler(core.InvalidAgentName)

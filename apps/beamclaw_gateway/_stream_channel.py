@@ -50,6 +50,9 @@ class StreamChannel:
             self._put(type="chunk", text=delta)
         self._put(type="final", text=text)
 
+    async def turn_failed(self, text: str) -> None:
+        self._put(type="failed", text=text)
+
     async def tool_started(self, name: str, arguments: str) -> None:
         self._put(type="tool_call", name=name, arguments=arguments)
 

@@ -67,7 +67,11 @@ def truncated(text: str, limit: int) -> str:
 
 
 async def run_events(handle: core.SessionHandle, text: str) -> AsyncIterator[dict[str, Any]]:
-    """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``."""
+    """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``.
+
+    A failed turn's text comes as a ``failed`` event (not as a draft), so a client can
+    be answered with an error rather than with the error as the assistant's words.
+    """
     channel, events = StreamChannel.open()
     run = await core.submit(handle, text, channel)
     async with events:
@@ -77,7 +81,7 @@ async def run_events(handle: core.SessionHandle, text: str) -> AsyncIterator[dic
             with trio.move_on_after(0.25):
                 event = await events.receive()
             if event is not None:
-                if event["type"] == "final":
+                if event["type"] in {"final", "failed"}:
                     await run.wait()
                     yield event
                     break

@@ -19,7 +19,7 @@ from quart import Blueprint, websocket
 
 import beamclaw_core as core
 
-from ._http_api import context
+from ._http_api import RESTARTING, context
 from ._turns import BadRequest, agent_for, run_events, truncated, user_id
 
 _REMEMBERED_IDS: Final = 10_000
@@ -66,7 +66,8 @@ async def chat_socket() -> None:
             kind = event.pop("type")
             if kind == "done":
                 result: core.TurnResult = event["result"]
-                await send(type="run_completed", id=message_id, ok=result.ok, text=result.text)
+                error = result.error.value if result.error else None
+                await send(type="run_completed", id=message_id, ok=result.ok, text=result.text, error=error)
             elif kind in {"chunk", "message", "tool_call", "tool_result"}:
                 await send(type=kind, id=message_id, **event)
 
@@ -81,6 +82,11 @@ async def chat_socket() -> None:
                 handle = await core.open_session(user, agent, "ws")
             except (BadRequest, core.InvalidAgentName) as exc:
                 await send(type="error", id=None, error=str(exc))
+                continue
+            except RESTARTING as exc:
+                await send(
+                    type="error", id=message["id"], error=f"BeamClaw is restarting ({type(exc).__name__}); retry"
+                )
                 continue
             if not _first_time(user, message["id"]):
                 await send(type="duplicate", id=message["id"])
