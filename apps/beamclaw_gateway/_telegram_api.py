@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 import httpx
@@ -21,6 +22,28 @@ class TelegramError(Exception):
         self.retry_after = retry_after
 
 
+class _Body(httpx.AsyncByteStream):
+    """A JSON request body that is an iterator object, not an async generator.
+
+    httpx's own body is an async generator; a request cancelled while it is being
+    written (a killed poller, a stopped turn) leaves it unfinished to the garbage
+    collector, which Trio reports with a ResourceWarning, possibly much later. This one
+    has nothing to finalize.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        data, self._data = self._data, None
+        if data is None:
+            raise StopAsyncIteration
+        return data
+
+
 class BotApi:
     def __init__(self, client: httpx.AsyncClient, api_base: str, token: str) -> None:
         self._client = client
@@ -31,11 +54,21 @@ class BotApi:
         """Call *method*; waits out a 429's ``retry_after`` (a few times) before giving up."""
         params = {k: v for k, v in params.items() if v is not None}
         for attempt in range(_MAX_429_RETRIES + 1):
+            if self._client.is_closed:  # its owner stopped (the daemon is stopping): a clear error, not httpx's
+                raise TelegramError(method, 0, "the HTTP client is closed")
+            data = json.dumps(params).encode()
+            request = self._client.build_request(
+                "POST", f"{self._base}/{method}", content=data, headers={"Content-Type": "application/json"},
+                timeout=http_timeout,
+            )  # fmt: skip
+            request.stream = _Body(data)
             try:
-                response = await self._client.post(f"{self._base}/{method}", json=params, timeout=http_timeout)
+                response = await self._client.send(request)
                 body = response.json()
             except (httpx.HTTPError, ValueError) as exc:
                 raise TelegramError(method, 0, f"no usable answer ({type(exc).__name__})") from None
+            if not isinstance(body, dict):
+                raise TelegramError(method, response.status_code, "the answer is not a JSON object")
             if body.get("ok"):
                 return body.get("result")
             code = int(body.get("error_code") or response.status_code)

@@ -3,18 +3,22 @@
 Exactly one process polls per bot token (it registers a name derived from the
 token), and it closes its HTTP connections when it stops, so a restarted channel
 never overlaps its previous long poll; a 409 Conflict (another poller, or a webhook
-set elsewhere) is backed off from and logged once. The offset is saved after each
-update is handled, so a restart neither loses nor repeats one; ids at or below the
-saved one are skipped. An unknown user gets a pairing code (at most one reply a
-minute) and nothing reaches an agent until the owner pairs them.
+set elsewhere) is backed off from and logged once. Updates pass through the ledger
+(`_telegram_ledger`, which states the delivery semantics): stored with the offset,
+prepared (no effect a user sees, so it may run again after a kill), then acted on
+once, shielded, after a claim committed first. An unknown user gets a pairing code
+(at most one reply a minute) and nothing reaches an agent until the owner pairs them.
+
+Polls that bring nothing new are at least `_POLL_FLOOR` apart, so a server that
+answers getUpdates at once (ignoring ``timeout``) costs two requests a second rather
+than a thousand, and failed calls back off exponentially: the idle channel never spins.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
-import sqlite3
-import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,21 +32,24 @@ import supervision as sv
 
 from ._config import GatewayConfig, TelegramConfig
 from ._telegram_api import BotApi, TelegramError
-from ._telegram_channel import TelegramChannel
+from ._telegram_channel import ChatNotices, TelegramChannel
+from ._telegram_ledger import Ledger, Pending
 
 CHANNEL: Final = "telegram"
 SENDER: Final = "beamclaw_gateway.telegram_sender"
 MAX_PHOTO: Final = 5 * 1024 * 1024
 _REPLY_INTERVAL: Final = 60.0
+_POLL_FLOOR: Final = 0.5  # seconds between the starts of two polls that bring nothing new
+_ACT_DEADLINE: Final = 20.0  # the longest a shielded act may hold up a kill or a shutdown
+_PREVIEW: Final = 60
+_EXPECTED: Final = (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTimeout, sv.ProcessExited)
 
+# Per bot and boot, so a restarted channel does not log a failing sendChatAction anew.
+_NOTICES: dict[tuple[str, str], ChatNotices] = {}
 
-def _open_offsets(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.execute("CREATE TABLE IF NOT EXISTS telegram_offsets (bot TEXT PRIMARY KEY, next_update INTEGER NOT NULL)")
-    path.chmod(0o600)
-    return db
+# An act: given the update's Pending row (None when nothing is owed), do what the update
+# calls for; True when that answered it, False when a turn's channel will.
+Effect = Callable[[Pending | None], Awaitable[bool]]
 
 
 @attrs.define
@@ -52,51 +59,65 @@ class _Bot:
     api: BotApi  # for sending: its client belongs to the sender process, which outlives this one
     client: httpx.AsyncClient
     poll_api: BotApi  # for the long poll: its client is this process's own, closed when it stops
-    db: sqlite3.Connection
-    bot_id: str
-    next_update: int = 0
+    ledger: Ledger
+    notices: ChatNotices
     last_reply: dict[str, float] = attrs.field(factory=dict)
-    conflicts: int = 0
-
-    def save_offset(self, update_id: int) -> None:
-        self.next_update = update_id + 1
-        self.db.execute(
-            "INSERT INTO telegram_offsets (bot, next_update) VALUES (?, ?) "
-            "ON CONFLICT(bot) DO UPDATE SET next_update = excluded.next_update",
-            (self.bot_id, self.next_update),
-        )
+    failures: int = 0  # consecutive failed calls to getUpdates (or deleteWebhook, setWebhook)
 
     def may_reply(self, user: str) -> bool:
         """At most one automatic reply (pairing code, refusal) a minute per user."""
-        now = time.monotonic()
+        now = trio.current_time()
         if now - self.last_reply.get(user, -1e9) < _REPLY_INTERVAL:
             return False
         self.last_reply[user] = now
         return True
 
 
-async def _agent_for(bot: _Bot, user: dict[str, Any], uid: str, chat_id: int) -> str | None:
-    """The agent this user may talk to, or None after telling them why not (rate-limited)."""
+@attrs.frozen
+class _Act:
+    """What an update calls for, decided without doing anything a user can see."""
+
+    chat_id: int | None = None  # the chat owed an answer; None when nothing is
+    preview: str = ""
+    effect: Effect | None = None
+
+
+def _reply(bot: _Bot, chat_id: int, text: str) -> Effect:
+    async def reply(_: Pending | None) -> bool:
+        await bot.api.call("sendMessage", chat_id=chat_id, text=text)
+        return True
+
+    return reply
+
+
+def _preview(message: dict[str, Any]) -> str:
+    text = " ".join(str(message.get("text") or message.get("caption") or "").split())
+    if not text:
+        text = "(a voice message)" if message.get("voice") else "(a photo)" if message.get("photo") else "(a message)"
+    return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
+
+
+async def _agent_for(bot: _Bot, user: dict[str, Any], uid: str) -> tuple[str | None, str | None]:
+    """The agent this user may talk to, or why not (None when they were told a minute ago)."""
     config = bot.config
     listed = str(user.get("id")) in config.allow_from or (user.get("username") or "") in config.allow_from
     if config.dm_policy == "open" or listed:
-        return config.agent
+        return config.agent, None
     if config.dm_policy == "pairing":
         agent = await core.paired_agent(CHANNEL, uid)
         if agent is not None:
-            return agent
-        if bot.may_reply(uid):
-            try:
-                code = await core.pairing_code(CHANNEL, uid, user.get("username") or user.get("first_name") or "")
-                text = (f"Hi! I don't know you yet. To pair, ask my owner to run:\n\n"
-                        f"beamclaw pair telegram {code}\n\nThe code is valid for 60 minutes.")  # fmt: skip
-            except core.PairingError:
-                text = "Hi! I can't take new pairing requests right now; please try again later."
-            await bot.api.call("sendMessage", chat_id=chat_id, text=text)
-        return None
-    if bot.may_reply(uid):
-        await bot.api.call("sendMessage", chat_id=chat_id, text="Sorry, this bot only talks to people it knows.")
-    return None
+            return agent, None
+        if not bot.may_reply(uid):
+            return None, None
+        try:
+            code = await core.pairing_code(CHANNEL, uid, user.get("username") or user.get("first_name") or "")
+        except core.PairingError:
+            return None, "Hi! I can't take new pairing requests right now; please try again later."
+        return None, (f"Hi! I don't know you yet. To pair, ask my owner to run:\n\n"
+                      f"beamclaw pair telegram {code}\n\nThe code is valid for 60 minutes.")  # fmt: skip
+    if not bot.may_reply(uid):
+        return None, None
+    return None, "Sorry, this bot only talks to people it knows."
 
 
 async def _photo(bot: _Bot, message: dict[str, Any]) -> tuple[str, ...]:
@@ -109,13 +130,12 @@ async def _photo(bot: _Bot, message: dict[str, Any]) -> tuple[str, ...]:
     return (f"data:image/jpeg;base64,{base64.b64encode(data).decode()}",)
 
 
-async def _voice(bot: _Bot, message: dict[str, Any], chat_id: int) -> str | None:
+async def _voice(bot: _Bot, message: dict[str, Any]) -> tuple[str | None, str]:
+    """The voice message as text, or (None, why not)."""
     transcription = bot.gateway.transcription
     if not transcription.base_url:
-        await bot.api.call("sendMessage", chat_id=chat_id, text=(
-            "I can't listen to voice messages here: no transcription service is configured "
-            "([gateway.transcription] base_url). Please type your message."))  # fmt: skip
-        return None
+        return None, ("I can't listen to voice messages here: no transcription service is configured "
+                      "([gateway.transcription] base_url). Please type your message.")  # fmt: skip
     info = await bot.api.call("getFile", file_id=message["voice"]["file_id"])
     audio = await bot.api.download(info["file_path"], 20 * 1024 * 1024)
     headers = {}
@@ -129,113 +149,202 @@ async def _voice(bot: _Bot, message: dict[str, Any], chat_id: int) -> str | None
         data={"model": transcription.model},
     )
     if response.status_code != 200:
-        await bot.api.call("sendMessage", chat_id=chat_id, text="Sorry, I couldn't transcribe that voice message.")
-        return None
-    text: str = response.json().get("text", "")
-    return text
+        return None, "Sorry, I couldn't transcribe that voice message."
+    return str(response.json().get("text", "")), ""
 
 
-async def handle_update(bot: _Bot, update: dict[str, Any]) -> None:
-    """One update: policy, commands, attachments, then a turn for the agent."""
+def _turn(bot: _Bot, handle: core.SessionHandle, chat_id: int, text: str, images: tuple[str, ...]) -> Effect:
+    async def turn(pending: Pending | None) -> bool:
+        channel = TelegramChannel(bot.api, chat_id, bot.config.edit_interval_seconds, bot.notices, pending)
+        run = await core.submit(handle, text, channel, images)
+        channel.run = run
+        if run.result is None or channel.pending is None:
+            return False  # the turn runs; its channel clears the row once the answer is out
+        # Settled inside submit, with no turn: an approval word (/yes, /no).
+        if not run.result.ok:
+            await bot.api.call("sendMessage", chat_id=chat_id, text=run.result.text)
+        return True
+
+    return turn
+
+
+def _command(bot: _Bot, handle: core.SessionHandle, chat_id: int, command: str) -> Effect:
+    async def act(_: Pending | None) -> bool:
+        if command == "/new":
+            await core.reset_session(handle)
+            await bot.api.call("sendMessage", chat_id=chat_id, text="New conversation.")
+        elif not await core.stop_turn(handle):  # a stopped turn says "Stopped." itself
+            await bot.api.call("sendMessage", chat_id=chat_id, text="There is nothing to stop.")
+        return True
+
+    return act
+
+
+async def prepare(bot: _Bot, update: dict[str, Any]) -> _Act:
+    """What one update calls for: policy, commands, attachments, or a turn for the agent."""
     message = update.get("message")
     if not isinstance(message, dict) or message.get("chat", {}).get("type") != "private":
-        return  # edits, channel posts and groups are not conversations with the agent
+        return _Act()  # edits, channel posts and groups are not conversations with the agent
     chat_id = int(message["chat"]["id"])
     user = message.get("from") or {}
     uid = f"telegram:{user.get('id')}"
-    agent = await _agent_for(bot, user, uid, chat_id)
+    preview = _preview(message)
+    agent, refusal = await _agent_for(bot, user, uid)
     if agent is None:
-        return
+        return _Act(chat_id, preview, _reply(bot, chat_id, refusal)) if refusal else _Act()
     handle = await core.open_session(uid, agent, CHANNEL)
     text = (message.get("text") or message.get("caption") or "").strip()
     command = text.split()[0].split("@")[0].lower() if text.startswith("/") else ""
     if command == "/start":
-        await bot.api.call("sendMessage", chat_id=chat_id, text="Hello! Send me a message to start. /new starts over.")
-        return
-    if command == "/new":
-        await core.reset_session(handle)
-        await bot.api.call("sendMessage", chat_id=chat_id, text="New conversation.")
-        return
-    if command == "/stop":
-        if not await core.stop_turn(handle):
-            await bot.api.call("sendMessage", chat_id=chat_id, text="There is nothing to stop.")
-        return
+        return _Act(chat_id, preview, _reply(bot, chat_id, "Hello! Send me a message to start. /new starts over."))
+    if command in {"/new", "/stop"}:
+        return _Act(chat_id, preview, _command(bot, handle, chat_id, command))
     images = await _photo(bot, message)
     if message.get("voice"):
-        spoken = await _voice(bot, message, chat_id)
+        spoken, why_not = await _voice(bot, message)
         if spoken is None:
-            return
+            return _Act(chat_id, preview, _reply(bot, chat_id, why_not))
         text = spoken
     if not text and not images:
-        return
-    channel = TelegramChannel(bot.api, chat_id, bot.config.edit_interval_seconds)
-    await core.submit(handle, text or "(a photo)", channel, images)
+        return _Act()
+    return _Act(chat_id, preview, _turn(bot, handle, chat_id, text or "(a photo)", images))
 
 
-async def _handle_safely(bot: _Bot, update: dict[str, Any]) -> None:
+def _chat_of(update: dict[str, Any]) -> int | None:
+    message = update.get("message")
+    chat = message.get("chat") if isinstance(message, dict) else None
+    if isinstance(chat, dict) and chat.get("type") == "private" and type(chat.get("id")) is int:
+        return int(chat["id"])
+    return None
+
+
+async def _handle(bot: _Bot, update: dict[str, Any]) -> None:
+    """Prepare one stored update (again, if a kill interrupted it), then act on it once."""
+    update_id = int(update["update_id"])
     try:
-        await handle_update(bot, update)
-    except (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTimeout) as exc:
-        logger.warning("Telegram update {} not handled: {}", update.get("update_id"), exc)
-    update_id = update.get("update_id")
-    if isinstance(update_id, int):
-        bot.save_offset(update_id)
+        act = await prepare(bot, update)
+    except Exception as exc:  # noqa: BLE001 - a bad update must not stop the channel (it would come back)
+        if isinstance(exc, _EXPECTED):
+            logger.warning("Telegram update {} could not be handled: {}", update_id, exc)
+        else:
+            logger.opt(exception=True).error("Telegram update {} could not be handled", update_id)
+        chat_id = _chat_of(update)
+        text = "Sorry, I couldn't handle that message; please try again."
+        preview = _preview(update["message"]) if chat_id is not None else ""
+        act = _Act(chat_id, preview, _reply(bot, chat_id, text)) if chat_id is not None else _Act()
+    # Claim, then act, shielded: a kill now waits until the act is done, so it happens
+    # exactly once in this process, and at most once (told) across a crash of it.
+    with trio.CancelScope(shield=True), trio.move_on_after(_ACT_DEADLINE):
+        owed = act.chat_id if act.effect is not None else None
+        pending = await bot.ledger.claim(update_id, owed, act.preview)
+        if act.effect is None:
+            return
+        try:
+            if await act.effect(pending) and pending is not None:
+                await pending.answered()
+        except _EXPECTED as exc:
+            logger.warning("Telegram update {} was not answered: {}", update_id, exc)
+
+
+async def _drain(bot: _Bot) -> None:
+    for update in bot.ledger.inbox():
+        await _handle(bot, update)
+
+
+async def _tell_unanswered(bot: _Bot) -> None:
+    """Tell each user whose message an earlier run took but never answered (it died mid-turn)."""
+    for item in bot.ledger.unanswered_before():
+        text = (f"Sorry, I was restarted before I could answer your message \u201c{item.preview}\u201d. "
+                "Please send it again.")  # fmt: skip
+        with trio.CancelScope(shield=True), trio.move_on_after(_ACT_DEADLINE):
+            try:
+                await bot.api.call("sendMessage", chat_id=item.chat_id, text=text)
+            except TelegramError as exc:
+                if exc.code not in {400, 403}:  # not a chat that is gone or blocked us: try at the next start
+                    logger.warning(
+                        "Telegram: could not tell chat {} about an unanswered message: {}", item.chat_id, exc
+                    )
+                    continue
+            await item.pending.answered()
+
+
+async def _call_until_ok(bot: _Bot, method: str, **params: Any) -> None:
+    while True:
+        try:
+            await bot.poll_api.call(method, **params)
+        except TelegramError as exc:
+            await _back_off(bot, method, exc)
+            continue
+        bot.failures = 0
+        return
 
 
 async def _poll(bot: _Bot) -> None:
-    await bot.poll_api.call("deleteWebhook", drop_pending_updates=False)
+    await _call_until_ok(bot, "deleteWebhook", drop_pending_updates=False)
+    await _tell_unanswered(bot)
+    await _drain(bot)  # what a killed predecessor stored but had not acted on
     poll = bot.config.poll_timeout_seconds
     while True:
+        started = trio.current_time()
         try:
             updates = await bot.poll_api.call(
-                "getUpdates", http_timeout=poll + 15, timeout=poll, offset=bot.next_update, allowed_updates=["message"]
+                "getUpdates",
+                http_timeout=poll + 15,
+                timeout=poll,
+                offset=bot.ledger.next_update,
+                allowed_updates=["message"],
             )
         except TelegramError as exc:
-            await _back_off(bot, exc)
+            await _back_off(bot, "getUpdates", exc)
             continue
-        bot.conflicts = 0
-        for update in updates or []:
-            # Never the same update twice, even if Telegram sends one again.
-            if (
-                isinstance(update, dict)
-                and isinstance(update.get("update_id"), int)
-                and (update["update_id"] >= bot.next_update)
-            ):
-                await _handle_safely(bot, update)
+        bot.failures = 0
+        if await bot.ledger.receive(updates):
+            await _drain(bot)
+        else:
+            await trio.sleep_until(started + _POLL_FLOOR)
 
 
-async def _back_off(bot: _Bot, exc: TelegramError) -> None:
-    if exc.code == 409:
-        if bot.conflicts == 0:  # logged once per streak, not on every retry
+async def _back_off(bot: _Bot, method: str, exc: TelegramError) -> None:
+    """Wait before calling again: longer after each failure in a row, logged once per streak."""
+    bot.failures += 1
+    if bot.failures == 1:
+        if exc.code == 409:
             logger.warning("Telegram: another poller or a webhook holds this bot ({}); backing off", exc)
-        bot.conflicts += 1
-        await trio.sleep(min(30.0, 0.5 * 2.0**bot.conflicts))
-    else:
-        logger.warning("Telegram getUpdates failed: {}; retrying", exc)
-        await trio.sleep(min(30.0, exc.retry_after or 3.0))
+        else:
+            logger.warning("Telegram {} failed: {}; retrying with back-off", method, exc)
+    # 409: 1, 2, 4 ... s (the other poller may be a restart's predecessor about to go);
+    # anything else: retry_after when Telegram gives one, else 1, 2, 4 ... s; at most 30.
+    delay = 0.5 * 2.0**bot.failures if exc.code == 409 else exc.retry_after or 2.0 ** (bot.failures - 1)
+    await trio.sleep(min(30.0, delay))
 
 
 async def _webhook(bot: _Bot, url: str) -> None:
     secret = bot.config.webhook_secret.get("the Telegram webhook") if bot.config.webhook_secret else None
-    await bot.poll_api.call("setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
+    await _call_until_ok(bot, "setWebhook", url=url, secret_token=secret, allowed_updates=["message"])
+    await _tell_unanswered(bot)
+    await _drain(bot)
     while True:
         message = await sv.receive()
-        if isinstance(message, tuple) and message[0] == "update":
-            update = message[1]
-            if isinstance(update.get("update_id"), int) and update["update_id"] >= bot.next_update:
-                await _handle_safely(bot, update)
+        if isinstance(message, tuple) and message[0] == "update" and await bot.ledger.receive([message[1]]):
+            await _drain(bot)
 
 
 async def telegram_bot(
-    gateway: GatewayConfig, data_dir: Path, webhook_url: str, task_status: Any = trio.TASK_STATUS_IGNORED
+    gateway: GatewayConfig,
+    data_dir: Path,
+    webhook_url: str,
+    boot: str,
+    task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The channel: polls (or takes webhook updates) until cancelled."""
+    """The channel: polls (or takes webhook updates) until cancelled.
+
+    *boot* names this run of the daemon (the same across restarts of this process), so
+    unanswered updates of an earlier run can be told apart from turns still running.
+    """
     config = gateway.channels.telegram
     token = config.token.get("the Telegram channel")
-    bot_id = _bot_id(token)
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
-    db = await trio.to_thread.run_sync(_open_offsets, data_dir / "gateway.db")
-    row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot_id,)).fetchone()
+    ledger = await Ledger.open(data_dir / "gateway.db", _bot_id(token), boot)
     shared = await core.owned_http_client(SENDER)  # replies outlive this process: see HttpClientOwner
     client = httpx.AsyncClient(trust_env=False)
     bot = _Bot(
@@ -244,9 +353,8 @@ async def telegram_bot(
         BotApi(shared, config.api_base, token),
         shared,
         BotApi(client, config.api_base, token),
-        db,
-        bot_id,
-        row[0] if row else 0,
+        ledger,
+        _NOTICES.setdefault((ledger.bot, boot), ChatNotices()),
     )
     task_status.started()
     try:
@@ -259,7 +367,7 @@ async def telegram_bot(
         # the next poller does not meet it at Telegram (409).
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
-        db.close()
+        ledger.close()
 
 
 def _bot_id(token: str) -> str:

@@ -1,32 +1,68 @@
-"""The gateway app's tree: the HTTP server (and, when enabled, the Telegram channel)."""
+"""The gateway app's tree: the HTTP server and, when enabled, the Telegram channel's subtree.
+
+    beamclaw_gateway (one_for_one, 10 restarts / 30 s)
+    ├── http
+    └── telegram (rest_for_one, 10 restarts / 30 s; restarted after 1-5 s)
+        ├── sender     the HTTP client replies go out on (outlives the channel)
+        └── channel    polls (or takes webhook updates); restarted after 0.5-5 s
+
+Telegram has its own supervisor so that its trouble stays its own: the HTTP server
+never restarts because the channel did, and a channel that keeps crashing uses up
+the *telegram* supervisor's intensity, not the gateway's.
+"""
 
 from __future__ import annotations
 
 import functools
+import uuid
 from pathlib import Path
 from typing import Any
 
 import beamclaw_core as core
 import supervision as sv
 
-from ._config import parse_gateway_config
+from ._config import GatewayConfig, parse_gateway_config
 from ._server import serve_http
 from ._telegram_bot import SENDER, telegram_bot
+
+# The channel's restart delay doubles from 0.5 s and stops at 5 s (±20 % jitter): a
+# crash-looping channel is back within seconds (a 30 s cap left the bot deaf for half a
+# minute). Such a loop restarts it about every 5 s, 6-7 times in 30 s, within the
+# telegram supervisor's 10; only its quick first restarts, or the sender failing too,
+# can push a window past 10, and then the gateway restarts the whole subtree (with a
+# fresh sender) 1-5 s later.
+_CHANNEL_BACKOFF = sv.Backoff(initial=0.5, maximum=5.0)
+_SUBTREE_BACKOFF = sv.Backoff(initial=1.0, maximum=5.0)
+# The gateway allows 10 restarts in 30 s, on purpose: the telegram subtree gives up
+# only after 11 channel restarts, which take about 30 s with their delays, so even a
+# Telegram outage that keeps crashing the channel costs the gateway one restart in 30 s
+# and never uses up its intensity, which would stop the HTTP server (and the daemon's
+# API with it). A few HTTP server restarts in a row are absorbed the same way.
+_INTENSITY, _PERIOD = 10, 30.0
+
+
+def _telegram(config: GatewayConfig, data_dir: Path) -> sv.Supervisor:
+    telegram = config.channels.telegram
+    boot = uuid.uuid4().hex  # this run of the daemon (see telegram_bot)
+    channel = functools.partial(telegram_bot, config, data_dir, telegram.webhook_url, boot)
+    return sv.Supervisor(
+        [
+            sv.ChildSpec("sender", core.HttpClientOwner.start, args=(SENDER, False)),
+            sv.ChildSpec("channel", channel, shutdown=5.0, backoff=_CHANNEL_BACKOFF),
+        ],
+        # rest_for_one: a restarted sender restarts the channel, which holds its client.
+        strategy=sv.REST_FOR_ONE,
+        intensity=_INTENSITY,
+        period=_PERIOD,
+        name="beamclaw_gateway.telegram",
+    )
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     config = parse_gateway_config(table)
     children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
-    telegram = config.channels.telegram
-    if telegram.enabled:
-        children.append(sv.ChildSpec("telegram_sender", core.HttpClientOwner.start, args=(SENDER, False)))
-        children.append(
-            sv.ChildSpec(
-                "telegram",
-                functools.partial(telegram_bot, config, data_dir, telegram.webhook_url),
-                shutdown=5.0,
-                backoff=sv.Backoff(initial=0.5, maximum=30.0),
-            )
-        )
-    # rest_for_one: a restarted sender restarts the poller, which holds its client.
-    return sv.Supervisor(children, strategy=sv.REST_FOR_ONE, name="beamclaw_gateway", intensity=5, period=10.0)
+    if config.channels.telegram.enabled:
+        children.append(_telegram(config, data_dir).child_spec("telegram", backoff=_SUBTREE_BACKOFF))
+    return sv.Supervisor(
+        children, strategy=sv.ONE_FOR_ONE, name="beamclaw_gateway", intensity=_INTENSITY, period=_PERIOD
+    )

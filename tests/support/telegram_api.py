@@ -1,15 +1,20 @@
 """A loopback fake of the Telegram Bot API methods BeamClaw uses, for the channel's tests.
 
 Like the real one, it answers a second concurrent getUpdates for the same bot with
-409 Conflict, and it notices when a long poll's client goes away. Failures can be
-scripted per method (a 429 with retry_after, a 400 for HTML). Everything the bot
-sends is kept for assertions.
+409 Conflict, it notices when a long poll's client goes away, it parses HTML and
+refuses what Telegram refuses (400 "can't parse entities", judged by
+`telegram_html_errors`, which shares no code with the channel), and it counts the 4,096-character limit on the
+text left after the tags. With ``instant`` set it answers getUpdates at once, as
+some servers and emulators do, ignoring ``timeout``. Failures can be scripted per
+method (a 429 with retry_after, a 400 for HTML), and ``hooks`` run something (a kill)
+the moment a method is called. Everything the bot sends is kept for assertions, and
+``poll_times`` holds when each getUpdates arrived.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -17,6 +22,23 @@ import attrs
 import trio
 
 from .asgi_server import Receive, Scope, Send, read_body, respond, serve_asgi
+from .telegram_html import telegram_html_errors, utf16
+
+
+def refusal(params: dict[str, Any]) -> str | None:
+    """Why the Bot API would refuse this text (sendMessage, editMessageText), or None."""
+    text = params.get("text", "")
+    if not isinstance(text, str) or not text.strip():
+        return "Bad Request: message text is empty"
+    if params.get("parse_mode") == "HTML":
+        wrong = telegram_html_errors(text)
+        if wrong:
+            return f"Bad Request: can't parse entities: {wrong[0]}"
+        if "REJECT-HTML" in text:  # a test's way to have valid HTML refused
+            return "Bad Request: can't parse entities"
+    elif utf16(text) > 4096:
+        return "Bad Request: message is too long"
+    return None
 
 
 @attrs.define
@@ -31,8 +53,11 @@ class FakeTelegram:
     webhook: dict[str, Any] | None = None
     fail_next: dict[str, list[tuple[int, dict[str, Any]]]] = attrs.field(factory=dict)
     files: dict[str, bytes] = attrs.field(factory=dict)
+    hooks: dict[str, Callable[[], None]] = attrs.field(factory=dict)  # run once when the method is called
     polls_in_flight: int = 0
     conflicts: int = 0
+    instant: bool = False
+    poll_times: list[float] = attrs.field(factory=list)
     _next_update: int = 1
     _next_message: int = 100
     _changed: trio.Event = attrs.field(factory=trio.Event)
@@ -76,6 +101,11 @@ class FakeTelegram:
         method = path.removeprefix(prefix)
         params = json.loads(await read_body(receive) or b"{}")
         self.calls.append(method)
+        if method == "getUpdates":
+            self.poll_times.append(trio.current_time())
+        hook = self.hooks.pop(method, None)
+        if hook is not None:
+            hook()
         scripted = self.fail_next.get(method)
         if scripted:
             status, body = scripted.pop(0)
@@ -94,14 +124,16 @@ class FakeTelegram:
         match method:
             case "sendMessage":
                 text = params.get("text", "")
-                if not text or len(text) > 4096:
-                    return (400, "Bad Request: message text is empty or too long")
-                if params.get("parse_mode") == "HTML" and "REJECT-HTML" in text:  # a test's way to fail HTML
-                    return (400, "Bad Request: can't parse entities")
+                why = refusal(params)
+                if why is not None:
+                    return (400, why)
                 self._next_message += 1
                 self.sent.append({**params, "message_id": self._next_message})
                 return {"message_id": self._next_message, "chat": {"id": params["chat_id"]}, "text": text}
             case "editMessageText":
+                why = refusal(params)
+                if why is not None:
+                    return (400, why)
                 current = self.texts(params["chat_id"])
                 if params["text"] in current[-1:]:
                     return (400, "Bad Request: message is not modified")
@@ -141,7 +173,7 @@ class FakeTelegram:
                     nursery.cancel_scope.cancel()
 
                 nursery.start_soon(watch_disconnect)
-                with trio.move_on_after(float(params.get("timeout") or 0)):
+                with trio.move_on_after(0 if self.instant else float(params.get("timeout") or 0)):
                     while not self.updates:
                         await self._changed.wait()
                 nursery.cancel_scope.cancel()
@@ -152,8 +184,9 @@ class FakeTelegram:
 
 
 @asynccontextmanager
-async def fake_telegram(token: str) -> AsyncIterator[FakeTelegram]:
-    fake = FakeTelegram(token)
+async def fake_telegram(token: str, first_update: int = 1, instant: bool = False) -> AsyncIterator[FakeTelegram]:
+    """The fake on a loopback port; *first_update* is the first update_id it hands out."""
+    fake = FakeTelegram(token, instant=instant, next_update=first_update)
     async with serve_asgi(fake) as url:
         fake.base_url = url
         yield fake

@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import itertools
+import random
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
+from loguru import logger
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_gateway import supervision_tree as gateway_tree
 from beamclaw_gateway._telegram_bot import bot_name
-from tests.support.model_server import Hold, Reply, Step
+from beamclaw_gateway._telegram_ledger import Ledger
+from tests.support.model_server import Echo, Hold, Reply, Step
 from tests.support.telegram_api import FakeTelegram, fake_telegram
+from tests.support.telegram_html import telegram_html_errors, visible
 
 from .conftest import Gateway, RunGateway
 
@@ -32,9 +39,9 @@ def telegram(run_gateway: RunGateway, monkeypatch: pytest.MonkeyPatch) -> Callab
 
     @asynccontextmanager
     async def running(
-        *steps: Step, repeat: Step | None = None, **telegram: Any
+        *steps: Step, repeat: Step | None = None, first_update: int = 1, instant: bool = False, **telegram: Any
     ) -> AsyncIterator[tuple[Gateway, FakeTelegram]]:
-        async with fake_telegram(TOKEN) as fake:
+        async with fake_telegram(TOKEN, first_update, instant) as fake:
             channel = {"enabled": True, "api_base": fake.base_url, "poll_timeout_seconds": 2,
                        "edit_interval_seconds": 0.0, **telegram}  # fmt: skip
             async with run_gateway(*steps, repeat=repeat, gateway_table={"channels": {"telegram": channel}}) as g:
@@ -60,15 +67,39 @@ async def test_pairing_keeps_strangers_out_until_approved(telegram: Callable[...
         assert any(a["action"] == "typing" for a in fake.actions)
 
 
+def sent_html(fake: FakeTelegram) -> list[str]:
+    """Every text the channel sent or edited in as HTML."""
+    return [m["text"] for m in [*fake.sent, *fake.edits] if m.get("parse_mode") == "HTML"]
+
+
 async def test_a_long_reply_is_streamed_by_editing_and_split(telegram: Callable[..., Any]) -> None:
     answer = "**Bold start.** " + "word " * 1200
     async with telegram(Reply(answer), dm_policy="open") as (_, fake):
         fake.push(7, "tell me a lot")
         await eventually(lambda: len(fake.texts(7)) >= 2 and fake.texts(7)[0].startswith("<b>Bold start.</b>"))
         texts = fake.texts(7)
-        assert all(len(t) <= 4096 for t in texts)
-        assert " ".join(texts).replace("<b>Bold start.</b>", "**Bold start.**").split() == answer.split()
+        assert all(telegram_html_errors(t) == [] for t in texts)  # each one valid, 4,096 visible at most
+        assert " ".join(visible(t) for t in texts).split() == answer.replace("**", "").split()
         assert fake.edits and fake.edits[-1]["parse_mode"] == "HTML"
+
+
+async def test_a_long_code_block_arrives_in_valid_pieces_and_a_refused_one_alone_as_plain(
+    telegram: Callable[..., Any],
+) -> None:
+    code = "\n".join(f"if a[{i}] < b and c & d:  # step {i}" for i in range(400))
+    answer = f"Here it is:\n\n```python\n{code}\n```\n\nDone, REJECT-HTML **end**."
+    async with telegram(Reply(answer), dm_policy="open") as (_, fake):
+        fake.push(8, "write the code")
+        await eventually(lambda: any("Done" in t for t in fake.texts(8)))
+        texts = fake.texts(8)
+        assert len(texts) == 4
+        html = sent_html(fake)
+        assert all(telegram_html_errors(t) == [] for t in html)  # nothing refused but the marked piece
+        assert sum('<pre><code class="language-python">' in t for t in html) >= 3  # reopened after each cut
+        # The refused piece went out as its own plain text: nothing repeated, nothing lost.
+        assert texts[-1].endswith("Done, REJECT-HTML end.") and "parse_mode" not in fake.sent[-1]
+        lines = "\n".join([*(visible(t) for t in texts[:-1]), texts[-1]]).split("\n")
+        assert [line for line in lines if line.startswith("if a[")] == code.split("\n")
 
 
 async def test_a_channel_crash_mid_poll_loses_and_repeats_nothing(telegram: Callable[..., Any]) -> None:
@@ -187,3 +218,146 @@ async def test_conflicts_are_backed_off_and_allowlist_is_kept(telegram: Callable
         await eventually(lambda: "welcome" in fake.texts(11) and fake.texts(12), timeout=30)
         assert fake.calls.count("getUpdates") >= 3
         assert fake.texts(12) == ["Sorry, this bot only talks to people it knows."] and g.model.count == 1
+
+
+# --- crash-proofing: the Bot API as it really behaves ------------------------------------
+
+RESTARTED = (
+    "Sorry, I was restarted before I could answer your message \u201cthink hard about this\u201d. Please send it again."
+)
+
+
+async def test_a_turn_cut_by_a_restart_is_reported_once_and_never_answered_twice(
+    telegram: Callable[..., Any],
+) -> None:
+    hold = Hold(then=Reply("the answer that never came"))
+    async with telegram(hold, dm_policy="open") as (_, fake):
+        fake.push(5, "think hard about this")
+        await eventually(hold.reached.is_set)
+    # The daemon stopped mid-turn. The next one does not replay the message (its answer
+    # might have been half sent) but tells the user, once.
+    async with telegram(repeat=Echo(), dm_policy="open", first_update=10) as (g, fake):
+        await eventually(lambda: RESTARTED in fake.texts(5))
+        fake.push(5, "hello again")
+        await eventually(lambda: "You said: hello again" in fake.texts(5))
+        assert fake.texts(5) == [RESTARTED, "You said: hello again"] and g.model.count == 1
+    async with telegram(repeat=Echo(), dm_policy="open", first_update=20) as (g, fake):
+        await eventually(lambda: fake.polls_in_flight == 1)  # the notices go out before the first poll
+        assert fake.texts(5) == [] and g.model.count == 0
+
+
+def kill_channel(reason: str) -> Callable[[], None]:
+    return lambda: sv.kill(bot_name(TOKEN), RuntimeError(reason))
+
+
+async def new_channel(old: sv.Pid | None) -> sv.Pid:
+    await eventually(lambda: sv.whereis(bot_name(TOKEN)) not in (None, old))
+    pid = sv.whereis(bot_name(TOKEN))
+    assert pid is not None
+    return pid
+
+
+async def test_a_kill_while_acting_or_preparing_neither_repeats_nor_loses_an_update(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hello = "Hello! Send me a message to start. /new starts over."
+    after_claim: list[Callable[[], None]] = []
+    claim = Ledger.claim
+
+    async def claim_then_maybe_die(self: Ledger, *args: Any) -> Any:
+        pending = await claim(self, *args)
+        if after_claim:
+            after_claim.pop()()
+        return pending
+
+    monkeypatch.setattr(Ledger, "claim", claim_then_maybe_die)
+    async with telegram(repeat=Reply("a cat"), dm_policy="open") as (g, fake):
+        pid = await new_channel(None)
+        # Killed right after claiming /start (committed: it will not be handled again),
+        # before replying: the act is shielded, so the reply still goes out, once.
+        after_claim.append(kill_channel("killed after the claim"))
+        fake.push(3, "/start")
+        pid = await new_channel(pid)
+        await eventually(lambda: hello in fake.texts(3))
+        # Killed while sending the reply to /new: it completes and is not sent again.
+        fake.hooks["sendMessage"] = kill_channel("killed mid-act")
+        fake.push(3, "/new")
+        pid = await new_channel(pid)
+        # Killed while downloading a photo (preparing, nothing sent yet): the next channel
+        # prepares it again from the inbox, and the model sees it once.
+        fake.files["files/p1"] = b"\xff\xd8fake-jpeg"
+        fake.hooks["getFile"] = kill_channel("killed mid-prepare")
+        fake.push(3, caption="what is this?", photo=[{"file_id": "p1", "file_size": 11, "width": 1, "height": 1}])
+        await new_channel(pid)
+        await eventually(lambda: "a cat" in fake.texts(3))
+        await eventually(lambda: fake.polls_in_flight == 1 and not fake.updates)
+        assert fake.texts(3) == [hello, "New conversation.", "a cat"] and g.model.count == 1
+        assert fake.calls.count("getFile") == 2  # prepared twice, acted on once
+
+
+async def test_polls_are_spaced_when_the_server_answers_at_once_and_failures_back_off(
+    telegram: Callable[..., Any],
+) -> None:
+    async with telegram(repeat=Echo(), dm_policy="open", instant=True) as (_, fake):
+        await eventually(lambda: len(fake.poll_times) >= 5)
+        # Idle, without a floor this server drew ~1,000 polls a second; now they are 0.5 s
+        # apart (checked with room for jitter: a lower bound only a hot loop breaks).
+        gaps = [b - a for a, b in itertools.pairwise(fake.poll_times)]
+        assert min(gaps) >= 0.25
+        fake.push(4, "still there?")  # a poll that brings an update is followed at once
+        await eventually(lambda: "You said: still there?" in fake.texts(4))
+        # Failed polls wait 1 s, then 2 s: never a hot loop on errors either.
+        fake.fail_next["getUpdates"] = [(502, {"description": "Bad Gateway"})] * 2
+        start = len(fake.poll_times)
+        await eventually(lambda: len(fake.poll_times) >= start + 3)
+        failing = fake.poll_times[start - 1 :]
+        assert failing[2] - failing[1] >= 0.75 and failing[3] - failing[2] >= 1.75
+
+
+async def test_a_failing_typing_action_is_logged_once_in_one_line(telegram: Callable[..., Any]) -> None:
+    records: list[Any] = []
+    sink = logger.add(lambda message: records.append(message.record), level="INFO")
+    try:
+        async with telegram(repeat=Reply("ok"), dm_policy="open") as (_, fake):
+            fake.fail_next["sendChatAction"] = [(500, {"description": "Internal Server Error"})] * 3
+            for turn in range(1, 5):
+                fake.push(2, f"turn {turn}")
+                await eventually(lambda turn=turn: fake.texts(2).count("ok") == turn)  # type: ignore[misc]
+    finally:
+        logger.remove(sink)
+    typing = [r for r in records if "sendChatAction" in r["message"] or "send_typing" in r["message"]]
+    assert [r["level"].name for r in typing] == ["WARNING", "INFO"]  # failing (once), then working again
+    assert "works again after 3 failures" in typing[1]["message"]
+    assert all(r["exception"] is None and "\n" not in r["message"] for r in typing)
+
+
+async def test_a_crash_looping_channel_is_back_in_seconds_and_the_http_server_is_untouched(
+    telegram: Callable[..., Any], tmp_path: Path
+) -> None:
+    async with telegram(repeat=Echo(), dm_policy="open") as (g, fake):
+        before = sv.inspect_tree("beamclaw_gateway")
+        pid, polls = await new_channel(None), 0
+        for kill in range(3):
+            await eventually(lambda polls=polls: len(fake.poll_times) > polls)  # type: ignore[misc]
+            polls = len(fake.poll_times)  # it runs (it polled): a crash of a channel, not of its start
+            sv.kill(pid, RuntimeError(f"crash {kill}"))
+            pid = await new_channel(pid)
+        fake.push(6, "after three crashes")
+        await eventually(lambda: "You said: after three crashes" in fake.texts(6))
+        after = sv.inspect_tree("beamclaw_gateway")
+        http = [next(c for c in tree["children"] if c["id"] == "http") for tree in (before, after)]
+        assert http[0]["pid"] == http[1]["pid"] and after["restarts"] == 0
+        telegram_tree = next(c for c in after["children"] if c["id"] == "telegram")
+        assert [c["id"] for c in telegram_tree["children"]] == ["sender", "channel"]
+        assert telegram_tree["restarts"] == 0 and telegram_tree["children"][1]["restarts"] == 3
+        assert g.model.count == 1
+    # The channel's restart delay is capped at 5 s (±20 % jitter), and a channel that
+    # keeps crashing escalates from the telegram subtree less often than the gateway's
+    # intensity allows: it cannot take the HTTP server down.
+    gateway_spec = gateway_tree({"channels": {"telegram": {"enabled": True}}}, tmp_path)
+    subtree = next(c for c in gateway_spec.children if c.id == "telegram").start.args[0]  # type: ignore[attr-defined]
+    channel = next(c for c in subtree.children if c.id == "channel")
+    assert channel.backoff is not None and max(channel.backoff.delay(n) for n in range(50)) <= 6.0
+    quickest = [channel.backoff.delay(n, random.Random(0)) * 0 + min(5.0, 0.5 * 2**n) * 0.8 for n in range(50)]
+    escalation_every = sum(quickest[: subtree.intensity])  # the fastest a crash loop uses up the subtree
+    assert gateway_spec.intensity >= gateway_spec.period / escalation_every + 1
