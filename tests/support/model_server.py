@@ -75,6 +75,18 @@ class Echo:
 
 
 @attrs.frozen
+class Agentic:
+    """Call *tool* when the last message is the user's, else answer: a tool turn per message.
+
+    Made for load and chaos tests, where many conversations run at once and a fixed
+    script cannot know which request comes next. Call ids are unique per request.
+    """
+
+    tool: Call
+    answer: str = "done"
+
+
+@attrs.frozen
 class Hold:
     """Wait until `release` is called (or for ever), then answer with *then*."""
 
@@ -86,7 +98,7 @@ class Hold:
         self.released.set()
 
 
-Step = Reply | Status | Malformed | CutOff | Hold | Echo
+Step = Reply | Status | Malformed | CutOff | Hold | Echo | Agentic
 
 
 def invalid_tool_history(messages: list[dict[str, Any]]) -> tuple[str, str] | None:
@@ -207,6 +219,10 @@ class ScriptedModel:
         if isinstance(step, Echo):
             users = [m.get("content") or "" for m in body.get("messages", []) if m.get("role") == "user"]
             step = Reply(f"You said: {users[-1] if users else ''}")
+        elif isinstance(step, Agentic):
+            last = (body.get("messages") or [{}])[-1]
+            call = attrs.evolve(step.tool, id=f"call_{self.count}")
+            step = Reply(tool_calls=(call,)) if last.get("role") == "user" else Reply(step.answer)
         match step:
             case None:
                 await respond(send, 500, {"error": {"message": "the scripted model has no step left"}})
