@@ -23,6 +23,8 @@ import trio
 import supervision as sv
 
 TASKS: Final = "beamclaw_a2a.tasks"
+#: Seconds a call waits for the task manager while it is being restarted (back in milliseconds).
+RESTART_WAIT: Final = 2.0
 TERMINAL: Final = frozenset({"completed", "failed", "canceled", "rejected"})
 STATES: Final = frozenset({"submitted", "working", "input-required", "auth-required", *TERMINAL})
 
@@ -173,4 +175,4 @@ class TaskManager(sv.GenServer):
 
 
 async def task_call(*request: Any) -> Any:
-    return await sv.call(TASKS, request, timeout=30.0)
+    return await sv.call(TASKS, request, timeout=30.0, restart_wait=RESTART_WAIT)

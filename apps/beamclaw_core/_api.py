@@ -13,7 +13,7 @@ from ._channel import Channel
 from ._compaction import context_window
 from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
-from ._runtime import Runtime
+from ._runtime import RESTART_WAIT, Runtime
 from ._sessions import SESSIONS
 from ._store import store_call
 from ._system_prompt import system_prompt
@@ -41,7 +41,7 @@ async def open_session(user_id: str, agent_id: str, channel: str = "") -> Sessio
     if not user_id:
         raise ValueError("a session needs a user id")
     check_agent_name(agent_id)
-    sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0)
+    sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0, restart_wait=RESTART_WAIT)
     return SessionHandle(sid, user_id, agent_id, channel, dest)
 
 
@@ -104,12 +104,12 @@ async def reset_session(handle: SessionHandle) -> int:
 
 async def stop_session(session_id: str) -> bool:
     """Stop a running conversation's processes; its stored history stays."""
-    stopped: bool = await sv.call(SESSIONS, ("stop", session_id))
+    stopped: bool = await sv.call(SESSIONS, ("stop", session_id), restart_wait=RESTART_WAIT)
     return stopped
 
 
 async def running_sessions() -> list[str]:
-    running: list[str] = await sv.call(SESSIONS, "running")
+    running: list[str] = await sv.call(SESSIONS, "running", restart_wait=RESTART_WAIT)
     return running
 
 
@@ -129,7 +129,7 @@ class ContextUsage:
 
 async def context_usage(handle: SessionHandle) -> ContextUsage:
     """The system prompt and the history, against the model's context window."""
-    runtime: Runtime = await sv.call(SESSIONS, "runtime")
+    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
     messages = await history(handle)
     prompt = await system_prompt(runtime, handle.agent_id)
     provider = runtime.config.provider

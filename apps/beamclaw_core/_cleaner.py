@@ -12,14 +12,14 @@ import supervision as sv
 from beamclaw_obs import emit
 
 from ._api import running_sessions, stop_session
-from ._runtime import Runtime
+from ._runtime import RESTART_WAIT, Runtime
 from ._sessions import SESSIONS
 from ._store import store_call
 
 
 async def sweep_expired() -> list[str]:
     """Stop and delete every session idle for longer than the TTL; return their ids."""
-    runtime: Runtime = await sv.call(SESSIONS, "runtime")
+    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
     cutoff = time.time() - runtime.config.session_ttl_seconds
     expired: set[str] = set()
     if runtime.config.session_persistence:

@@ -16,6 +16,8 @@ import httpx
 
 import supervision as sv
 
+from ._runtime import RESTART_WAIT
+
 
 @cache
 def _ssl_context() -> ssl.SSLContext:
@@ -41,5 +43,5 @@ class HttpClientOwner(sv.GenServer):
 
 async def owned_http_client(name: str) -> httpx.AsyncClient:
     """The client of the owner registered as *name*."""
-    client: httpx.AsyncClient = await sv.call(name, "client")
+    client: httpx.AsyncClient = await sv.call(name, "client", restart_wait=RESTART_WAIT)
     return client

@@ -14,6 +14,10 @@ from ._config import CoreConfig
 from ._provider import OpenAICompatProvider
 
 HTTP_CLIENT: Final = "beamclaw_core.http"
+#: Seconds a call to a process of core's (by its name) waits for it while it is being
+#: restarted, so callers ride through a restart instead of failing (sv.call's
+#: restart_wait); a restart takes milliseconds, a session tree's up to half a second.
+RESTART_WAIT: Final = 2.0
 
 
 @final

@@ -18,6 +18,7 @@ from loguru import logger
 import supervision as sv
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
+from ._runtime import RESTART_WAIT
 from ._skill_index import SkillIndex
 from ._skills import Skill, discover, skill_places
 
@@ -86,7 +87,9 @@ async def watch_skills(
 
 async def agent_skills(agent_id: str) -> tuple[dict[str, Skill], list[str]]:
     """The agent's skills by name (eligible or not), and the SKILL.md files that could not be read."""
-    result: tuple[dict[str, Skill], list[str]] = await sv.call(SKILLS, ("skills", agent_id), timeout=30.0)
+    result: tuple[dict[str, Skill], list[str]] = await sv.call(
+        SKILLS, ("skills", agent_id), timeout=30.0, restart_wait=RESTART_WAIT
+    )
     return result
 
 
@@ -111,7 +114,10 @@ class SkillSearchTool:
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
         hits: list[tuple[Skill, float]] = await sv.call(
-            SKILLS, ("search", session.agent_id, args["query"], args.get("limit", 5)), timeout=30.0
+            SKILLS,
+            ("search", session.agent_id, args["query"], args.get("limit", 5)),
+            timeout=30.0,
+            restart_wait=RESTART_WAIT,
         )
         if not hits:
             return f"no skill matches {args['query']!r}"

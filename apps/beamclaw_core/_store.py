@@ -25,6 +25,7 @@ import supervision as sv
 
 from . import _pairing as pairing
 from ._messages import Message
+from ._runtime import RESTART_WAIT
 
 STORE: Final = "beamclaw_core.store"
 SCHEMA_VERSION: Final = 2
@@ -284,4 +285,4 @@ class Store(sv.GenServer):
 
 async def store_call(operation: str, *args: Any, timeout: float | None = 30.0) -> Any:
     """Run one store operation in the store process."""
-    return await sv.call(STORE, (operation, *args), timeout=timeout)
+    return await sv.call(STORE, (operation, *args), timeout=timeout, restart_wait=RESTART_WAIT)

@@ -19,9 +19,7 @@ from ._tool import Tool
 
 
 async def _register_all(tools: Sequence[Tool]) -> None:
-    with trio.fail_after(10):
-        while sv.whereis(REGISTRY) is None:
-            await trio.sleep(0.01)
+    await sv.wait_for_name(REGISTRY, timeout=10)
     for tool in tools:
         await register_tool(tool)
 

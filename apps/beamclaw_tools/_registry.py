@@ -13,6 +13,8 @@ import supervision as sv
 from ._tool import Tool, ToolDefinition
 
 REGISTRY: Final = "beamclaw_tools.registry"
+#: Seconds a call waits for a registry that is being restarted (it is back in milliseconds).
+RESTART_WAIT: Final = 2.0
 
 
 class ToolRegistry(sv.GenServer):
@@ -33,26 +35,35 @@ class ToolRegistry(sv.GenServer):
         raise ValueError(f"unknown tool registry request {request!r}")
 
 
+async def _read(request: Any) -> Any:
+    """A read from the registry, asked again of its replacement if it died meanwhile:
+    a read changes nothing, so unlike a write it is safe to repeat."""
+    try:
+        return await sv.call(REGISTRY, request, restart_wait=RESTART_WAIT)
+    except sv.ProcessExited:
+        return await sv.call(REGISTRY, request, restart_wait=RESTART_WAIT)
+
+
 async def register_tool(tool: Tool) -> None:
     """Add *tool*, replacing one of the same name."""
     if not isinstance(tool, Tool):
         raise TypeError(f"{tool!r} does not implement the Tool protocol")
-    await sv.call(REGISTRY, ("register", tool))
+    await sv.call(REGISTRY, ("register", tool), restart_wait=RESTART_WAIT)
 
 
 async def unregister_tool(name: str) -> bool:
     """Remove the tool called *name*; return whether there was one."""
-    removed: bool = await sv.call(REGISTRY, ("unregister", name))
+    removed: bool = await sv.call(REGISTRY, ("unregister", name), restart_wait=RESTART_WAIT)
     return removed
 
 
 async def lookup_tool(name: str) -> Tool | None:
-    tool: Tool | None = await sv.call(REGISTRY, ("lookup", name))
+    tool: Tool | None = await _read(("lookup", name))
     return tool
 
 
 async def list_tools() -> list[Tool]:
-    tools: list[Tool] = await sv.call(REGISTRY, "tools")
+    tools: list[Tool] = await _read("tools")
     return tools
 
 
