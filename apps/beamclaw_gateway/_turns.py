@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any, Final
 
@@ -66,7 +66,7 @@ def truncated(text: str, limit: int) -> str:
     return text[:limit] + f"\n\n[The user's message was truncated: {len(text) - limit} more characters were cut.]"
 
 
-async def run_events(handle: core.SessionHandle, text: str) -> AsyncIterator[dict[str, Any]]:
+async def run_events(handle: core.SessionHandle, text: str) -> AsyncGenerator[dict[str, Any], None]:
     """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``.
 
     A failed turn's text comes as a ``failed`` event (not as a draft), so a client can
