@@ -38,7 +38,13 @@ async def start_child(sup: Dest, spec_or_args: Any) -> Pid | None:
 
 
 async def terminate_child(sup: Dest, id_or_pid: Hashable) -> None:
-    """Stop a child by its shutdown spec. Its spec is kept (unless temporary or dynamic)."""
+    """Stop a child by its shutdown spec. Its spec is kept (unless temporary or dynamic).
+
+    A child being restarted is found by the pid of the process that exited, and
+    terminating it ends its restart (a failing-restart loop too). A dynamic
+    supervisor takes pids only; a pid that has already exited is fine (nothing to
+    do), a live one that is not its child raises `ChildNotFound`, as in OTP.
+    """
     await _control(sup, "terminate_child", id_or_pid)
 
 
@@ -58,7 +64,10 @@ async def get_childspec(sup: Dest, id_or_pid: Hashable) -> ChildSpec:
 
 
 def which_children(sup: Dest) -> list[ChildInfo]:
-    """Every child: id, pid (None when not running), type, restart type and state."""
+    """Every child: id, pid (None when not running), type, restart type and state.
+
+    The state is `ChildState.RESTARTING` from a crash until the replacement has started.
+    """
     return _engine(sup).which_children()
 
 

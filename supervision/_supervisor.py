@@ -84,7 +84,9 @@ ALL_SIGNIFICANT: Final = AutoShutdown.ALL_SIGNIFICANT
 @final
 class ChildState(enum.Enum):
     RUNNING = "running"
-    #: A restart failed (and is being retried) or waits for its backoff delay.
+    #: From the crash until the replacement has started: while siblings stopped with it
+    #: (one_for_all, rest_for_one) go down, during a backoff delay, while the
+    #: replacement initialises, and while a failed restart waits to be retried.
     RESTARTING = "restarting"
     #: Not running: terminated, exited without restart, or its start was ignored.
     STOPPED = "stopped"
