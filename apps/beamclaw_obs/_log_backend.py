@@ -20,7 +20,7 @@ _DEBUG_EVENTS: Final = frozenset(
     {"llm_request", "llm_response", "tool_call_start", "tool_call_result", "child_started", "agent_start"}
 )
 _ERROR_EVENTS: Final = frozenset({"intensity_exceeded"})
-_WARNING_EVENTS: Final = frozenset({"start_failed", "auto_shutdown"})
+_WARNING_EVENTS: Final = frozenset({"start_failed", "auto_shutdown", "shutdown_overrun", "history_repaired"})
 
 
 def _scrub_record(record: Any) -> None:

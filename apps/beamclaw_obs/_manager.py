@@ -27,6 +27,8 @@ def _supervisor_event(event: sv.SupervisorEvent) -> ObsEvent:
         data["crashed"] = not sv.is_normal(event.reason)
         if data["crashed"]:
             data["traceback"] = event.traceback
+    if event.overrun is not None:
+        data["overrun_seconds"] = round(event.overrun, 1)
     return ObsEvent(event.kind.value, data)
 
 

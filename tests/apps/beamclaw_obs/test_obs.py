@@ -72,6 +72,32 @@ async def test_a_crash_becomes_an_event_with_its_traceback(tmp_path: Path) -> No
     assert "beamclaw_crashes_total 1.0" in text
 
 
+async def test_a_child_overrunning_its_shutdown_is_reported(tmp_path: Path) -> None:
+    """A child that shields its clean-up cannot be cut short; the overrun is logged."""
+    sink: list[obs.ObsEvent] = []
+
+    async def stubborn(task_status: Any) -> None:
+        task_status.started()
+        try:
+            await trio.sleep_forever()
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.sleep(1.5)
+
+    tree = _tree(tmp_path, sink)
+    tree = sv.Supervisor([*tree.children, sv.ChildSpec("stubborn", stubborn, shutdown=0.1)], name="obs")
+    async with sv.open_supervisor(tree) as sup:
+        await sv.terminate_child(sup, "stubborn")
+        await trio.testing.wait_all_tasks_blocked()
+    (overrun, *_) = [e for e in sink if e.name == "shutdown_overrun"]
+    assert overrun.data["child_id"] == "stubborn" and overrun.data["overrun_seconds"] >= 1.0
+    lines = [json.loads(line) for line in (tmp_path / "logs" / "beamclaw.log").read_text().splitlines()]
+    levels = {
+        line["record"]["level"]["name"] for line in lines if line["record"]["extra"].get("event") == "shutdown_overrun"
+    }
+    assert levels == {"WARNING"}
+
+
 async def test_metrics_count_turns_tools_and_latency(tmp_path: Path) -> None:
     async with sv.open_supervisor(_tree(tmp_path, [])):
         obs.emit("turn_complete", outcome="ok")
