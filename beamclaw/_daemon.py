@@ -86,7 +86,7 @@ def _summary(exc: sv.StartError | sv.MaxIntensity, gave_up_on: dict[str, str]) -
         reason = reason.last_reason
     where = "/".join(path) or "an app"
     limit = f"more than {exc.intensity} restart(s) in {exc.period:g} s"
-    return f"gave up: {where} kept failing ({limit} at the root); last error: {_describe(reason)}", reason
+    return f"the root supervisor gave up ({limit}); the last to fail: {where}: {_describe(reason)}", reason
 
 
 def _log_file(config: dict[str, Any], home: Path) -> Path | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -151,8 +152,9 @@ def test_a_data_dir_that_cannot_be_one_is_one_line(tmp_path: Path, command: list
     )
 
 
-# An app whose child crashes right after each start: its supervisor gives up, the root
-# restarts the app, and after more than three of those in five seconds the root gives up.
+# Every app but obs is one whose child crashes right after each start: each app's
+# supervisor gives up, the root restarts the app (after a short backoff), and past
+# the root's intensity the root gives up too.
 _GIVING_UP = """
 import sys, trio
 import supervision as sv
@@ -167,9 +169,9 @@ async def heartbeat(task_status=trio.TASK_STATUS_IGNORED):
 
 real = apps._app_tree
 def crashing(name, config, home):
-    if name == "scheduler":
-        return sv.Supervisor([sv.ChildSpec("heartbeat", heartbeat)], name="beamclaw_scheduler", intensity=1)
-    return real(name, config, home)
+    if name == "obs":
+        return real(name, config, home)
+    return sv.Supervisor([sv.ChildSpec("heartbeat", heartbeat)], name=f"beamclaw_{name}", intensity=1)
 apps._app_tree = crashing
 raise SystemExit(main(sys.argv[1:]))
 """
@@ -181,10 +183,13 @@ def test_a_root_supervisor_that_gives_up_exits_1_with_one_line(tmp_path: Path) -
     log_file = tmp_path / "home" / "logs" / "beamclaw.log"
     assert code == 1, err
     assert "Traceback" not in err and "marker-of-a-local-variable" not in err
-    assert err.splitlines()[-1] == (
-        "beamclaw: gave up: scheduler/heartbeat kept failing (more than 3 restart(s) in 5 s at the root); "
-        f"last error: RuntimeError: the disk is full (traceback in {log_file})"
+    root = beamclaw.build_tree({}, tmp_path)
+    expected = (
+        rf"beamclaw: the root supervisor gave up \(more than {root.intensity} restart\(s\) in {root.period:g} s\); "
+        rf"the last to fail: ({'|'.join(APP_ORDER[1:-1])})/heartbeat: RuntimeError: the disk is full "
+        rf"\(traceback in {re.escape(str(log_file))}\)"
     )
+    assert re.fullmatch(expected, err.splitlines()[-1]), err.splitlines()[-1]
     logged = log_file.read_text()
     assert "Traceback" in logged and "RuntimeError: the disk is full" in logged and "daemon_failed" in logged
     assert "marker-of-a-local-variable" not in logged
