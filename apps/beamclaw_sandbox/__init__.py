@@ -1,6 +1,30 @@
-"""Docker code execution: tool bridge, PII tokenizer, policy and environment filter.
+"""The sandbox app: every command the agent runs is jailed.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+Two backends behind the `beamclaw_tools.Jail` interface: bubblewrap (the light jail of
+``bash``, ``terminal`` and skill scripts) and Docker (code execution with MCP: a warm
+container per scope, the tool bridge, the PII tokenizer, the tool policy).
 """
 
-__all__: list[str] = []
+from ._config import (
+    DEFAULT_ENV_BLOCKLIST,
+    PII_PATTERNS,
+    BubblewrapConfig,
+    PiiConfig,
+    PolicyConfig,
+    PolicyRule,
+    SandboxConfig,
+    parse_sandbox_config,
+    parse_size,
+)
+
+__all__ = [
+    "DEFAULT_ENV_BLOCKLIST",
+    "PII_PATTERNS",
+    "BubblewrapConfig",
+    "PiiConfig",
+    "PolicyConfig",
+    "PolicyRule",
+    "SandboxConfig",
+    "parse_sandbox_config",
+    "parse_size",
+]
