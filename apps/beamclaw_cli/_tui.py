@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 
@@ -85,16 +86,24 @@ class _Link:
 async def _in_process_daemon(
     tree: sv.Supervisor, cancel: trio.CancelScope, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """The daemon inside the TUI; if its tree gives up, the TUI says why and leaves (`cancel`)."""
+    """The daemon inside the TUI; if its tree cannot start or gives up, the TUI says why in
+    one line and leaves (`cancel`) with status 1, as `beamclaw run` would."""
     logger.remove()  # the log file (obs) keeps everything; the terminal is the conversation's
     try:
         async with sv.open_supervisor(tree):
             task_status.started()
             await trio.sleep_forever()
+    except sv.StartError as exc:
+        where, reason = [str(exc.child_id)], exc.reason
+        while isinstance(reason, sv.StartError):  # the innermost child says what went wrong
+            where.append(str(reason.child_id))
+            reason = reason.reason
+        why = f"could not start {'/'.join(where)}: {reason}"
     except sv.MaxIntensity as exc:
-        Console(stderr=True).print(f"beamclaw: the daemon in this TUI gave up: {exc}", markup=False)
-        cancel.cancel()
-        raise _DaemonGaveUp from None
+        why = f"the daemon in this TUI gave up: {exc}"
+    print(f"beamclaw: {why}", file=sys.stderr)  # one line: rich would wrap it at the terminal's width
+    cancel.cancel()
+    raise _DaemonGaveUp
 
 
 class _DaemonGaveUp(Exception):

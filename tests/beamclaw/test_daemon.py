@@ -104,7 +104,9 @@ def _exits(tmp_path: Path, *args: str, home: Path | None = None, script: str | N
     env = {**os.environ, "BEAMCLAW_HOME": str(home or tmp_path / "home")}
     env.pop("BEAMCLAW_LOG_LEVEL", None)
     command = [sys.executable, "-c", script, *args] if script else [sys.executable, "-m", "beamclaw", *args]
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60, check=False)
+    done = subprocess.run(
+        command, capture_output=True, text=True, env=env, timeout=60, check=False, stdin=subprocess.DEVNULL
+    )
     return done.returncode, done.stderr
 
 
@@ -128,6 +130,19 @@ def test_a_port_in_use_is_one_line_naming_the_address_and_the_key(tmp_path: Path
     )
     logged = (tmp_path / "home" / "logs" / "beamclaw.log").read_text()
     assert "daemon_failed" in logged and "Traceback" in logged and "Address already in use" in logged
+
+
+def test_a_port_in_use_under_the_tui_is_one_line_too(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = _exits(tmp_path, "tui", "--config", _config(tmp_path, f"[gateway.http]\nport = {port}\n"))
+    assert code == 1 and "Traceback" not in err
+    assert err == (
+        f"beamclaw: could not start gateway/http: cannot listen on 127.0.0.1:{port}: address already in use "
+        "(by another BeamClaw daemon or another program); stop it, or set a free port in gateway.http.port\n"
+    )
 
 
 @pytest.mark.parametrize("port", ["70000", "-1", "0", '"abc"'])
