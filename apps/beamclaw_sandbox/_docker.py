@@ -1,0 +1,295 @@
+"""The Docker engine, through the blocking ``docker`` SDK run in worker threads.
+
+Every container this app makes is labelled: ``beamclaw.sandbox=1``, the daemon's
+instance (a hash of its data dir, the same across restarts of the daemon) and its boot
+(new at every start of the daemon). So the reaper can tell, after a ``kill -9``, which
+containers were this daemon's and belong to no running sandbox any more, and never
+touches another daemon's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final, final
+
+import attrs
+import trio
+
+LABEL_SANDBOX: Final = "beamclaw.sandbox"
+LABEL_INSTANCE: Final = "beamclaw.instance"
+LABEL_BOOT: Final = "beamclaw.boot"
+LABEL_KEY: Final = "beamclaw.key"
+
+#: Where the per-sandbox host directory (bridge socket, scripts) is mounted, read-only.
+BRIDGE_DIR: Final = "/run/beamclaw"
+#: The generated tool discovery tree (index.txt, <tool>/description.txt, <tool>/schema.json).
+TOOLS_DIR: Final = "/tools"
+#: Where the agent's workspace is mounted when ``workspace_mount`` is ro or rw.
+WORKSPACE_DIR: Final = "/workspace"
+#: The image's unprivileged user (sandbox-image/Dockerfile).
+SANDBOX_USER: Final = "1000:1000"
+#: Fixed inside the container whatever the host's values: the host's PATH and HOME mean nothing there.
+CONTAINER_ENV: Final = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/tmp",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    "BEAMCLAW_BRIDGE_SOCKET": f"{BRIDGE_DIR}/bridge.sock",
+}
+#: The private /tmp: writable, never executable from setuid files, counted in the memory limit.
+TMPFS_OPTIONS: Final = "rw,nosuid,nodev,size=64m,mode=1777"
+
+
+class EngineUnavailable(RuntimeError):
+    """The Docker engine does not answer (not installed, not started, or no permission)."""
+
+
+def instance_id(data_dir: Path) -> str:
+    """This daemon's instance: the same for every start on *data_dir*, different for another."""
+    return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
+
+
+def new_boot_id() -> str:
+    """One start of the daemon."""
+    return secrets.token_hex(6)
+
+
+@final
+@attrs.frozen
+class Mount:
+    source: Path
+    target: str
+    read_only: bool = True
+
+
+@final
+@attrs.frozen
+class ContainerSpec:
+    """One sandbox container: the reference's flags, with this sandbox's limits and mounts."""
+
+    name: str
+    image: str
+    labels: dict[str, str]
+    environment: dict[str, str]
+    mounts: tuple[Mount, ...]
+    memory_bytes: int
+    cpus: float
+    pids_limit: int
+    network: str = "none"
+    working_dir: str = "/tmp"
+
+    def run_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of ``client.containers.run``."""
+        return {
+            "command": ["sleep", "infinity"],
+            "name": self.name,
+            "detach": True,
+            # tini as pid 1 reaps what scripts leave behind, so zombies never fill pids_limit.
+            "init": True,
+            "labels": self.labels,
+            "environment": self.environment,
+            "user": SANDBOX_USER,
+            "working_dir": self.working_dir,
+            "network_mode": self.network,
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "read_only": True,
+            "tmpfs": {"/tmp": TMPFS_OPTIONS},
+            "mem_limit": self.memory_bytes,
+            "memswap_limit": self.memory_bytes,  # no swap beyond the limit
+            "nano_cpus": int(self.cpus * 1e9),
+            "pids_limit": self.pids_limit,
+            "volumes": {str(m.source): {"bind": m.target, "mode": "ro" if m.read_only else "rw"} for m in self.mounts},
+        }
+
+
+@final
+@attrs.frozen
+class ExecOutput:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    truncated: bool
+
+
+@final
+@attrs.frozen
+class ContainerInfo:
+    name: str
+    status: str
+    labels: dict[str, str]
+    created: float  # seconds since the epoch
+
+    def label(self, key: str) -> str:
+        return self.labels.get(key, "")
+
+
+@final
+class DockerEngine:
+    """The engine at *base_url* (default: the environment's ``DOCKER_HOST`` or the local socket).
+
+    The client is made on first use, so building the tree never touches the engine.
+    Every method runs the SDK in a worker thread and raises `EngineUnavailable` when
+    the engine cannot be reached.
+    """
+
+    def __init__(self, base_url: str | None = None) -> None:
+        self.base_url = base_url
+        self._client: Any = None
+        self._lock = threading.Lock()  # worker threads connect at most once between them
+
+    def _connect(self) -> Any:
+        docker = _sdk()
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            try:
+                client = docker.DockerClient(base_url=self.base_url) if self.base_url else docker.from_env()
+                client.ping()
+            except docker.errors.DockerException as exc:
+                raise EngineUnavailable(f"the Docker engine does not answer: {exc}") from None
+            self._client = client
+            return client
+
+    async def _run(self, function: Any, *args: Any) -> Any:
+        docker = _sdk()
+
+        def call() -> Any:
+            client = self._connect()
+            try:
+                return function(client, *args)
+            except (docker.errors.DockerException, OSError) as exc:
+                if isinstance(exc, docker.errors.APIError) and exc.response is not None:
+                    raise
+                raise EngineUnavailable(f"the Docker engine does not answer: {exc}") from None
+
+        return await trio.to_thread.run_sync(call)
+
+    async def ping(self) -> bool:
+        """Whether the engine answers."""
+        try:
+            await self._run(lambda client: client.ping())
+        except EngineUnavailable:
+            return False
+        return True
+
+    async def version(self) -> dict[str, Any]:
+        info: dict[str, Any] = await self._run(lambda client: client.version())
+        return info
+
+    async def image_exists(self, image: str) -> bool:
+        docker = _sdk()
+
+        def exists(client: Any) -> bool:
+            try:
+                client.images.get(image)
+            except docker.errors.ImageNotFound:
+                return False
+            return True
+
+        found: bool = await self._run(exists)
+        return found
+
+    async def run(self, spec: ContainerSpec) -> str:
+        """Create and start the container; its id."""
+
+        def run(client: Any) -> str:
+            container = client.containers.run(spec.image, **spec.run_kwargs())
+            return str(container.id)
+
+        container_id: str = await self._run(run)
+        return container_id
+
+    async def exec(
+        self, name: str, command: list[str], *, environment: dict[str, str] | None = None, workdir: str | None = None,
+        max_output_bytes: int = 1 << 20,
+    ) -> ExecOutput:  # fmt: skip
+        """Run *command* in the container and wait for it; stdout and stderr kept up to
+        *max_output_bytes* together (the rest is read and dropped, so the command is never
+        blocked on a full pipe)."""
+
+        def run(client: Any) -> ExecOutput:
+            api = client.api
+            exec_id = api.exec_create(name, command, environment=environment, workdir=workdir)["Id"]
+            out, err = bytearray(), bytearray()
+            truncated = False
+            for chunk_out, chunk_err in _chunks(api.exec_start(exec_id, stream=True, demux=True)):
+                for chunk, kept in ((chunk_out, out), (chunk_err, err)):
+                    if not chunk:
+                        continue
+                    room = max_output_bytes - len(out) - len(err)
+                    if len(chunk) > room:
+                        truncated = True
+                    kept.extend(chunk[: max(room, 0)])
+            exit_code = api.exec_inspect(exec_id)["ExitCode"]
+            return ExecOutput(-1 if exit_code is None else int(exit_code), bytes(out), bytes(err), truncated)
+
+        output: ExecOutput = await self._run(run)
+        return output
+
+    async def remove(self, name: str) -> bool:
+        """Force-remove the container *name* (and its anonymous volumes); whether it existed."""
+        docker = _sdk()
+
+        def remove(client: Any) -> bool:
+            try:
+                client.api.remove_container(name, force=True, v=True)
+            except docker.errors.NotFound:
+                return False
+            except docker.errors.APIError as exc:
+                if exc.status_code == 409:  # removal already in progress
+                    return False
+                raise
+            return True
+
+        removed: bool = await self._run(remove)
+        return removed
+
+    async def containers(self, labels: dict[str, str]) -> list[ContainerInfo]:
+        """Every container (running or not) carrying all of *labels*."""
+
+        def listing(client: Any) -> list[ContainerInfo]:
+            filters = {"label": [f"{k}={v}" for k, v in labels.items()]}
+            return [
+                ContainerInfo(
+                    str(c["Names"][0]).lstrip("/") if c.get("Names") else str(c["Id"]),
+                    str(c.get("State", "")),
+                    dict(c.get("Labels") or {}),
+                    float(c.get("Created", time.time())),
+                )
+                for c in client.api.containers(all=True, filters=filters)
+            ]
+
+        found: list[ContainerInfo] = await self._run(listing)
+        return found
+
+    async def inspect(self, name: str) -> dict[str, Any]:
+        """The container as ``docker inspect`` shows it."""
+        inspected: dict[str, Any] = await self._run(lambda client: client.api.inspect_container(name))
+        return inspected
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+
+def _sdk() -> Any:
+    """The docker SDK, imported on first use: with requests it costs 200 ms, which the
+    daemon and the CLI should not pay when no container is ever run."""
+    import docker  # noqa: PLC0415
+
+    return docker
+
+
+def _chunks(stream: Any) -> Iterator[tuple[bytes | None, bytes | None]]:
+    for item in stream:
+        if isinstance(item, tuple):
+            yield item[0], item[1]
+        else:
+            yield item, None
