@@ -141,6 +141,8 @@ class SandboxConfig:
     scope: Literal["session", "agent", "shared"] = "session"
     timeout_seconds: float = 60.0
     reaper_interval_seconds: float = 60.0
+    #: A Docker sandbox unused this long is stopped (and its container removed) by the reaper.
+    idle_timeout_seconds: float = 1800.0
     memory_limit: str = "512m"
     cpu_limit: str = "1.0"
     pids_limit: int = 256
@@ -195,7 +197,7 @@ def parse_sandbox_config(table: dict[str, Any]) -> SandboxConfig:
         ) from None
     if not cpus > 0:
         raise ConfigError(f"sandbox.cpu_limit: must be more than 0, got {config.cpu_limit!r}")
-    for key in ("timeout_seconds", "reaper_interval_seconds"):
+    for key in ("timeout_seconds", "reaper_interval_seconds", "idle_timeout_seconds"):
         if not getattr(config, key) > 0:
             raise ConfigError(f"sandbox.{key}: must be more than 0, got {getattr(config, key)!r}")
     for key in ("pids_limit", "max_output_bytes"):
