@@ -5,6 +5,7 @@ Two backends behind the `beamclaw_tools.Jail` interface: bubblewrap (the light j
 container per scope, the tool bridge, the PII tokenizer, the tool policy).
 """
 
+from ._bridge import Bridge, ToolCaller
 from ._config import (
     DEFAULT_ENV_BLOCKLIST,
     PII_PATTERNS,
@@ -16,6 +17,13 @@ from ._config import (
     parse_sandbox_config,
     parse_size,
 )
+from ._docker import DockerEngine, EngineUnavailable, ImageMissing
+from ._env import container_environment
+from ._exec_tool import ExecTool
+from ._pii import PiiTokenizer
+from ._registry import SandboxUnavailable, ensure_sandbox, kill_sandbox, list_sandboxes, sandbox_status
+from ._runtime import SandboxRuntime, sandbox_key
+from ._tree import supervision_tree
 
 __all__ = [
     "DEFAULT_ENV_BLOCKLIST",
@@ -27,4 +35,21 @@ __all__ = [
     "SandboxConfig",
     "parse_sandbox_config",
     "parse_size",
+    # Docker code execution
+    "Bridge",
+    "DockerEngine",
+    "EngineUnavailable",
+    "ExecTool",
+    "ImageMissing",
+    "PiiTokenizer",
+    "SandboxRuntime",
+    "SandboxUnavailable",
+    "ToolCaller",
+    "container_environment",
+    "ensure_sandbox",
+    "kill_sandbox",
+    "list_sandboxes",
+    "sandbox_key",
+    "sandbox_status",
+    "supervision_tree",
 ]

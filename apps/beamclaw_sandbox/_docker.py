@@ -49,6 +49,10 @@ class EngineUnavailable(RuntimeError):
     """The Docker engine does not answer (not installed, not started, or no permission)."""
 
 
+class ImageMissing(LookupError):
+    """The sandbox image is not in the engine (it is built locally, never pulled)."""
+
+
 def instance_id(data_dir: Path) -> str:
     """This daemon's instance: the same for every start on *data_dir*, different for another."""
     return hashlib.sha256(str(data_dir.resolve()).encode()).hexdigest()[:12]
@@ -156,7 +160,7 @@ class DockerEngine:
             self._client = client
             return client
 
-    async def _run(self, function: Any, *args: Any) -> Any:
+    async def _run(self, function: Any, *args: Any, abandon_on_cancel: bool = False) -> Any:
         docker = _sdk()
 
         def call() -> Any:
@@ -168,7 +172,7 @@ class DockerEngine:
                     raise
                 raise EngineUnavailable(f"the Docker engine does not answer: {exc}") from None
 
-        return await trio.to_thread.run_sync(call)
+        return await trio.to_thread.run_sync(call, abandon_on_cancel=abandon_on_cancel)
 
     async def ping(self) -> bool:
         """Whether the engine answers."""
@@ -196,9 +200,17 @@ class DockerEngine:
         return found
 
     async def run(self, spec: ContainerSpec) -> str:
-        """Create and start the container; its id."""
+        """Create and start the container; its id. Raises `ImageMissing` without pulling."""
+
+        docker = _sdk()
 
         def run(client: Any) -> str:
+            # Looked up first: `containers.run` would try to pull a missing image, and no
+            # registry may be reachable (the image is built locally).
+            try:
+                client.images.get(spec.image)
+            except docker.errors.ImageNotFound:
+                raise ImageMissing(f"the sandbox image {spec.image} is not built") from None
             container = client.containers.run(spec.image, **spec.run_kwargs())
             return str(container.id)
 
@@ -207,11 +219,12 @@ class DockerEngine:
 
     async def exec(
         self, name: str, command: list[str], *, environment: dict[str, str] | None = None, workdir: str | None = None,
-        max_output_bytes: int = 1 << 20,
+        max_output_bytes: int = 1 << 20, abandon_on_cancel: bool = False,
     ) -> ExecOutput:  # fmt: skip
         """Run *command* in the container and wait for it; stdout and stderr kept up to
         *max_output_bytes* together (the rest is read and dropped, so the command is never
-        blocked on a full pipe)."""
+        blocked on a full pipe). With *abandon_on_cancel*, a cancelled wait returns at
+        once and leaves the worker thread to finish on its own."""
 
         def run(client: Any) -> ExecOutput:
             api = client.api
@@ -229,7 +242,7 @@ class DockerEngine:
             exit_code = api.exec_inspect(exec_id)["ExitCode"]
             return ExecOutput(-1 if exit_code is None else int(exit_code), bytes(out), bytes(err), truncated)
 
-        output: ExecOutput = await self._run(run)
+        output: ExecOutput = await self._run(run, abandon_on_cancel=abandon_on_cancel)
         return output
 
     async def remove(self, name: str) -> bool:

@@ -35,9 +35,12 @@ _API_KEY: Final = re.compile(
 _EMAIL: Final = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9](?:[A-Za-z0-9._%+-]{0,63})@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b"
 )
-# Digit groups joined by single spaces or dashes; the candidates are checked in code.
-_CARD: Final = re.compile(r"(?<![\w.+-])\d(?:[ -]?\d){12,18}(?![\w-])")
-_PHONE: Final = re.compile(r"(?<![\w+.-])(?:\+\d{1,3}[ -]?)?(?:\(\d{1,4}\)[ -]?)?\d{2,5}(?:[ -]\d{2,5}){0,5}(?![\w-])")
+# Runs of digit groups joined by single spaces or dashes; card numbers are looked for inside.
+_DIGIT_RUN: Final = re.compile(r"(?<![\w.+-])\d+(?:[ -]\d+)*(?![\w-])")
+_DIGITS: Final = re.compile(r"\d+")
+_PHONE: Final = re.compile(
+    r"(?<![\w+.-])(?:\+\d{7,15}|(?:\+\d{1,3}[ -]?)?(?:\(\d{1,4}\)[ -]?)?\d{2,5}(?:[ -]\d{2,5}){0,5})(?![\w-])"
+)
 _IBAN_START: Final = re.compile(r"\b[A-Z]{2}\d{2}")
 
 #: IBAN lengths by country (the SWIFT registry); other countries are tried at every length.
@@ -81,10 +84,48 @@ def _card(digits: str) -> bool:
     return 13 <= len(digits) <= 19 and digits[0] in "23456" and luhn_valid(digits)
 
 
+def _card_spans(text: str) -> Iterable[tuple[int, int]]:
+    """Where card numbers are: within each run of digit groups, the longest stretch of
+    whole groups that is a card number, left to right (a date or a phone number before
+    it in the same run does not hide it)."""
+    for run in _DIGIT_RUN.finditer(text):
+        groups = [(m.start() + run.start(), m.end() + run.start()) for m in _DIGITS.finditer(run.group(0))][:64]
+        first = 0
+        while first < len(groups):
+            for last in range(len(groups) - 1, first - 1, -1):
+                digits = "".join(text[a:b] for a, b in groups[first : last + 1])
+                if _card(digits):
+                    yield groups[first][0], groups[last][1]
+                    first = last
+                    break
+            first += 1
+
+
 def _phone(text: str) -> bool:
     digits = sum(c.isdigit() for c in text)
     separated = sum(c in " -" for c in text) >= 2 or "(" in text
     return 9 <= digits <= 15 and (text.startswith("+") or separated)
+
+
+_GROUP_END: Final = re.compile(r"\d(?=[ -]|$)")
+
+
+def _phone_spans(text: str) -> Iterable[tuple[int, int]]:
+    """Where phone numbers are. A candidate may run on into a date or another number
+    (``(415) 555-2671 2024-01-15``): the shortest run of whole groups with ten digits
+    that is a phone number is taken, else the longest that is one."""
+    position = 0
+    while match := _PHONE.search(text, position):
+        candidate = match.group(0)
+        ends = [m.end() for m in _GROUP_END.finditer(candidate)]
+        valid = [end for end in ends if _phone(candidate[:end])]
+        if valid:
+            ten = [end for end in valid if sum(c.isdigit() for c in candidate[:end]) >= 10]
+            end = match.start() + (ten[0] if ten else valid[-1])
+            yield match.start(), end
+            position = end
+        else:
+            position = match.end()
 
 
 def _iban_spans(text: str) -> Iterable[tuple[int, int]]:
@@ -194,15 +235,18 @@ class PiiTokenizer:
         return self._regex("email", _EMAIL, lambda _: True, text)
 
     def _cards(self, text: str) -> str:
-        return self._regex("card_number", _CARD, lambda found: _card(re.sub(r"[ -]", "", found)), text)
+        return self._spans("card_number", _card_spans(text), text)
 
     def _phones(self, text: str) -> str:
-        return self._regex("phone", _PHONE, _phone, text)
+        return self._spans("phone", _phone_spans(text), text)
 
     def _ibans(self, text: str) -> str:
+        return self._spans("iban", _iban_spans(text), text)
+
+    def _spans(self, kind: str, spans: Iterable[tuple[int, int]], text: str) -> str:
         pieces, last = [], 0
-        for start, end in _iban_spans(text):
-            pieces += [text[last:start], self.token_for("iban", text[start:end])]
+        for start, end in spans:
+            pieces += [text[last:start], self.token_for(kind, text[start:end])]
             last = end
         return "".join(pieces) + text[last:]
 
