@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,7 @@ import trio
 
 from tests.support.model_server import Agentic, Call, invalid_tool_history, scripted_model
 
-from .daemon import control, env, ping, write_config
+from .daemon import control, start_daemon, write_config
 
 SECONDS = float(os.environ.get("BEAMCLAW_CHAOS_SECONDS", "60"))
 SEED = int(os.environ.get("BEAMCLAW_CHAOS_SEED", "20261123"))
@@ -125,15 +123,8 @@ async def test_random_kills_under_load_break_nothing(tmp_path: Path) -> None:
         model.keep_requests = False
         config = write_config(tmp_path, model, extra="[gateway.rate_limit]\nrequests = 1000000\n")
         port = config.read_text().split("port = ")[1].split()[0]
-        with (tmp_path / "daemon.log").open("wb") as log:
-            daemon = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-                env=env(home), stdout=subprocess.DEVNULL, stderr=log,
-            )  # fmt: skip
+        daemon = await start_daemon(config, home)
         try:
-            with trio.fail_after(30):
-                while not await ping(home):
-                    await trio.sleep(0.05)
             load = _Load()
             until = trio.current_time() + SECONDS
             async with trio.open_nursery() as nursery:
@@ -152,7 +143,7 @@ async def test_random_kills_under_load_break_nothing(tmp_path: Path) -> None:
             assert model.refusals == [], f"the model was sent an invalid history: {model.refusals[:1]} {figures}"
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
                 for user, acked in load.acked.items():
-                    history = (await control(home, {"cmd": "history", "user": f"api:{user}", "agent": "default"}))
+                    history = await control(home, {"cmd": "history", "user": f"api:{user}", "agent": "default"})
                     messages = history["messages"]
                     assert invalid_tool_history(messages) is None, f"{user}: {invalid_tool_history(messages)} {replay}"
                     said = {m["content"] for m in messages if m["role"] == "user"}

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import random
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -22,23 +20,11 @@ import trio
 
 from tests.support.model_server import Agentic, Call, ScriptedModel, invalid_tool_history, scripted_model
 
-from .daemon import control, env, ping, write_config
+from .daemon import control, start_daemon, write_config
 
 CYCLES = int(os.environ.get("BEAMCLAW_KILL9_CYCLES", "10"))
 SEED = int(os.environ.get("BEAMCLAW_KILL9_SEED", "9"))
 USER = "kill9"
-
-
-async def _start(config: Path, home: Path) -> trio.Process:
-    daemon = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-        env=env(home), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    with trio.fail_after(30):
-        while not await ping(home):
-            assert daemon.poll() is None, "the daemon exited during start-up"
-            await trio.sleep(0.05)
-    return daemon
 
 
 async def _check_what_is_left(home: Path, acked: list[str], model: ScriptedModel, replay: str) -> None:
@@ -74,7 +60,7 @@ async def test_kill_9_in_the_middle_of_turns_loses_nothing(tmp_path: Path) -> No
         config = write_config(tmp_path, model)
         url = f"http://127.0.0.1:{config.read_text().split('port = ')[1].split()[0]}"
         for cycle in range(CYCLES):
-            daemon = await _start(config, home)
+            daemon = await start_daemon(config, home)
             try:
                 if cycle:
                     await _check_what_is_left(home, acked, model, f"cycle {cycle} {replay}")
@@ -89,7 +75,7 @@ async def test_kill_9_in_the_middle_of_turns_loses_nothing(tmp_path: Path) -> No
                 if daemon.poll() is None:
                     daemon.kill()
                 await daemon.wait()
-        daemon = await _start(config, home)
+        daemon = await start_daemon(config, home)
         try:
             await _check_what_is_left(home, acked, model, replay)
             async with httpx.AsyncClient(base_url=url, timeout=30) as http:
