@@ -34,7 +34,7 @@ from typing import Any
 
 SOCKET_PATH = os.environ.get("BEAMCLAW_BRIDGE_SOCKET", "/run/beamclaw/bridge.sock")
 
-__all__ = ["BridgeError", "ToolCallError", "call_tool", "get_tool", "search_tools"]
+__all__ = ["BridgeError", "ToolCallError", "call_tool", "close", "get_tool", "search_tools"]
 
 
 class BridgeError(Exception):
@@ -88,6 +88,17 @@ def _request(method: str, params: dict[str, Any]) -> Any:
         error = response["error"]
         raise BridgeError(int(error.get("code", -32603)), str(error.get("message", "error")))
     return response["result"]
+
+
+def close() -> None:
+    """Close the connection to the bridge (the next call opens a new one)."""
+    global _connection
+    with _lock:
+        if _connection is not None:
+            sock, reader = _connection
+            _connection = None
+            reader.close()
+            sock.close()
 
 
 def search_tools(query: str = "", limit: int = 20) -> list[dict[str, str]]:
