@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol, final, runtime_checkable
 
@@ -73,6 +74,10 @@ class ToolContext:
 
     workspace: Path
     data_dir: Path
+    #: The agent loop's tool dispatcher, for code that calls tools itself (the sandbox's
+    #: bridge): ``await call_tool(name, arguments)`` runs the tool under the loop's own
+    #: rules (autonomy, approvals, scrubber). None where no loop is behind the call.
+    call_tool: Callable[[str, dict[str, Any]], Awaitable[ToolResult]] | None = None
 
 
 class ToolError(Exception):
