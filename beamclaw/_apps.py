@@ -31,6 +31,12 @@ APPS: Final[dict[str, tuple[str, ...]]] = {
 }
 
 
+#: Apps whose ``enabled`` key is about a part of the app, not the app: the sandbox app's
+#: opts in to Docker code execution, and the app always runs, because it holds the jails
+#: that bash and terminal run in (core depends on it).
+ALWAYS_RUNNING: Final = frozenset({"sandbox"})
+
+
 def _app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | sv.DynamicSupervisor:
     """The app's own tree: its package's ``supervision_tree(table, data_dir)``, else an empty supervisor."""
     module = importlib.import_module(f"beamclaw_{name}")
@@ -65,7 +71,7 @@ def build_tree(config: dict[str, Any], home: Path) -> sv.Supervisor:
 
     Disabling an app that an enabled one depends on is a configuration error.
     """
-    enabled = [name for name in APPS if config.get(name, {}).get("enabled", True)]
+    enabled = [name for name in APPS if name in ALWAYS_RUNNING or config.get(name, {}).get("enabled", True)]
     for name in enabled:
         missing = [dep for dep in APPS[name] if dep not in enabled]
         if missing:

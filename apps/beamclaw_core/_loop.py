@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
 import supervision as sv
 from beamclaw_obs import emit, scrub
+from beamclaw_sandbox import session_jails
 from beamclaw_tools import Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
 
 from ._approval import Decision, decide
@@ -92,6 +94,13 @@ async def _tool_event(run: Run, method: str, *args: Any) -> None:
     action = getattr(run.channel, method, None)
     if action is not None:
         await tell(action, *args)
+
+
+def _skill_dirs(data: _Data) -> tuple[Path, ...]:
+    """The skill folders outside the workspace, which a jailed command may read (to run a
+    skill's scripts): the bundled ones and the data dir's ``skills``, never more of it."""
+    bundled = data.runtime.config.bundled_skills_dir
+    return (*([Path(bundled)] if bundled else []), data.runtime.data_dir / "skills")
 
 
 class Loop(sv.StateMachine):
@@ -307,7 +316,13 @@ class Loop(sv.StateMachine):
         info = data.info
         tools = turn.tools
         session = ToolSession(info.id, info.agent_id, info.user_id, info.channel)
-        context = ToolContext(workspace=data.runtime.workspace(info.agent_id), data_dir=data.runtime.data_dir)
+        context = ToolContext(
+            workspace=data.runtime.workspace(info.agent_id),
+            data_dir=data.runtime.data_dir,
+            # The sandbox app's jails: bash and terminal run in the one they are set to use.
+            jails=await session_jails(session),
+            readonly_dirs=_skill_dirs(data),
+        )
         results = []
         for call in turn.pending:
             approved, reason = turn.decisions.get(call.id, (False, "not approved"))

@@ -6,6 +6,7 @@ container per scope, the tool bridge, the PII tokenizer, the tool policy).
 """
 
 from ._bridge import Bridge, ToolCaller
+from ._bubblewrap import ETC_FILES, BubblewrapJail
 from ._config import (
     DEFAULT_ENV_BLOCKLIST,
     PII_PATTERNS,
@@ -20,6 +21,7 @@ from ._config import (
 from ._docker import DockerEngine, EngineUnavailable, ImageMissing
 from ._env import container_environment
 from ._exec_tool import ExecTool
+from ._jails import JAILS, JailFactory, JailServer, jail_server, session_jails
 from ._pii import PiiTokenizer
 from ._registry import SandboxUnavailable, ensure_sandbox, kill_sandbox, list_sandboxes, sandbox_status
 from ._runtime import SandboxRuntime, sandbox_key
@@ -35,6 +37,14 @@ __all__ = [
     "SandboxConfig",
     "parse_sandbox_config",
     "parse_size",
+    # the jails of bash, terminal and skill scripts
+    "ETC_FILES",
+    "JAILS",
+    "BubblewrapJail",
+    "JailFactory",
+    "JailServer",
+    "jail_server",
+    "session_jails",
     # Docker code execution
     "Bridge",
     "DockerEngine",

@@ -10,25 +10,33 @@ from ._config import ConfigError, structure_config
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
 from ._invoke import parse_arguments, run_tool
+from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
 from ._provider import tool_provider
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
 from ._secret import MissingSecret, Secret
-from ._shell import BashTool, TerminalTool
+from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
 from ._shell_policy import check_command
+from ._subprocess import Unjailed, run_captured
 from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 from ._tree import ToolsConfig, builtin_tools, supervision_tree
 from ._web_search import WebSearchTool
 
 __all__ = [
+    "ISOLATIONS",
     "REGISTRY",
+    "SYSTEM_PATH",
     "Autonomy",
     "BashTool",
     "ConfigError",
     "Credential",
     "CurlTool",
     "DeleteFileTool",
+    "Isolation",
+    "Jail",
+    "JailResult",
+    "JailUnavailable",
     "JqTool",
     "MissingSecret",
     "ReadFileTool",
@@ -41,10 +49,12 @@ __all__ = [
     "ToolResult",
     "ToolSession",
     "ToolsConfig",
+    "Unjailed",
     "WebSearchTool",
     "WriteFileTool",
     "builtin_tools",
     "check_command",
+    "check_cwd",
     "is_public",
     "list_tools",
     "lookup_tool",
@@ -53,6 +63,7 @@ __all__ = [
     "pinned_url",
     "register_tool",
     "resolve_in_workspace",
+    "run_captured",
     "run_tool",
     "structure_config",
     "supervision_tree",

@@ -1,81 +1,57 @@
-"""The `bash` and `terminal` tools: a command in a subprocess, with a timeout and an output cap.
+"""The `bash` and `terminal` tools: a command in a jail, with a timeout and an output cap.
 
-Both refuse what the deny list refuses before anything runs. The subprocess gets a
-minimal environment (never the daemon's secrets) and its own process group, so a
-timeout kills everything it started. `terminal` also keeps each session's working
-directory between calls, as a terminal would.
+The jail is the boundary: ``isolation`` names the backend ("bubblewrap" by default,
+"docker"), which the agent loop passes in the `ToolContext`. With no working backend
+the tools refuse, naming the fix, rather than run a command unjailed; only
+``isolation = "none"``, written on purpose, runs it directly (`Unjailed`). The deny
+list is a second layer: both tools refuse what it refuses before anything runs.
+`terminal` also keeps each session's working directory between calls, as a terminal
+would.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
+import shlex
 import signal
-import subprocess
-from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import attrs
-import trio
 
+from ._jail import Jail, JailResult, JailUnavailable
 from ._shell_policy import check_command
+from ._subprocess import Unjailed
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
-_SAFE_ENV: Final = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
+Isolation = Literal["bubblewrap", "docker", "none"]
+ISOLATIONS: Final = ("bubblewrap", "docker", "none")
+
 _CWD_MARK: Final = "\n__BEAMCLAW_CWD__"
+_UNJAILED: Final = Unjailed()
 
 
-def _child_env(workspace: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k in _SAFE_ENV}
-    env["HOME"] = str(workspace)
-    return env
+def _exit_text(code: int) -> str:
+    if code >= 0:
+        return f"exit code: {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        name = f"signal {-code}"
+    return f"exit code: {code} (killed by {name})"
 
 
-def _cap(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... output truncated: {len(text) - limit} more characters]"
-
-
-async def _kill_group(process: trio.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-
-
-@attrs.frozen
-class _Outcome:
-    returncode: int | None
-    stdout: str
-    stderr: str
-
-
-async def run_shell(script: str, cwd: Path, timeout: float) -> _Outcome:
-    """Run *script* with ``bash -c`` in *cwd*; ``returncode`` is None when it timed out."""
-    with trio.move_on_after(timeout):
-        done = await trio.run_process(
-            ["bash", "-c", script],
-            cwd=cwd,
-            env=_child_env(cwd),
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            start_new_session=True,
-            deliver_cancel=_kill_group,
-        )
-        return _Outcome(done.returncode, done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace"))
-    return _Outcome(None, "", "")
-
-
-def _report(outcome: _Outcome, timeout: float, limit: int) -> ToolResult:
-    if outcome.returncode is None:
-        return ToolResult(f"the command timed out after {timeout:g} s and was killed", is_error=True)
-    parts = [f"exit code: {outcome.returncode}"]
-    if outcome.stdout:
-        parts.append(_cap(outcome.stdout.rstrip("\n"), limit))
-    if outcome.stderr:
-        parts.append("[stderr]\n" + _cap(outcome.stderr.rstrip("\n"), limit))
-    return ToolResult("\n".join(parts), is_error=outcome.returncode != 0)
+def _report(result: JailResult, timeout: float) -> ToolResult:
+    stdout = result.stdout.decode(errors="replace").rstrip("\n")
+    stderr = result.stderr.decode(errors="replace").rstrip("\n")
+    if result.timed_out:
+        parts = [f"the command timed out after {timeout:g} s and was killed, with every process it started"]
+    else:
+        assert result.exit_code is not None
+        parts = [_exit_text(result.exit_code)]
+    if stdout:
+        parts.append(stdout)
+    if stderr:
+        parts.append("[stderr]\n" + stderr)
+    return ToolResult("\n".join(parts), is_error=result.timed_out or result.exit_code != 0)
 
 
 def _parameters(extra: str) -> dict[str, Any]:
@@ -88,14 +64,27 @@ def _parameters(extra: str) -> dict[str, Any]:
     )
 
 
+def _no_jail(tool: str, isolation: str) -> str:
+    return (
+        f"command refused: {tool} runs commands in a {isolation} jail, and none is available here "
+        f"(the sandbox app is not running). Start the daemon with its sandbox app, or, to run commands "
+        f'unjailed on purpose, set [tools.{tool}] isolation = "none" in config.toml'
+    )
+
+
 @attrs.define
 class BashTool:
-    """Run one shell command in the agent's workspace."""
+    """Run one shell command in the agent's workspace, in the jail ``isolation`` names."""
 
     timeout: float = 30.0
     output_limit: int = 16_000
     requires_approval: bool = True
     min_autonomy: Autonomy = Autonomy.SUPERVISED
+    isolation: Isolation = "bubblewrap"
+
+    def __attrs_post_init__(self) -> None:
+        if self.isolation not in ISOLATIONS:
+            raise ValueError(f"isolation must be one of {', '.join(ISOLATIONS)}, got {self.isolation!r}")
 
     @property
     def definition(self) -> ToolDefinition:
@@ -107,8 +96,7 @@ class BashTool:
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
         command, timeout = self._checked(args)
-        context.workspace.mkdir(parents=True, exist_ok=True)
-        return _report(await run_shell(command, context.workspace, timeout), timeout, self.output_limit)
+        return _report(await self._run(command, context, timeout), timeout)
 
     def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
         """The command, refused by the deny list if it must be, and its time limit."""
@@ -118,12 +106,34 @@ class BashTool:
             raise ToolError(f"command refused: {reason}")
         return command, min(float(args.get("timeout_seconds", self.timeout)), self.timeout)
 
+    def _jail(self, context: ToolContext) -> Jail:
+        if self.isolation == "none":
+            return _UNJAILED
+        jail = context.jails.get(self.isolation)
+        if jail is None:
+            raise ToolError(_no_jail(self.definition.name, self.isolation))
+        return jail
+
+    async def _run(self, script: str, context: ToolContext, timeout: float) -> JailResult:
+        jail = self._jail(context)
+        context.workspace.mkdir(parents=True, exist_ok=True)
+        try:
+            return await jail.run(
+                ["bash", "-c", script],
+                workspace=context.workspace,
+                timeout=timeout,
+                output_limit=self.output_limit,
+                readonly=context.readonly_dirs,
+            )
+        except JailUnavailable as exc:
+            raise ToolError(f"command refused: {exc}") from None
+
 
 @attrs.define
 class TerminalTool(BashTool):
     """A terminal per session: like `bash`, but ``cd`` carries over to the next call."""
 
-    _cwd: dict[str, Path] = attrs.field(factory=dict, init=False)
+    _cwd: dict[str, str] = attrs.field(factory=dict, init=False)
 
     @property
     def definition(self) -> ToolDefinition:
@@ -135,14 +145,20 @@ class TerminalTool(BashTool):
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
         command, timeout = self._checked(args)
-        context.workspace.mkdir(parents=True, exist_ok=True)
-        cwd = self._cwd.get(session.id, context.workspace)
-        if not cwd.is_dir():
-            cwd = context.workspace
-        script = f'{command}\n__rc=$?; printf "{_CWD_MARK.encode("unicode_escape").decode()}%s" "$PWD"; exit $__rc'
-        outcome = await run_shell(script, cwd, timeout)
-        stdout, mark, new_cwd = outcome.stdout.rpartition(_CWD_MARK)
-        if mark:
-            self._cwd[session.id] = Path(new_cwd)
-            outcome = attrs.evolve(outcome, stdout=stdout)
-        return _report(outcome, timeout, self.output_limit)
+        workspace = str(context.workspace)
+        # The jail starts in the workspace; the script goes back to where the last call
+        # left off (a folder that has gone since means the workspace), and prints where
+        # it ends up last, after the command's own output.
+        cwd = self._cwd.get(session.id, workspace)
+        mark = _CWD_MARK.encode("unicode_escape").decode()
+        script = (
+            f"cd -- {shlex.quote(cwd)} 2>/dev/null || cd -- {shlex.quote(workspace)}\n"
+            f'{command}\n__rc=$?; printf "{mark}%s" "$PWD"; exit $__rc'
+        )
+        result = await self._run(script, context, timeout)
+        text = result.stdout.decode(errors="replace")
+        stdout, found, new_cwd = text.rpartition(_CWD_MARK)
+        if found and new_cwd:
+            self._cwd[session.id] = new_cwd
+            result = attrs.evolve(result, stdout=stdout.encode())
+        return _report(result, timeout)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, final, runtime_checkable
 
 import attrs
+
+from ._jail import Jail
 
 
 class Autonomy(enum.IntEnum):
@@ -70,10 +72,18 @@ class ToolSession:
 @final
 @attrs.frozen
 class ToolContext:
-    """Where a call may act: the agent's workspace, and the data dir it must never touch."""
+    """Where a call may act: the agent's workspace, and the data dir it must never touch.
+
+    ``jails`` are the isolation backends a command may run in, by name ("bubblewrap",
+    "docker"); the agent loop fills them from the sandbox app, so a tool reaches a jail
+    without this app importing that one. ``readonly_dirs`` are folders a jailed command
+    may read besides the system (the agent's skill folders, for their scripts).
+    """
 
     workspace: Path
     data_dir: Path
+    jails: Mapping[str, Jail] = attrs.field(factory=dict)
+    readonly_dirs: tuple[Path, ...] = ()
     #: The agent loop's tool dispatcher, for code that calls tools itself (the sandbox's
     #: bridge): ``await call_tool(name, arguments)`` runs the tool under the loop's own
     #: rules (autonomy, approvals, scrubber). None where no loop is behind the call.

@@ -15,15 +15,23 @@ from ._files import DeleteFileTool, ReadFileTool, WriteFileTool
 from ._jq import JqTool
 from ._registry import ToolRegistry
 from ._secret import Secret
-from ._shell import BashTool, TerminalTool
+from ._shell import BashTool, Isolation, TerminalTool
 from ._tool import Tool
 from ._web_search import WebSearchTool
 
 
 @attrs.frozen
 class ShellConfig:
+    """``[tools.bash]`` / ``[tools.terminal]``.
+
+    ``isolation``: the jail every command runs in: "bubblewrap" (the default), "docker",
+    or "none" (unjailed, on purpose: the deny list is then the only guard).
+    ``output_limit``: bytes kept of each of stdout and stderr.
+    """
+
     timeout_seconds: float = 30.0
     output_limit: int = 16_000
+    isolation: Isolation = "bubblewrap"
 
 
 @attrs.frozen
@@ -56,8 +64,10 @@ def builtin_tools(config: ToolsConfig) -> list[Tool]:
     """The built-in tools as configured, without the disabled ones."""
     curl = config.curl
     tools: list[Tool] = [
-        BashTool(config.bash.timeout_seconds, config.bash.output_limit),
-        TerminalTool(config.terminal.timeout_seconds, config.terminal.output_limit),
+        BashTool(config.bash.timeout_seconds, config.bash.output_limit, isolation=config.bash.isolation),
+        TerminalTool(
+            config.terminal.timeout_seconds, config.terminal.output_limit, isolation=config.terminal.isolation
+        ),
         CurlTool(
             timeout=curl.timeout_seconds,
             output_limit=curl.output_limit,

@@ -1,4 +1,4 @@
-"""A running obs + tools + core tree against the scripted model server, for core tests."""
+"""A running obs + tools + sandbox + core tree against the scripted model server, for core tests."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import trio
 
 import beamclaw_core as core
 import beamclaw_obs as obs
+import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
 import supervision as sv
 from tests.support.model_server import ScriptedModel, Step, scripted_model
@@ -68,6 +69,7 @@ def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: 
             obs.supervision_tree({"log_level": "DEBUG"}, home).child_spec("obs"),
             sv.ChildSpec("collect", Collect.start, args=(events,)),
             tools.supervision_tree(tools_table, home).child_spec("tools"),
+            sandbox.supervision_tree({}, home).child_spec("sandbox"),  # the jails bash runs in
             core.supervision_tree(core_table(base_url, **core_overrides), home).child_spec("core"),
         ],
         name="test_root",

@@ -1,65 +1,170 @@
-"""`bash` and `terminal` run real subprocesses: workspace, timeout, output cap, no secrets."""
+"""`bash` and `terminal` run real commands, in the bubblewrap jail (the default) and unjailed
+(``isolation = "none"``): workspace, timeout, output cap, no secrets, and a refusal that
+names the fix when no jail can run."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import attrs
 import pytest
+import trio
 
-from beamclaw_tools import BashTool, TerminalTool, ToolContext, ToolSession, run_tool
+from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config
+from beamclaw_tools import BashTool, TerminalTool, ToolContext, ToolSession, builtin_tools, run_tool
+from beamclaw_tools._tree import ToolsConfig
+from tests.support.bubblewrap import bubblewrap_problem
+
+ISOLATIONS = [
+    pytest.param(
+        "bubblewrap",
+        marks=pytest.mark.skipif(
+            bubblewrap_problem() is not None, reason=f"bubblewrap cannot jail commands here: {bubblewrap_problem()}"
+        ),
+    ),
+    "none",
+]
 
 
-async def test_runs_in_the_workspace_and_reports_the_exit_code(context: ToolContext, session: ToolSession) -> None:
-    result = await run_tool(BashTool(), {"command": "pwd; echo oops >&2; exit 3"}, session, context)
+@pytest.fixture(params=ISOLATIONS)
+def isolation(request: pytest.FixtureRequest) -> str:
+    value: str = request.param
+    return value
+
+
+@pytest.fixture
+def jailed(context: ToolContext) -> ToolContext:
+    """The tools' context as the agent loop makes it: with the sandbox app's bubblewrap jail."""
+    return attrs.evolve(context, jails={"bubblewrap": BubblewrapJail(parse_sandbox_config({}))})
+
+
+async def test_runs_in_the_workspace_and_reports_the_exit_code(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    result = await run_tool(BashTool(isolation=isolation), {"command": "pwd; echo oops >&2; exit 3"}, session, jailed)
     assert result.is_error
     assert result.text.startswith("exit code: 3\n")
-    assert str(context.workspace) in result.text and "[stderr]\noops" in result.text
+    assert str(jailed.workspace) in result.text and "[stderr]\noops" in result.text
 
 
-async def test_a_refused_command_does_not_run(context: ToolContext, session: ToolSession) -> None:
-    result = await run_tool(BashTool(), {"command": "touch marker && sudo ls"}, session, context)
+async def test_a_refused_command_does_not_run(jailed: ToolContext, session: ToolSession, isolation: str) -> None:
+    result = await run_tool(BashTool(isolation=isolation), {"command": "touch marker && sudo ls"}, session, jailed)
     assert result.is_error and "command refused" in result.text
-    assert not (context.workspace / "marker").exists()
+    assert not (jailed.workspace / "marker").exists()
 
 
-async def test_timeout_kills_the_whole_process_group(context: ToolContext, session: ToolSession) -> None:
+async def test_timeout_kills_the_whole_process_group(jailed: ToolContext, session: ToolSession, isolation: str) -> None:
     command = "(sleep 5; touch late) & sleep 5"
-    result = await run_tool(BashTool(timeout=0.5), {"command": command}, session, context)
+    result = await run_tool(BashTool(timeout=0.5, isolation=isolation), {"command": command}, session, jailed)
     assert result.is_error and "timed out after 0.5 s" in result.text
-    assert not (context.workspace / "late").exists()
+    assert not (jailed.workspace / "late").exists()
 
 
-async def test_output_is_capped(context: ToolContext, session: ToolSession) -> None:
-    result = await run_tool(
-        BashTool(output_limit=100), {"command": "head -c 5000 /dev/zero | tr '\\0' a"}, session, context
-    )
-    assert "[... output truncated: 4900 more characters]" in result.text
-    assert len(result.text) < 300
+async def test_what_a_command_leaves_running_is_killed_when_it_ends(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    command = "(sleep 1; touch late) >/dev/null 2>&1 & echo started"
+    result = await run_tool(BashTool(isolation=isolation), {"command": command}, session, jailed)
+    assert result.text == "exit code: 0\nstarted"
+    await trio.sleep(1.5)
+    assert not (jailed.workspace / "late").exists()
+
+
+async def test_output_is_capped_keeping_its_start_and_end(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    tool = BashTool(output_limit=100, isolation=isolation)
+    command = "head -c 5000 /dev/zero | tr '\\0' a; echo; echo THE-END"
+    result = await run_tool(tool, {"command": command}, session, jailed)
+    assert "[... 4909 bytes left out ...]" in result.text
+    assert result.text.endswith("THE-END") and len(result.text) < 300
 
 
 async def test_the_daemons_secrets_are_not_in_the_environment(
-    context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch
+    jailed: ToolContext, session: ToolSession, isolation: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-verysecretvalue")
-    result = await run_tool(BashTool(), {"command": "env"}, session, context)
+    result = await run_tool(BashTool(isolation=isolation), {"command": "env"}, session, jailed)
     assert "OPENROUTER_API_KEY" not in result.text and "verysecret" not in result.text
-    assert f"HOME={context.workspace}" in result.text
+    assert f"HOME={jailed.workspace}" in result.text
 
 
-async def test_bad_arguments_are_a_clear_error(context: ToolContext, session: ToolSession) -> None:
-    result = await run_tool(BashTool(), {"cmd": "ls"}, session, context)
+async def test_bad_arguments_are_a_clear_error(jailed: ToolContext, session: ToolSession) -> None:
+    result = await run_tool(BashTool(), {"cmd": "ls"}, session, jailed)
     assert result.is_error
     assert "'command' is a required property" in result.text and "'cmd' was unexpected" in result.text
 
 
-async def test_terminal_keeps_the_working_directory_per_session(context: ToolContext, session: ToolSession) -> None:
-    terminal = TerminalTool()
-    (context.workspace / "sub").mkdir()
-    await run_tool(terminal, {"command": "cd sub"}, session, context)
-    here = await run_tool(terminal, {"command": "pwd"}, session, context)
-    assert here.text == f"exit code: 0\n{context.workspace / 'sub'}"
+async def test_terminal_keeps_the_working_directory_per_session(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    terminal = TerminalTool(isolation=isolation)
+    (jailed.workspace / "sub").mkdir()
+    await run_tool(terminal, {"command": "cd sub"}, session, jailed)
+    here = await run_tool(terminal, {"command": "pwd"}, session, jailed)
+    assert here.text == f"exit code: 0\n{jailed.workspace / 'sub'}"
     other = ToolSession(id="s2", agent_id="default", user_id="u")
-    there = await run_tool(terminal, {"command": "pwd"}, other, context)
-    assert Path(there.text.splitlines()[1]) == context.workspace
-    assert os.getcwd() != str(context.workspace / "sub")
+    there = await run_tool(terminal, {"command": "pwd"}, other, jailed)
+    assert Path(there.text.splitlines()[1]) == jailed.workspace
+    assert os.getcwd() != str(jailed.workspace / "sub")
+
+
+async def test_terminal_keeps_its_directory_past_a_capped_output(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    terminal = TerminalTool(output_limit=1000, isolation=isolation)
+    (jailed.workspace / "sub").mkdir()
+    result = await run_tool(terminal, {"command": "cd sub && seq 1 5000"}, session, jailed)
+    assert "bytes left out" in result.text and "__BEAMCLAW_CWD__" not in result.text
+    here = await run_tool(terminal, {"command": "pwd"}, session, jailed)
+    assert here.text == f"exit code: 0\n{jailed.workspace / 'sub'}"
+
+
+async def test_a_directory_that_has_gone_sends_the_terminal_back_to_the_workspace(
+    jailed: ToolContext, session: ToolSession, isolation: str
+) -> None:
+    terminal = TerminalTool(isolation=isolation)
+    await run_tool(terminal, {"command": "mkdir gone && cd gone"}, session, jailed)
+    (jailed.workspace / "gone").rmdir()
+    here = await run_tool(terminal, {"command": "pwd"}, session, jailed)
+    assert here.text == f"exit code: 0\n{jailed.workspace}"
+
+
+async def test_without_a_jail_the_command_is_refused_naming_the_fix(context: ToolContext, session: ToolSession) -> None:
+    """No sandbox app (no jail in the context): refused, never run unjailed."""
+    for tool in (BashTool(), TerminalTool()):
+        result = await run_tool(tool, {"command": "touch ran"}, session, context)
+        assert result.is_error
+        name = tool.definition.name
+        assert result.text.startswith(f"command refused: {name} runs commands in a bubblewrap jail")
+        assert f'[tools.{name}] isolation = "none"' in result.text
+    assert not (context.workspace / "ran").exists()
+
+
+async def test_a_jail_that_cannot_run_here_refuses_naming_the_fix(context: ToolContext, session: ToolSession) -> None:
+    config = parse_sandbox_config({"bubblewrap": {"bwrap": "/nonexistent/bwrap"}})
+    broken = attrs.evolve(context, jails={"bubblewrap": BubblewrapJail(config)})
+    result = await run_tool(BashTool(), {"command": "touch ran"}, session, broken)
+    assert result.is_error
+    assert "bubblewrap is not installed (no '/nonexistent/bwrap' on PATH)" in result.text
+    assert "apt install bubblewrap" in result.text and 'isolation = "none"' in result.text
+    assert not (context.workspace / "ran").exists()
+
+
+async def test_docker_isolation_without_a_docker_jail_is_refused(context: ToolContext, session: ToolSession) -> None:
+    result = await run_tool(BashTool(isolation="docker"), {"command": "true"}, session, context)
+    assert result.is_error and "runs commands in a docker jail, and none is available here" in result.text
+
+
+def test_isolation_is_configured_per_tool() -> None:
+    from beamclaw_tools import ConfigError, structure_config
+
+    config = structure_config({"bash": {"isolation": "none"}}, ToolsConfig, "tools")
+    bash, terminal = builtin_tools(config)[:2]
+    assert isinstance(bash, BashTool) and bash.isolation == "none"
+    assert isinstance(terminal, TerminalTool) and terminal.isolation == "bubblewrap"
+    with pytest.raises(ConfigError, match=r"tools.terminal.isolation: chroot is not one of"):
+        structure_config({"terminal": {"isolation": "chroot"}}, ToolsConfig, "tools")
+    with pytest.raises(ValueError, match="isolation must be one of bubblewrap, docker, none"):
+        BashTool(isolation="chroot")  # type: ignore[arg-type]

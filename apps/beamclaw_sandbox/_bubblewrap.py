@@ -1,0 +1,380 @@
+"""The bubblewrap jail: a light, per-command jail for ``bash``, ``terminal`` and skill scripts.
+
+Each command gets fresh user, pid, ipc, uts, cgroup and network namespaces (the network
+only when ``[sandbox] network = "bridge"``), and a root that holds nothing but:
+
+- ``/usr`` (and the ``/bin``, ``/sbin``, ``/lib*`` links or folders) read-only;
+- a copy of the few files of ``/etc`` a shell and its tools need (`ETC_FILES`),
+  read-only, with a ``/etc/passwd`` and ``/etc/group`` of its own: never
+  ``/etc/shadow``, ssh host keys, TLS private keys or package-manager credentials (a
+  copy, refreshed when a source changes, because one bind mount costs far less than
+  thirty);
+- its own ``/proc`` (of its pid namespace: no daemon, no other jail), a minimal ``/dev``,
+  and a private, size-capped ``/tmp`` and ``/dev/shm``;
+- the agent's workspace, read-write, at its own absolute path: the only writable place
+  that outlives the command;
+- the folders the caller names read-only (the agent's skill folders).
+
+The root itself is read-only. The data dir, the config, the control socket, other
+agents' workspaces, ``$HOME``, ``/run`` and ``/var`` are not there at all.
+
+bwrap is started with an empty environment (its pid 1 in the jail keeps the environ it
+was started with, which any process there can read) and its arguments in a memfd
+(``--args``), so ``/proc/1/cmdline`` shows the command and no host path; the command's environment is
+the ``env_allowlist`` minus the ``env_blocklist``, with PATH, HOME and TMPDIR of the
+jail's own. ``--new-session`` (no TIOCSTI into the daemon's terminal),
+``--die-with-parent``, ``--disable-userns`` where bwrap has it, and every capability
+dropped. Limits, set by the jail's first process before it runs the command, bind
+every process in it: RLIMIT_NPROC (``pids_limit``; counted per user namespace, so only
+the jail's own processes count), RLIMIT_DATA (``memory_limit``: the heap and every
+private mapping), RLIMIT_AS (four times that, a backstop that still lets JIT runtimes
+reserve their address space), RLIMIT_CPU (the call's time limit times ``cpu_limit``),
+RLIMIT_FSIZE (``[sandbox.bubblewrap] file_size_limit``) and no core dumps. When the
+command ends or its time is up, bwrap is killed; its pid 1 dies with it, and with pid 1
+the kernel kills every process of the namespace, so nothing is left behind.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import math
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, final
+
+import trio
+
+from beamclaw_tools import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd, run_captured
+
+from ._config import SandboxConfig
+
+#: What of /etc a jail sees, read-only (a name missing on this host is skipped).
+ETC_FILES: Final = (
+    "alternatives",
+    "bash.bashrc",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "debian_version",
+    "gai.conf",
+    "host.conf",
+    "hosts",
+    "inputrc",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "locale.alias",
+    "locale.conf",
+    "localtime",
+    "lsb-release",
+    "magic",
+    "magic.mime",
+    "mime.types",
+    "networks",
+    "nsswitch.conf",
+    "os-release",
+    "pki/ca-trust/extracted",
+    "pki/tls/certs",
+    "profile",
+    "protocols",
+    "python3",
+    "resolv.conf",
+    "services",
+    "shells",
+    "ssl/certs",
+    "ssl/openssl.cnf",
+    "terminfo",
+    "timezone",
+)
+#: The top-level system links or folders of a merged-/usr (or not) system.
+_SYSTEM_DIRS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
+_HOSTNAME: Final = "beamclaw"
+_PROBE_RETRY: Final = 30.0
+_INSTALL_HINT: Final = (
+    "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or set "
+    '[tools.bash] isolation = "none" and [tools.terminal] isolation = "none" in config.toml to run the '
+    "agent's commands unjailed on purpose"
+)
+#: The jail's first process: the limits, then the command (exec'd, so it is the same process).
+_INIT: Final = 'ulimit -c 0 -u "$1" -d "$2" -v "$3" -t "$4" -f "$5" || exit 125; shift 5; exec "$@"'
+
+
+class _EtcCopy:
+    """A private copy of the allowlisted part of /etc, bound as the jail's /etc.
+
+    Checked before every command (a stat of each source) and copied again when one has
+    changed (resolv.conf on a new network, say). A copy in use by a running jail is
+    kept until the next copy replaces it, so no running command loses its files.
+    """
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self._names = tuple(names)
+        self._lock = threading.Lock()
+        self._root: Path | None = None
+        self._stamp: tuple[object, ...] | None = None
+        self._current: Path | None = None
+        self._previous: Path | None = None
+
+    def _fingerprint(self) -> tuple[object, ...]:
+        stamp: list[object] = []
+        for name in self._names:
+            try:
+                st = os.stat(f"/etc/{name}")
+            except OSError:
+                stamp.append(None)
+            else:
+                stamp.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
+        return tuple(stamp)
+
+    def path(self) -> Path:
+        """The current copy (made or remade now if a source changed)."""
+        with self._lock:
+            stamp = self._fingerprint()
+            if self._current is None or stamp != self._stamp:
+                self._replace(self._build(), stamp)
+            assert self._current is not None
+            return self._current
+
+    def _build(self) -> Path:
+        if self._root is None:
+            self._root = Path(tempfile.mkdtemp(prefix="beamclaw-jail-etc-"))
+            atexit.register(shutil.rmtree, self._root, ignore_errors=True)
+        target = Path(tempfile.mkdtemp(dir=self._root))
+        target.chmod(0o755)
+        for name in self._names:
+            source, dest = Path("/etc", name), target / name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            with contextlib.suppress(OSError, shutil.Error):  # gone, or unreadable: left out
+                if source.is_dir():
+                    shutil.copytree(source, dest, symlinks=True)
+                elif source.is_file():
+                    shutil.copyfile(source, dest)
+                    dest.chmod(0o644)
+        for name in ("passwd", "group"):  # what --ro-bind-data covers with the jail's own
+            (target / name).touch(0o644)
+        (target / "mtab").symlink_to("/proc/self/mounts")
+        return target
+
+    def _replace(self, new: Path, stamp: tuple[object, ...]) -> None:
+        if self._previous is not None:
+            shutil.rmtree(self._previous, ignore_errors=True)
+        self._previous, self._current, self._stamp = self._current, new, stamp
+
+
+def _passwd(uid: int, gid: int, home: str) -> tuple[bytes, bytes]:
+    """A /etc/passwd and /etc/group naming only the jail's user, root and nobody."""
+    name = "root" if uid == 0 else "agent"
+    users = [f"{name}:x:{uid}:{gid}:BeamClaw agent:{home}:/bin/bash"]
+    groups = [f"{name}:x:{gid}:"]
+    if uid != 0:
+        users.insert(0, "root:x:0:0:root:/root:/usr/sbin/nologin")
+        groups.insert(0, "root:x:0:")
+    users.append("nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin")
+    groups.append("nogroup:x:65534:")
+    return ("\n".join(users) + "\n").encode(), ("\n".join(groups) + "\n").encode()
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)  # bwrap gets it through pass_fds alone
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+@final
+class BubblewrapJail:
+    """The `beamclaw_tools.Jail` of ``isolation = "bubblewrap"``, configured by ``[sandbox]``.
+
+    One instance serves every agent and session: it keeps nothing between commands but
+    the result of its probe (whether bwrap can make its namespaces on this machine).
+    """
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self._config = config
+        self._lock = trio.Lock()
+        self._bwrap: str | None = None
+        self._options: frozenset[str] = frozenset()
+        self._problem: str | None = "not probed yet"
+        self._probed_at: float | None = None
+        self._etc = _EtcCopy(ETC_FILES)
+        self._fixed: list[str] | None = None
+        self._env: list[str] | None = None
+
+    @property
+    def backend(self) -> str:
+        return "bubblewrap"
+
+    @property
+    def config(self) -> SandboxConfig:
+        return self._config
+
+    async def check(self) -> str | None:
+        """None when bwrap is installed and can make its namespaces here; else why not and the fix.
+
+        A success is remembered; a failure is probed again after 30 s, so installing
+        bubblewrap needs no restart.
+        """
+        async with self._lock:
+            now = trio.current_time()
+            if self._probed_at is None or (self._problem is not None and now - self._probed_at > _PROBE_RETRY):
+                self._problem = await self._probe()
+                self._probed_at = now
+            return self._problem
+
+    async def _probe(self) -> str | None:
+        wanted = self._config.bubblewrap.bwrap
+        found = shutil.which(wanted) or shutil.which(wanted, path="/usr/bin:/bin:/usr/local/bin")
+        if found is None:
+            return f"bubblewrap is not installed (no {wanted!r} on PATH): {_INSTALL_HINT}"
+        self._bwrap = found
+        try:
+            helped = await run_captured([found, "--help"], env={}, cwd="/", timeout=10.0, output_limit=65536)
+        except OSError as exc:
+            return f"bubblewrap ({found}) cannot be run: {exc}: {_INSTALL_HINT}"
+        self._options = frozenset(word for word in helped.stdout.decode(errors="replace").split() if word[:2] == "--")
+        probe_dir = Path("/")
+        try:
+            result = await self._run_bwrap(["true"], workspace=None, cwd=probe_dir, timeout=10.0, output_limit=4096)
+        except OSError as exc:
+            return f"bubblewrap ({found}) cannot be run: {exc}: {_INSTALL_HINT}"
+        if result.exit_code != 0:
+            said = result.stderr.decode(errors="replace").strip().splitlines()
+            return (
+                f"bubblewrap ({found}) cannot make its namespaces here ({said[-1] if said else result.exit_code}): "
+                "allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on Ubuntu 23.10 "
+                "and later kernel.apparmor_restrict_unprivileged_userns=0 or an AppArmor profile for bwrap; in a "
+                'container, a seccomp profile that allows clone/unshare), or set [tools.bash] isolation = "none" '
+                'and [tools.terminal] isolation = "none" in config.toml to run commands unjailed on purpose'
+            )
+        return None
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        workspace: Path,
+        cwd: Path | None = None,
+        timeout: float,
+        output_limit: int,
+        readonly: Sequence[Path] = (),
+    ) -> JailResult:
+        """Run *argv* in a new jail (see the module docstring); `JailUnavailable` if bwrap cannot work here."""
+        if not argv:
+            raise ValueError("argv is empty")
+        workspace = Path(os.path.abspath(workspace))
+        cwd = check_cwd(workspace, Path(os.path.abspath(cwd)) if cwd is not None else None)
+        for folder in readonly:
+            if workspace.is_relative_to(os.path.abspath(folder)):
+                raise ValueError(f"readonly folder {str(folder)!r} holds the workspace; it would show its parents")
+        problem = await self.check()
+        if problem is not None:
+            raise JailUnavailable(problem)
+        limit = min(output_limit, self._config.max_output_bytes)
+        return await self._run_bwrap(
+            argv, workspace=workspace, cwd=cwd, timeout=timeout, output_limit=limit, readonly=readonly
+        )
+
+    async def _run_bwrap(
+        self,
+        argv: Sequence[str],
+        *,
+        workspace: Path | None,
+        cwd: Path,
+        timeout: float,
+        output_limit: int,
+        readonly: Sequence[Path] = (),
+    ) -> JailResult:
+        assert self._bwrap is not None
+        home = str(workspace) if workspace is not None else "/"
+        passwd, group = _passwd(os.getuid(), os.getgid(), home)
+        fds = [_memfd("passwd", passwd), _memfd("group", group)]
+        try:
+            options = self._options_for(workspace, cwd, readonly, passwd_fd=fds[0], group_fd=fds[1])
+            fds.append(_memfd("bwrap-args", b"".join(arg.encode() + b"\0" for arg in options)))
+            command = ["/bin/bash", "-c", _INIT, "beamclaw-jail", *self._limits(timeout), *argv]
+            return await run_captured(
+                [self._bwrap, "--args", str(fds[2]), "--", *command],
+                env={},  # the jail's pid 1 keeps this environment: nothing of the daemon's
+                cwd="/",
+                timeout=timeout,
+                output_limit=output_limit,
+                pass_fds=fds,
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+
+    def _fixed_options(self) -> list[str]:
+        """The options every jail shares: namespaces, the system, /proc, /dev, /tmp (made once)."""
+        if self._fixed is not None:
+            return self._fixed
+        config = self._config
+        # --unshare-all only tries a user namespace (and skips it when run as root): asked for explicitly.
+        args = ["--unshare-all", "--unshare-user"]
+        if config.network == "bridge":
+            args.append("--share-net")
+        if "--disable-userns" in self._options:
+            args.append("--disable-userns")
+        args += ["--die-with-parent", "--new-session", "--hostname", _HOSTNAME]
+        args += ["--ro-bind", "/usr", "/usr"]
+        for name in _SYSTEM_DIRS:
+            path = Path("/", name)
+            if path.is_symlink():
+                args += ["--symlink", os.readlink(path), str(path)]
+            elif path.is_dir():
+                args += ["--ro-bind", str(path), str(path)]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        tmp_size = str(config.memory_bytes)
+        for tmp in ("/tmp", "/dev/shm"):
+            args += [*(["--size", tmp_size] if "--size" in self._options else []), "--tmpfs", tmp]
+        args += ["--symlink", "/tmp", "/var/tmp"]
+        for folder in config.bubblewrap.ro_binds:
+            args += ["--ro-bind-try", os.path.realpath(folder), os.path.abspath(folder)]
+        self._fixed = args
+        return args
+
+    def _fixed_environment(self) -> list[str]:
+        """``--setenv`` pairs of what the command's environment shares in every jail (made once):
+        the allowlisted part of the daemon's environment, with the jail's own PATH and TMPDIR."""
+        if self._env is not None:
+            return self._env
+        env = self._config.filter_env(dict(os.environ))
+        user = "root" if os.getuid() == 0 else "agent"
+        env.update(PATH=SYSTEM_PATH, TMPDIR="/tmp", SHELL="/bin/bash", USER=user, LOGNAME=user)
+        env.pop("HOME", None)
+        env.setdefault("LANG", "C.UTF-8")
+        self._env = [word for name, value in sorted(env.items()) for word in ("--setenv", name, value)]
+        return self._env
+
+    def _options_for(
+        self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], *, passwd_fd: int, group_fd: int
+    ) -> list[str]:
+        """bwrap's options, given to it through ``--args`` (the command follows on its command line)."""
+        args = [*self._fixed_options(), "--ro-bind", str(self._etc.path()), "/etc"]
+        args += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
+        for folder in readonly:
+            dest = os.path.abspath(folder)
+            if workspace is not None and Path(dest).is_relative_to(workspace):
+                continue  # already there, and writable
+            args += ["--ro-bind-try", os.path.realpath(folder), dest]
+        if workspace is not None:
+            args += ["--bind", os.path.realpath(workspace), str(workspace)]
+        args += ["--remount-ro", "/", "--chdir", str(cwd), "--clearenv", *self._fixed_environment()]
+        return [*args, "--setenv", "HOME", str(workspace or "/")]
+
+    def _limits(self, timeout: float) -> list[str]:
+        """``ulimit`` values: processes, data and address space (KiB), CPU seconds, file size (KiB)."""
+        config = self._config
+        memory_kib = max(config.memory_bytes // 1024, 1)
+        cpu_seconds = math.ceil(timeout * config.cpus) + 1
+        return [
+            str(config.pids_limit),
+            str(memory_kib),
+            str(memory_kib * 4),
+            str(cpu_seconds),
+            str(max(config.file_size_bytes // 1024, 1)),
+        ]
