@@ -1,150 +1,2282 @@
-"""The shell deny list: destructive, privilege, reverse-shell and pipe-to-shell commands.
+"""The shell deny list: a second layer, behind the jail, for every `bash` and `terminal` command.
 
-A check on the raw string is easy to dodge (``r''m -rf /``, ``true && sudo x``,
-``$(echo rm) -rf /``). So the command is first de-quoted, then cut into every simple
-command it contains (at ``;``, ``&&``, ``||``, ``|``, ``&``, newlines, ``$(...)``,
-backticks, subshells and braces), wrappers such as ``env``, ``nohup`` or ``bash -c``
-are peeled off, and each command word is judged on its own. A command word that is
-computed (it contains ``$`` or a backtick) is refused outright: what it runs cannot
-be known before it runs.
+The jail (bubblewrap or Docker) is the security boundary. This layer refuses, before
+anything runs, commands whose intent is plain from their text: privilege escalation,
+destroying the system or the disk, reverse shells, code piped into a shell, reaching
+the daemon's secrets. It must be sound on its own terms, so it reads the command the
+way bash does, with a real parser (tree-sitter's bash grammar), never by splitting text:
+
+- The whole syntax tree is walked: lists, pipelines, compound commands, subshells,
+  command and process substitutions, here-documents and here-strings, function
+  bodies, assignments and redirections. Text the parser cannot read is refused.
+- Every simple command is judged on its *effective* name, after peeling the wrappers
+  that run their arguments as a command (``env``, ``nice``, ``timeout``, ``xargs``,
+  ``find -exec``, ``parallel``, ``exec``, ``command``, ``busybox``, ``uv run``, ...).
+  Code handed to another interpreter in the text itself (``bash -c``, ``eval``,
+  ``trap``, here-documents fed to a shell, ``git -c core.pager=``, ``ssh -o
+  ProxyCommand=``, ``tar --to-command=``, ``PAGER=``...) is parsed and judged the
+  same way, to a bounded depth.
+- A command name that is computed (an expansion, a substitution, a glob or brace
+  pattern, quoted pieces spliced together, a backslash-newline inside a word) is
+  refused: what it runs cannot be known before it runs. Quoting that only hides a
+  name (``\\sudo``, ``'su'do``) is undone and the name judged.
+- A shell or interpreter that would read its program from input nobody can see (a
+  pipe, ``/dev/stdin``, a process substitution) is refused; a program given in the
+  text is judged. Inline Python (``-c``, here-documents) is read with Python's own
+  parser and refused when it reaches for processes, sockets, ptys, FFI, dynamic code
+  or dunder attributes; inline Perl, Ruby, Node, PHP and Lua code is refused when it
+  names such primitives (a token list); inline code of other interpreters is refused.
+- Long options count by unambiguous prefix, as GNU's getopt reads them (``--recu``
+  is ``--recursive``); an option that is the prefix of a dangerous one counts as it.
+
+What a deny list cannot see stays out of its reach: scripts in files (``bash x.sh``,
+``python3 x.py``), data flow through variables into arithmetic, and anything a program
+decides at run time. That is what the jail is for.
+
+Input is bounded (:data:`MAX_COMMAND_CHARS`, :data:`MAX_SYNTAX_DEPTH`,
+:data:`MAX_CODE_DEPTH`): a pathological command gets a refusal saying so, never a hang.
 """
 
 from __future__ import annotations
 
+import ast
+import posixpath
 import re
-from typing import Final
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Final, NoReturn
 
-_DENIED_COMMANDS: Final = {
-    "sudo": "privilege escalation",
-    "su": "privilege escalation",
-    "doas": "privilege escalation",
-    "pkexec": "privilege escalation",
-    "shutdown": "stops the machine",
-    "reboot": "stops the machine",
-    "halt": "stops the machine",
-    "poweroff": "stops the machine",
-    "systemctl": "controls system services",
-    "mkfs": "formats a file system",
-    "fdisk": "changes disk partitions",
-    "sfdisk": "changes disk partitions",
-    "parted": "changes disk partitions",
-    "wipefs": "erases file system signatures",
+import attrs
+import tree_sitter
+import tree_sitter_bash
+
+MAX_COMMAND_CHARS: Final = 100_000
+"""Longer commands are refused unread (a here-document of that size belongs in a file)."""
+MAX_SYNTAX_DEPTH: Final = 256
+"""Deeper syntax trees are refused (an honest command nests a few dozen levels at most)."""
+MAX_CODE_DEPTH: Final = 8
+"""How deep code inside code is followed (``bash -c 'sh -c "eval ..."'``) before refusing."""
+
+
+class _Refused(Exception):
+    """Carries the reason for a refusal up from wherever in the tree it was found."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _refuse(reason: str) -> NoReturn:
+    raise _Refused(reason)
+
+
+# --- What is refused outright --------------------------------------------------------
+
+_PRIVILEGE: Final = "escalates privileges"
+_DISKS: Final = "changes disks or file systems"
+_SYSTEM: Final = "changes the system configuration"
+_NETWORK: Final = "opens raw network connections (reverse shells)"
+_DENIED_COMMANDS: Final[Mapping[str, str]] = {
+    **dict.fromkeys(
+        ("sudo", "su", "doas", "pkexec", "runuser", "run0", "sg", "newgrp", "setpriv", "capsh", "setcap"),
+        "privilege escalation",
+    ),
+    **dict.fromkeys(("chroot", "nsenter", "unshare"), "changes the root or namespaces (jail escape)"),
+    **dict.fromkeys(("shutdown", "reboot", "halt", "poweroff", "init", "telinit", "kexec"), "stops the machine"),
+    **dict.fromkeys(("systemctl", "service", "systemd-run", "machinectl"), "controls system services"),
+    **dict.fromkeys(
+        (
+            "mkfs",
+            "mke2fs",
+            "mkswap",
+            "fdisk",
+            "sfdisk",
+            "cfdisk",
+            "gdisk",
+            "sgdisk",
+            "parted",
+            "wipefs",
+            "losetup",
+            "cryptsetup",
+            "dmsetup",
+            "mdadm",
+            "lvremove",
+            "vgremove",
+            "pvremove",
+            "swapon",
+            "swapoff",
+            "mount",
+            "umount",
+            "blkdiscard",
+            "hdparm",
+        ),
+        _DISKS,
+    ),  # fmt: skip
     "shred": "destroys files beyond recovery",
-    "mount": "changes mounts",
-    "umount": "changes mounts",
-    "chroot": "changes the root directory",
-    "insmod": "loads kernel modules",
-    "rmmod": "unloads kernel modules",
-    "modprobe": "loads kernel modules",
-    "iptables": "changes the firewall",
-    "useradd": "changes system users",
-    "userdel": "changes system users",
-    "usermod": "changes system users",
-    "passwd": "changes passwords",
-    "chpasswd": "changes passwords",
-    "crontab": "installs persistent jobs",
-    "nc": "opens raw network connections (reverse shells)",
-    "ncat": "opens raw network connections (reverse shells)",
-    "netcat": "opens raw network connections (reverse shells)",
-    "socat": "opens raw network connections (reverse shells)",
-    "telnet": "opens raw network connections (reverse shells)",
-    "eval": "runs dynamically built code",
+    **dict.fromkeys(("insmod", "rmmod", "modprobe"), "loads or unloads kernel modules"),
+    **dict.fromkeys(("iptables", "ip6tables", "nft", "ufw", "sysctl"), _SYSTEM),
+    **dict.fromkeys(
+        ("useradd", "userdel", "usermod", "groupadd", "groupdel", "groupmod", "gpasswd", "chsh", "chfn"),
+        "changes system users",
+    ),
+    **dict.fromkeys(("passwd", "chpasswd", "vipw", "visudo"), "changes passwords or sudoers"),
+    **dict.fromkeys(("crontab", "at", "batch"), "installs persistent jobs"),
+    **dict.fromkeys(("nc", "ncat", "netcat", "socat", "telnet"), _NETWORK),
+    **dict.fromkeys(("mkfifo", "mknod"), "makes a named pipe or device node (a reverse-shell building block)"),
+    **dict.fromkeys(
+        ("docker", "podman", "nerdctl", "ctr", "crictl"), "controls the container engine (root on the host)"
+    ),
+    **dict.fromkeys(("tmux", "screen"), "starts sessions that run commands out of sight"),
+    "killall5": "kills every process",
+    "coproc": "runs a coprocess (a form this checker does not read)",
+    "alias": "defines aliases, which hide what a command runs",
+    "fc": "re-runs history through an editor",
 }
-_SHELLS: Final = frozenset({"sh", "bash", "zsh", "dash", "ksh", "fish", "csh", "tcsh", "ash", "busybox"})
-_INTERPRETERS: Final = frozenset(
-    {"python", "python2", "python3", "perl", "ruby", "node", "php", "lua", "osascript", "pwsh"}
+_KEYWORDS: Final = frozenset(
+    {"{", "}", "(", ")", "!", "[[", "]]", "if", "then", "else", "elif", "fi", "do", "done", "while", "until",
+     "for", "case", "esac", "in", "function", "select"}
+)  # fmt: skip
+
+_DANGEROUS_VARIABLES: Final = frozenset(
+    {
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
+        "BASH_ALIASES", "BASH_CMDS", "BASH_LOADABLES_PATH", "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH",
+        "GCONV_PATH", "PERL5OPT", "PERL5DB", "RUBYOPT", "NODE_OPTIONS", "PYTHONWARNINGS", "PYTHONSTARTUP",
+        "TAR_OPTIONS", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
+    }
+)  # fmt: skip
+"""Variables whose value the shell or a program later runs or loads as code."""
+_COMMAND_VARIABLES: Final = frozenset(
+    {
+        "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
+        "SUDO_ASKPASS", "GIT_PROXY_COMMAND", "RSYNC_RSH", "CVS_RSH", "LESSOPEN", "LESSCLOSE", "BROWSER", "FCEDIT",
+    }
+)  # fmt: skip
+"""Variables holding a command line that a program runs: the value is judged as one."""
+
+_POSIX_SHELLS: Final = frozenset({"sh", "bash", "dash", "ksh", "ksh93", "mksh", "lksh", "ash", "yash", "rbash", "posh"})
+_OTHER_SHELLS: Final = frozenset(
+    {"zsh", "fish", "csh", "tcsh", "xonsh", "pwsh", "powershell", "nu", "elvish", "osh", "ysh", "rc", "es"}
 )
-# Wrappers that run their arguments as a command; the number is how many of their own
-# arguments to skip besides options.
-_WRAPPERS: Final = {
-    "env": 0, "nohup": 0, "nice": 0, "time": 0, "command": 0, "builtin": 0, "exec": 0,
-    "stdbuf": 0, "setsid": 0, "xargs": 0, "timeout": 1, "watch": 0, "ionice": 0, "unbuffer": 0,
+_STDIN_PATHS: Final = re.compile(r"/dev/(?:stdin|fd/\d+|tty)|/proc/(?:self|thread-self|\d+)/fd/\d+")
+_BENIGN_DEVICES: Final = frozenset(
+    {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/full",
+     "/dev/random", "/dev/urandom"}
+)  # fmt: skip
+_SYSTEM_DIRS: Final = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys",
+                       "/proc", "/dev", "/root", "/var/spool", "/var/lib", "/var/log")  # fmt: skip
+
+# Raw-text tripwires: checked on every script text and every literal word value, so that
+# quoting cannot hide them. Every pattern is linear (no unbounded nested repetition).
+_TEXT_PATTERNS: Final = (
+    (re.compile(r"/dev/(?:tcp|udp)/|/inet6?/(?:tcp|udp)/"), "opens a network socket from the shell (reverse shell)"),
+    (
+        re.compile(
+            r"/dev/(?:[shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk/|dm-\d|md\d|loop\d|mapper/|sg\d|sr\d|mtd|ram\d|"
+            r"zram|nbd|rbd|root\b|mem\b|kmem\b|port\b|kmsg\b)"
+        ),
+        "reaches a raw disk or memory device",
+    ),
+    (
+        re.compile(
+            r"(?<![\w.-])(?:sessions\.db|gateway\.db|control\.sock|beamclaw\.key|beamclaw\.log)\b|"
+            r"\.beamclaw\b|BEAMCLAW_HOME"
+        ),
+        "reaches the daemon's own files (data dir, control socket, keys)",
+    ),  # fmt: skip
+    (re.compile(r"--no-preserve-root"), "disables the root protection of rm, chmod or chown"),
+)
+_PROC: Final = re.compile(r"/proc/+([^\s'\"`;|&<>()]{0,200})")
+_PROC_GLOBAL: Final = re.compile(
+    r"(?:cpuinfo|meminfo|loadavg|uptime|version|stat|mounts|filesystems|partitions|devices|diskstats|"
+    r"interrupts|swaps|vmstat|zoneinfo|cgroups|modules|crypto|sys/|net/|pressure/)(?:$|/)"
+)
+_ARITHMETIC_INJECTION: Final = re.compile(r"\[[^\]]{0,200}(?:\$\(|`)")
+
+
+def _check_text(text: str) -> None:
+    """Refuse *text* (a script or a literal value) when a tripwire pattern is in it."""
+    for pattern, reason in _TEXT_PATTERNS:
+        if pattern.search(text):
+            _refuse(f"the command {reason}")
+    if "/proc/" in text:
+        for match in _PROC.finditer(text):
+            path = match.group(1)
+            first = path.split("/", 1)[0]
+            if ".." in path or (first not in {"", "self", "thread-self"} and not _PROC_GLOBAL.match(path)):
+                _refuse("the command reads another process's memory, environment or files under /proc")
+    if "environ" in text and re.search(r"(?:^|/)environ\b", text):
+        _refuse("the command reads a process environment (where the daemon's secrets live)")
+
+
+# --- Words -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Word:
+    """One shell word as bash will see it, as far as the text alone tells.
+
+    ``value`` is the literal value when the word is static (quotes removed, escapes
+    undone), None when it is computed at run time. ``pattern`` marks an unquoted glob or
+    brace expansion, ``spliced`` a word glued from quoted and unquoted pieces.
+    """
+
+    raw: str
+    value: str | None
+    pattern: bool = False
+    spliced: bool = False
+    procsub: bool = False
+    start: int = 0
+
+
+def _literal(value: str) -> _Word:
+    return _Word(value, value)
+
+
+_GLOB_SHAPE: Final = re.compile(r"[*?\[]|[@!+*?]\(|\{[^{}]{0,200}(?:,|\.\.)[^{}]{0,200}\}")
+
+
+def _unescape_unquoted(text: str) -> tuple[str, str]:
+    """The value of an unquoted word and its *shape* (escaped characters replaced by 'Q')."""
+    value: list[str] = []
+    shape: list[str] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            if text[i + 1] != "\n":
+                value.append(text[i + 1])
+                shape.append("Q")
+            i += 2
+            continue
+        value.append(ch)
+        shape.append(ch)
+        i += 1
+    return "".join(value), "".join(shape)
+
+
+def _unescape_double_quoted(text: str) -> str:
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _text(node: tree_sitter.Node) -> str:
+    data = node.text
+    return data.decode("utf-8", "surrogatepass") if data is not None else ""
+
+
+def _word(node: tree_sitter.Node) -> _Word:
+    """The word *node* stands for; every literal value is checked against the tripwires."""
+    value, shape, quoted, pieces = _word_parts(node)
+    raw = _text(node)
+    if value is not None:
+        _check_text(value)
+        if quoted and _ARITHMETIC_INJECTION.search(value):
+            _refuse(
+                f"the literal {raw!r} holds a command substitution in an array subscript "
+                "(bash runs it when the value is used in arithmetic)"
+            )
+    return _Word(
+        raw=raw,
+        value=value,
+        pattern=bool(_GLOB_SHAPE.search(shape)) or node.type == "brace_expression",
+        spliced=quoted and pieces > 1,
+        procsub=node.type == "process_substitution",
+        start=node.start_byte,
+    )
+
+
+def _word_parts(node: tree_sitter.Node) -> tuple[str | None, str, bool, int]:
+    """(value or None, shape for pattern detection, quoted?, number of pieces)."""
+    kind = node.type
+    if kind in {"word", "number", "extglob_pattern", "variable_name", "file_descriptor", "test_operator"}:
+        value, shape = _unescape_unquoted(_text(node))
+        return value, shape, shape != value, 1
+    if kind == "raw_string":
+        inner = _text(node)[1:-1]
+        return inner, "Q" * len(inner), True, 1
+    if kind == "string":
+        if all(child.type in {'"', "string_content"} for child in node.children):
+            inner = _unescape_double_quoted(_text(node)[1:-1])
+            return inner, "Q" * len(inner), True, 1
+        return None, "", True, 1
+    if kind == "concatenation":
+        values: list[str] = []
+        shapes: list[str] = []
+        quoted = False
+        computed = False
+        for child in node.children:
+            value, shape, child_quoted, _ = _word_parts(child)
+            quoted = quoted or child_quoted
+            if value is None:
+                computed = True
+            else:
+                values.append(value)
+            shapes.append(shape)
+        return (None if computed else "".join(values)), "".join(shapes), quoted, len(node.children)
+    # Expansions, substitutions, ANSI-C and locale strings, arithmetic: computed.
+    return None, "", kind in {"ansi_c_string", "translated_string"}, 1
+
+
+# --- Parsing --------------------------------------------------------------------------
+
+_LANGUAGE: Final = tree_sitter.Language(tree_sitter_bash.language())
+_parsers = threading.local()
+
+
+def _parse(text: str) -> tree_sitter.Node:
+    parser: tree_sitter.Parser | None = getattr(_parsers, "parser", None)
+    if parser is None:  # a parser is not thread-safe: one per thread
+        parser = _parsers.parser = tree_sitter.Parser(_LANGUAGE)
+    return parser.parse(text.encode("utf-8", "surrogatepass")).root_node
+
+
+def _first_error(root: tree_sitter.Node) -> str:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.is_error or node.is_missing:
+            line = node.start_point[0] + 1
+            snippet = _text(node)[:40] or node.type
+            return f"line {line}, near {snippet!r}"
+        stack.extend(reversed([child for child in node.children if child.has_error or child.is_missing]))
+    return "an unknown place"
+
+
+_SPLICE: Final = re.compile(r"(\\+)\n")
+
+
+def _check_splices(text: str) -> None:
+    """Refuse a backslash-newline inside a word (``sud\\<newline>o``), which bash removes."""
+    for match in _SPLICE.finditer(text):
+        run = len(match.group(1))
+        if run % 2 == 0:
+            continue  # an escaped backslash, then a plain newline
+        before = text[match.start() - 1] if run == 1 and match.start() > 0 else ("\\" if run > 1 else " ")
+        after = text[match.end()] if match.end() < len(text) else " "
+        if not before.isspace() and not after.isspace():
+            _refuse("a backslash-newline joins two pieces of one word (a command name could be spliced)")
+
+
+# --- Stdin: where a shell or interpreter would read its program from ------------------
+
+
+@attrs.frozen
+class _Stdin:
+    kind: str  # "none" (the tool's /dev/null), "pipe" (unseen input), "file", "text"
+    text: str | None = None  # the here-document or here-string, when static
+
+
+_NO_INPUT: Final = _Stdin("none")
+_PIPE: Final = _Stdin("pipe")
+
+
+def _heredoc_text(node: tree_sitter.Node) -> _Stdin:
+    start = next((c for c in node.children if c.type == "heredoc_start"), None)
+    body = next((c for c in node.children if c.type == "heredoc_body"), None)
+    text = _text(body) if body is not None else ""
+    delimiter = _text(start) if start is not None else ""
+    if node.children and node.children[0].type == "<<-":
+        text = re.sub(r"(?m)^\t+", "", text)
+    if any(q in delimiter for q in "'\"\\") or not any(c in text for c in "$`\\"):
+        return _Stdin("text", text)
+    return _Stdin("text", None)  # the body expands at run time
+
+
+def _stdin_after(redirects: Iterable[tree_sitter.Node], stdin: _Stdin) -> _Stdin:
+    for node in redirects:
+        if node.type == "heredoc_redirect":
+            stdin = _heredoc_text(node)
+        elif node.type == "herestring_redirect":
+            target = next((c for c in node.named_children), None)
+            stdin = _Stdin("text", _word(target).value if target is not None else None)
+        elif node.type == "file_redirect":
+            descriptor = next((c for c in node.children if c.type == "file_descriptor"), None)
+            op = next((c.type for c in node.children if not c.is_named), "")
+            if descriptor is not None and _text(descriptor) != "0":
+                continue
+            if op == "<":
+                target = node.child_by_field_name("destination")
+                word = _word(target) if target is not None else _Word("", None)
+                if word.procsub or word.value is None or _STDIN_PATHS.fullmatch(word.value):
+                    stdin = _PIPE
+                else:
+                    stdin = _Stdin("file")
+            elif op in {"<&", "<&-"}:
+                stdin = _PIPE
+    return stdin
+
+
+# --- The walk ---------------------------------------------------------------------------
+
+_REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_WORDISH: Final = frozenset(
+    {"word", "number", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
+     "simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion",
+     "brace_expression", "extglob_pattern", "test_operator", "$"}
+)  # fmt: skip
+
+
+def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
+    """Parse *text* as bash and judge every command in it."""
+    if depth > MAX_CODE_DEPTH:
+        _refuse(f"the command nests code more than {MAX_CODE_DEPTH} levels deep")
+    if len(text) > MAX_COMMAND_CHARS:
+        _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters (put long scripts in a file)")
+    if "\x00" in text:
+        _refuse("the command contains a NUL character")
+    _check_text(text)
+    _check_splices(text)
+    root = _parse(text)
+    if root.has_error:
+        _refuse(f"the command cannot be parsed as bash ({_first_error(root)}), so it cannot be checked")
+    _walk(root, depth, stdin)
+
+
+def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
+    stack: list[tuple[tree_sitter.Node, int, _Stdin]] = [(root, 0, stdin)]
+    while stack:
+        node, level, inp = stack.pop()
+        if level > MAX_SYNTAX_DEPTH:
+            _refuse(f"the command nests more than {MAX_SYNTAX_DEPTH} levels of syntax")
+        kind = node.type
+        children = node.children
+        child_inputs = [inp] * len(children)
+        if kind == "command":
+            _judge_command_node(node, None, inp, depth)
+        elif kind == "redirected_statement":
+            redirects = [c for c in children if c.type in _REDIRECTS]
+            body_input = _stdin_after(redirects, inp)
+            for i, child in enumerate(children):
+                if child.type not in _REDIRECTS:
+                    child_inputs[i] = body_input
+                    if child.type == "command":
+                        _judge_command_node(child, node, body_input, depth)
+                        # judged here with its redirects; walk its insides below without re-judging
+                        stack.extend((c, level + 2, body_input) for c in reversed(child.children))
+                        child_inputs[i] = _Stdin("skip")
+        elif kind == "pipeline":
+            piped = False
+            for i, child in enumerate(children):
+                if child.type in {"|", "|&"}:
+                    piped = True
+                elif piped:
+                    child_inputs[i] = _PIPE
+        elif kind == "function_definition":
+            _check_function(node)
+        elif kind == "variable_assignment":
+            _check_assignment(node, depth, inp)
+        elif kind == "declaration_command":
+            _check_declaration(node)
+        elif kind == "file_redirect":
+            _check_redirect(node)
+        elif kind == "command_substitution":
+            if _text(node).startswith("`") and "\\" in _text(node):
+                _refuse("a backquoted substitution holds backslashes (nested backquotes cannot be read reliably)")
+        elif kind == "expansion":
+            types = [c.type for c in children]
+            if "@" in types and types[types.index("@") + 1 : types.index("@") + 2] == ["P"]:
+                _refuse("the ${var@P} expansion runs the command substitutions held in a variable")
+        for child, child_input in zip(reversed(children), reversed(child_inputs), strict=True):
+            if child_input.kind != "skip":
+                stack.append((child, level + 1, child_input))
+
+
+def _command_words(
+    command: tree_sitter.Node, statement: tree_sitter.Node | None
+) -> tuple[list[_Word], list[tree_sitter.Node]]:
+    """The words of a simple command in source order, and its redirections.
+
+    tree-sitter reads ``cmd > out arg`` as a redirection with two destinations; bash
+    gives ``arg`` to the command, so destinations after the first are arguments.
+    """
+    words: list[_Word] = []
+    redirects: list[tree_sitter.Node] = []
+    seen_name = False
+    for child in command.children:
+        if child.type == "command_name":
+            seen_name = True
+            inner = child.named_children
+            words.append(_word(inner[0]) if len(inner) == 1 else _Word(_text(child), None, start=child.start_byte))
+        elif child.type in _REDIRECTS:
+            redirects.append(child)
+        elif seen_name and (child.type in _WORDISH or not child.is_named):
+            words.append(_word(child) if child.is_named else _Word(_text(child), None, start=child.start_byte))
+    if statement is not None:
+        redirects.extend(c for c in statement.children if c.type in _REDIRECTS)
+    # ``cat <<EOF > out`` nests the file redirection inside the here-document's node.
+    redirects.extend(
+        c for r in list(redirects) if r.type == "heredoc_redirect" for c in r.children if c.type in _REDIRECTS
+    )
+    for redirect in redirects:
+        if redirect.type == "file_redirect":
+            destinations = [c for c in redirect.children if c.type in _WORDISH and c.type != "$"]
+            words.extend(_word(extra) for extra in destinations[1:])
+        elif redirect.type == "heredoc_redirect":
+            words.extend(_word(c) for c in redirect.children if c.type in _WORDISH and c.type != "$")
+    if words:
+        words[1:] = sorted(words[1:], key=lambda w: w.start)
+    return words, redirects
+
+
+def _judge_command_node(
+    command: tree_sitter.Node, statement: tree_sitter.Node | None, stdin: _Stdin, depth: int
+) -> None:
+    words, redirects = _command_words(command, statement)
+    if statement is None:
+        stdin = _stdin_after(redirects, stdin)
+    if words:
+        _judge(words, stdin, depth)
+
+
+def _check_function(node: tree_sitter.Node) -> None:
+    name_node = node.child_by_field_name("name")
+    body = node.child_by_field_name("body")
+    if name_node is None or body is None:
+        return
+    name = _text(name_node)
+    stack = [body]
+    while stack:
+        current = stack.pop()
+        if current.type == "command_name" and _text(current) == name:
+            _refuse(f"the function {name!r} calls itself (a fork bomb?)")
+        stack.extend(current.children)
+
+
+def _assignment_name(node: tree_sitter.Node) -> str:
+    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", _text(node))
+    return match.group(0) if match else ""
+
+
+def _check_variable(name: str, value: _Word | None, depth: int, stdin: _Stdin) -> None:
+    if name in _DANGEROUS_VARIABLES or name.startswith("BASH_FUNC_"):
+        _refuse(f"setting {name} makes the shell or a program run code from it")
+    if name in _COMMAND_VARIABLES:
+        if value is None or value.value is None:
+            _refuse(f"{name} holds a command line and its value is computed at run time")
+        _check_script(value.value.lstrip("|"), depth + 1, stdin)
+
+
+def _check_assignment(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
+    value_node = node.child_by_field_name("value")
+    value = _word(value_node) if value_node is not None else _literal("")
+    _check_variable(_assignment_name(node), value, depth, stdin)
+
+
+def _check_declaration(node: tree_sitter.Node) -> None:
+    for child in node.named_children:
+        if child.type == "variable_assignment":
+            value_node = child.child_by_field_name("value")
+            if value_node is not None and _text(value_node) in _DANGEROUS_VARIABLES:
+                _refuse(f"a name reference to {_text(value_node)} lets code reach it")
+        elif child.type in _WORDISH:
+            word = _word(child)
+            if word.value is None:
+                _refuse(f"{_text(node.children[0])} declares a computed name {word.raw!r}")
+            _check_declared_name(word.value)
+        elif child.type == "variable_name":
+            _check_declared_name(_text(child))
+
+
+def _check_declared_name(text: str) -> None:
+    name, _, value = text.partition("=")
+    name = name.rstrip("+").split("[", 1)[0]
+    if name in _DANGEROUS_VARIABLES or name.startswith("BASH_FUNC_") or value in _DANGEROUS_VARIABLES:
+        _refuse(f"setting {name} makes the shell or a program run code from it")
+
+
+def _check_redirect(node: tree_sitter.Node) -> None:
+    op = next((c.type for c in node.children if not c.is_named), "")
+    if op.startswith("<") and op not in {"<>"}:
+        return
+    target = node.child_by_field_name("destination")
+    if target is None:
+        return
+    word = _word(target)
+    if word.value is not None and not word.value.isdigit() and word.value != "-":
+        _check_write_target(word.value, "a redirection")
+
+
+def _normal(path: str) -> str:
+    return posixpath.normpath(path) if path else path
+
+
+def _check_write_target(path: str, what: str) -> None:
+    normal = _normal(path)
+    if normal.startswith("/dev/") and (normal in _BENIGN_DEVICES or re.fullmatch(r"/dev/fd/\d+", normal)):
+        return
+    if _is_system_path(normal):
+        _refuse(f"{what} writes to the system path {path!r}")
+
+
+def _is_system_path(normal: str) -> bool:
+    return normal.startswith("//") or any(normal == d or normal.startswith(d + "/") for d in _SYSTEM_DIRS)
+
+
+# --- Judging one simple command -----------------------------------------------------------
+
+
+@attrs.frozen
+class _Call:
+    """A command about to be judged: its name, its arguments and what surrounds it."""
+
+    name: str
+    args: Sequence[_Word]
+    stdin: _Stdin
+    depth: int
+    fed: bool = False  # more arguments arrive from input (xargs, parallel)
+
+
+@attrs.frozen
+class _Next:
+    """What a wrapper runs: judged in turn."""
+
+    argv: Sequence[_Word]
+    stdin: _Stdin
+    fed: bool = False
+
+
+_Handler = Callable[[_Call], _Next | None]
+
+_FAMILIES: Final = {
+    "python": "python", "python2": "python", "python3": "python", "pypy": "python", "pypy3": "python",
+    "nodejs": "node", "luajit": "lua", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox": "busybox",
+    "toybox": "busybox", "vi": "vim", "nvim": "vim", "view": "vim", "rvim": "vim", "rview": "vim",
+    "vimdiff": "vim", "gvim": "vim", "evim": "vim", "vimx": "vim", "ex": "vim", "red": "ed", "more": "less",
+    "most": "less", "pg": "less", "mariadb": "mysql", "typeset": "declare", "local": "declare",
+    "readonly": "declare", "export": "declare", "readarray": "mapfile", "complete": "compgen", ".": "source",
+    "pkill": "killall", "sftp": "scp", "bsdtar": "tar", "gtar": "tar",
 }  # fmt: skip
-_ROOTISH: Final = re.compile(r"^(/+\*?|/[^/]+/?\*?|~/?\*?|\$HOME/?\*?|\$\{HOME\}/?\*?|\*|\.{1,2}/?\*?)$")
-_SEPARATORS: Final = re.compile(r"\|\||&&|[;&|\n`(){}]|\$\(|<\(|>\(")
-_PIPE_TO_INTERPRETER: Final = re.compile(
-    r"\|\s*(?:\S*/)?(?:sudo\s+)?(?:"
-    + "|".join(sorted(_SHELLS | _INTERPRETERS))
-    + r")\d*(?:\s+-[a-z]*)*\s*(?:$|[;&|)\n-])"
-)
-_RAW_PATTERNS: Final = (
-    (re.compile(r"/dev/(?:tcp|udp)/"), "opens a network socket from the shell (reverse shell)"),
-    (re.compile(r"([^\s(){};|&]+)\s*\(\s*\)\s*\{[^}]*?\1\s*\|\s*\1"), "is a fork bomb"),
-    (re.compile(r"\bdd\b[^;&|\n]*\bof=/dev/"), "writes raw to a device"),
-    (re.compile(r">\s*/dev/(?:sd|nvme|hd|vd|xvd|mmcblk|disk)"), "writes raw to a device"),
-    (re.compile(r"\b(?:pty\.spawn|os\.dup2|socket\.socket\b.*\bsubprocess)"), "matches a reverse-shell pattern"),
-    (re.compile(r"--no-preserve-root"), "disables rm's root protection"),
-)
+_VERSIONED: Final = re.compile(r"(python|pypy|perl|ruby|php|lua|node|pip|tclsh|wish)[\d.]*")
 
 
-def _dequote(command: str) -> str:
-    """Remove quoting so ``r''m`` and ``"r"m`` read as ``rm`` (what the shell runs)."""
-    return re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", command)
+def _family(name: str) -> str:
+    if name.startswith(("mkfs.", "mkfs_")):
+        return "mkfs"
+    versioned = _VERSIONED.fullmatch(name)
+    base = versioned.group(1) if versioned else name
+    return _FAMILIES.get(name, _FAMILIES.get(base, base))
 
 
-def _strip_wrappers(words: list[str]) -> list[str]:
-    while words:
-        first = words[0].rsplit("/", 1)[-1]
-        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0]):  # VAR=value cmd
-            words = words[1:]
-        elif first in _WRAPPERS:
-            rest = words[1:]
-            while rest and (rest[0].startswith("-") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", rest[0])):
-                rest = rest[1:]
-            words = rest[_WRAPPERS[first] :]
-        else:
+def _command_name(word: _Word) -> str:
+    if word.value is None:
+        _refuse(f"the command name {word.raw!r} is computed at run time, so what it runs cannot be known")
+    if word.pattern:
+        _refuse(f"the command name {word.raw!r} is a glob or brace pattern, so what it runs cannot be known")
+    name = word.value.rstrip("/").rsplit("/", 1)[-1] if "/" in word.value.rstrip("/") else word.value
+    if name in _DENIED_COMMANDS or _family(name) in _DENIED_COMMANDS:
+        _refuse(f"{name!r} {_DENIED_COMMANDS.get(name) or _DENIED_COMMANDS[_family(name)]}")
+    if word.spliced:
+        _refuse(f"the command name {word.raw!r} is spliced from quoted pieces (an obfuscated name)")
+    if word.value in _KEYWORDS:
+        _refuse(f"the shell keyword {word.value!r} stands where a command is expected (a form the checker cannot read)")
+    return name
+
+
+def _judge(argv: Sequence[_Word], stdin: _Stdin, depth: int, fed: bool = False) -> None:
+    """Judge one simple command, peeling wrappers until the command that really runs."""
+    if depth > MAX_CODE_DEPTH:
+        _refuse(f"the command nests code more than {MAX_CODE_DEPTH} levels deep")
+    for _ in range(64):
+        if not argv:
+            if fed:
+                _refuse("the command that xargs or parallel runs comes from its input, so it cannot be known")
+            return
+        name = _command_name(argv[0])
+        handler = _HANDLERS.get(_family(name))
+        if handler is None:
+            return
+        step = handler(_Call(name, argv[1:], stdin, depth, fed))
+        if step is None:
+            return
+        argv, stdin, fed = step.argv, step.stdin, step.fed
+    _refuse("the command wraps itself too many times")
+
+
+# --- Option parsing -------------------------------------------------------------------
+
+
+@attrs.frozen
+class _Spec:
+    """The options of a wrapper: which take a value, which are flags.
+
+    ``long`` maps each long option to whether it takes a value. ``strict`` refuses an
+    option the spec does not know: where the command starts would be a guess.
+    """
+
+    short_values: str = ""
+    short_flags: str = ""
+    long: Mapping[str, bool] = attrs.field(factory=dict)
+    optional_attached: str = ""  # short options whose value, if any, is attached
+    digits: bool = False  # ``nice -10``
+    strict: bool = True
+
+
+def _resolve_long(command: str, given: str, table: Mapping[str, bool]) -> str:
+    """The long option *given* stands for: exact, else its unambiguous prefix, as getopt does."""
+    if given in table:
+        return given
+    matches = [option for option in table if option.startswith(given)]
+    if len(matches) == 1:
+        return matches[0]
+    what = "ambiguous" if matches else "unknown"
+    _refuse(f"{command}: the {what} option '--{given}' leaves unclear what it runs")
+
+
+def _could_be(given: str, option: str) -> bool:
+    """Whether ``--given`` may abbreviate ``--option`` (conservative: any prefix counts)."""
+    return bool(given) and option.startswith(given)
+
+
+@attrs.frozen
+class _Options:
+    values: list[tuple[str, _Word]]  # (option, value) in order
+    flags: list[str]
+    operands: list[_Word]
+
+
+def _parse_options(call: _Call, spec: _Spec, stop_at_operand: bool = True) -> _Options:
+    """Split *call*'s arguments into options and operands per *spec*."""
+    args = list(call.args)
+    values: list[tuple[str, _Word]] = []
+    flags: list[str] = []
+    operands: list[_Word] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        text = word.value
+        if text is None:
+            _refuse(f"{call.name}: the argument {word.raw!r} is computed, so what {call.name} runs cannot be known")
+        if text == "--":
+            operands.extend(args[i + 1 :])
             break
-    return words
+        if text.startswith("--") and len(text) > 2:
+            given, eq, attached = text[2:].partition("=")
+            if spec.strict or any(o.startswith(given) for o in spec.long):
+                option = _resolve_long(call.name, given, spec.long)
+            else:
+                option = given
+            if spec.long.get(option, False) and not eq:
+                if i + 1 >= len(args):
+                    break
+                values.append((option, args[i + 1]))
+                i += 2
+                continue
+            if eq:
+                values.append((option, _literal(attached)))
+            else:
+                flags.append(option)
+            i += 1
+            continue
+        if spec.digits and text[1:].isdigit() and text.startswith("-"):
+            flags.append(text[1:])  # ``nice -10``
+            i += 1
+            continue
+        if text.startswith("-") and len(text) > 1:
+            j = 1
+            consumed_next = False
+            while j < len(text):
+                ch = text[j]
+                if ch in spec.short_values:
+                    attached_value = text[j + 1 :]
+                    if attached_value:
+                        values.append((ch, _literal(attached_value)))
+                    elif i + 1 < len(args):
+                        values.append((ch, args[i + 1]))
+                        consumed_next = True
+                    break
+                if ch in spec.optional_attached:
+                    values.append((ch, _literal(text[j + 1 :])))
+                    break
+                if ch in spec.short_flags:
+                    flags.append(ch)
+                    j += 1
+                    continue
+                if spec.strict:
+                    _refuse(f"{call.name}: the unknown option '-{ch}' leaves unclear what it runs")
+                flags.append(ch)
+                j += 1
+            i += 2 if consumed_next else 1
+            continue
+        if stop_at_operand:
+            operands.extend(args[i:])
+            break
+        operands.append(word)
+        i += 1
+    return _Options(values, flags, operands)
 
 
-def _check_simple(words: list[str]) -> str | None:
-    words = _strip_wrappers(words)
-    if not words:
-        return None
-    word = words[0]
-    if "$" in word:
-        return f"the command name {word!r} is computed at run time"
-    name = word.rsplit("/", 1)[-1]
-    base = name.split(".", 1)[0] if name.startswith("mkfs") else name
-    if base in _DENIED_COMMANDS:
-        return f"{name!r} {_DENIED_COMMANDS[base]}"
-    args = words[1:]
-    if name in _SHELLS | _INTERPRETERS:
-        if "-c" in args or "-e" in args:
-            flag = "-c" if "-c" in args else "-e"
-            nested = " ".join(args[args.index(flag) + 1 :])
-            return check_command(nested) if name in _SHELLS else None
-        if name in _SHELLS and not args:
-            return f"{name!r} without a script starts a shell that reads commands from its input"
-    if name == "rm":
-        flags = "".join(a.lstrip("-") for a in args if a.startswith("-") and not a.startswith("--"))
-        recursive = "r" in flags.lower() or "--recursive" in args
-        if recursive and any(_ROOTISH.match(a) for a in args if not a.startswith("-")):
-            return "'rm -r' on the root, home or a whole top-level directory is destructive"
-    if name in {"chmod", "chown", "chgrp"}:
-        recursive = any(a.startswith("-") and "R" in a for a in args) or "--recursive" in args
-        if recursive and any(_ROOTISH.match(a) for a in args if not a.startswith("-")):
-            return f"'{name} -R' on the root or home changes the whole system"
+def _static(call: _Call, word: _Word, what: str) -> str:
+    if word.value is None:
+        _refuse(f"{call.name}: the {what} {word.raw!r} is computed at run time, so it cannot be checked")
+    return word.value
+
+
+def _shell_code(call: _Call, word: _Word, what: str) -> None:
+    """Judge *word* as a bash command line that *call* will run."""
+    _check_script(_static(call, word, what), call.depth + 1, call.stdin)
+
+
+# --- Wrappers -------------------------------------------------------------------------
+
+
+def _wrapper(spec: _Spec, fixed_operands: int = 0) -> _Handler:
+    """A command that runs its operands (after *fixed_operands* of its own) as a command."""
+
+    def handle(call: _Call) -> _Next | None:
+        options = _parse_options(call, spec)
+        return _Next(options.operands[fixed_operands:], call.stdin, call.fed)
+
+    return handle
+
+
+def _env(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="uCSP",
+        short_flags="i0v",
+        long={"ignore-environment": False, "null": False, "unset": True, "chdir": True, "split-string": True,
+              "block-signal": False, "default-signal": False, "ignore-signal": False,
+              "list-signal-handling": False, "debug": False, "help": False, "version": False},
+    )  # fmt: skip
+    args = list(call.args)
+    while args and args[0].value == "-":  # ``env -`` is ``env -i``
+        args.pop(0)
+    options = _parse_options(attrs.evolve(call, args=args), spec)
+    operands = list(options.operands)
+    for option, value in options.values:
+        if option in {"S", "split-string"}:
+            text = _static(call, value, "split string")
+            if re.search(r"[$\\'\"`]", text):
+                _refuse("env -S: the split string uses quoting or expansions, so what it runs cannot be checked")
+            operands = [_literal(part) for part in text.split()] + operands
+    while operands and operands[0].value is not None and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", operands[0].value):
+        name, _, value = operands[0].value.partition("=")
+        _check_variable(name, _literal(value), call.depth, call.stdin)
+        operands.pop(0)
+    if operands and operands[0].value is None:
+        _refuse(f"env: the argument {operands[0].raw!r} is computed, so what env runs cannot be known")
+    return _Next(operands, call.stdin, call.fed)
+
+
+def _command(call: _Call) -> _Next | None:
+    options = _parse_options(call, _Spec(short_flags="pvV"))
+    if "v" in options.flags or "V" in options.flags:
+        return None  # a lookup, nothing runs
+    return _Next(options.operands, call.stdin, call.fed)
+
+
+def _xargs(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="adEILnPs",
+        short_flags="0oprtx",
+        optional_attached="eil",
+        long={"arg-file": True, "delimiter": True, "eof": False, "replace": False, "max-lines": False,
+              "max-args": True, "max-procs": True, "max-chars": True, "process-slot-var": True, "null": False,
+              "no-run-if-empty": False, "open-tty": False, "interactive": False, "verbose": False, "exit": False,
+              "show-limits": False, "help": False, "version": False},
+    )  # fmt: skip
+    options = _parse_options(call, spec)
+    replace: str | None = None
+    for option, value in options.values:
+        if option in {"I", "i", "replace"}:
+            replace = (value.value or "{}") if option != "I" else _static(call, value, "replacement string")
+    for flag in options.flags:
+        if flag == "replace":
+            replace = "{}"
+    argv = options.operands or [_literal("echo")]
+    if replace:
+        argv = [_Word(w.raw, None) if w.value is not None and replace in w.value else w for w in argv]
+    # The child's stdin is /dev/null (or the terminal with -o): nothing of the pipe.
+    return _Next(argv, _NO_INPUT, fed=replace is None)
+
+
+def _find(call: _Call) -> _Next | None:
+    args = list(call.args)
+    i = 0
+    while i < len(args) and args[i].value in {"-H", "-L", "-P"}:
+        i += 1
+    starts: list[_Word] = []
+    while i < len(args) and not (args[i].value or "-").startswith(("-", "(", "!", ",")):
+        starts.append(args[i])
+        i += 1
+    starts = starts or [_literal(".")]
+    risky_start = call.fed or any(w.value is None or w.pattern or _is_rootish(w.value, strict=False) for w in starts)
+    while i < len(args):
+        text = args[i].value
+        if text is None:
+            i += 1
+            continue
+        if text == "-delete" and risky_start:
+            _refuse("find -delete from the root, home or a system directory is destructive")
+        if text in {"-fprint", "-fprint0", "-fprintf", "-fls"} and i + 1 < len(args):
+            target = args[i + 1].value
+            if target is not None:
+                _check_write_target(target, f"find {text}")
+        if text in {"-exec", "-execdir", "-ok", "-okdir"}:
+            j = i + 1
+            while j < len(args) and args[j].value not in {";", "+"}:
+                j += 1
+            # ``{}`` stands for the paths found: under a risky start, the start itself.
+            found = starts[0].value if risky_start and len(starts) == 1 else None if risky_start else "./found"
+            inner = [
+                (_Word(w.raw, None) if found is None else _literal(w.value.replace("{}", found)))
+                if w.value is not None and "{}" in w.value
+                else w
+                for w in args[i + 1 : j]
+            ]
+            _judge(inner, call.stdin, call.depth + 1)
+            i = j
+        i += 1
     return None
 
 
-def check_command(command: str) -> str | None:
-    """The reason *command* is refused, or None when it may run."""
-    for pattern, reason in _RAW_PATTERNS:
-        if pattern.search(command):
-            return f"the command {reason}"
-    plain = _dequote(command)
-    for pattern, reason in _RAW_PATTERNS:
-        if pattern.search(plain):
-            return f"the command {reason}"
-    if _PIPE_TO_INTERPRETER.search(plain):
-        return "the command pipes into a shell or interpreter"
-    if re.search(r"(?:^|[\s;&|])(?:source|\.)\s*<\(", plain) or re.search(
-        r"\b(?:" + "|".join(_SHELLS) + r")\s+<\(", plain
+_PARALLEL_VALUES: Final = {
+    "arg-file": True, "arg-file-sep": True, "arg-sep": True, "delimiter": True, "eof": True, "env": True,
+    "jobs": True, "max-procs": True, "max-lines": True, "max-replace-args": True, "max-args": True,
+    "max-chars": True, "colsep": True, "basefile": True, "bf": True, "results": True, "res": True,
+    "tmpdir": True, "tagstring": True, "timeout": True, "delay": True, "memfree": True, "load": True,
+    "retries": True, "workdir": True, "wd": True, "sshlogin": True, "sshloginfile": True, "slf": True,
+    "transferfile": True, "tf": True, "return": True, "joblog": True, "halt": True, "ssh": True,
+    "sshdelay": True, "termseq": True, "block": True, "block-size": True, "recstart": True, "recend": True,
+    "header": True, "replace": True, "keep-order": False, "quote": False, "ungroup": False,
+    "line-buffer": False, "verbose": False, "dry-run": False, "dryrun": False, "null": False, "xargs": False,
+    "no-run-if-empty": False, "pipe": False, "pipepart": False, "plus": False, "bar": False, "eta": False,
+    "progress": False, "group": False, "tag": False, "trim": True, "will-cite": False, "citation": False,
+    "help": False, "version": False, "resume": False, "resume-failed": False, "cleanup": False,
+    "transfer": False, "nonall": False, "onall": False, "shuf": False, "fg": False, "bg": False, "tty": False,
+}  # fmt: skip
+
+
+def _parallel(call: _Call) -> _Next | None:
+    args = list(call.args)
+    cut = next((i for i, w in enumerate(args) if w.value in {":::", "::::", ":::+", "::::+"}), len(args))
+    spec = _Spec(short_values="adEIjPLlNnsCBS", short_flags="kquvt0XmrgG", long=_PARALLEL_VALUES)
+    options = _parse_options(attrs.evolve(call, args=args[:cut]), spec)
+    for option, value in options.values:
+        if option == "ssh":
+            _shell_code(call, value, "--ssh command")
+    if not options.operands:
+        _refuse("parallel runs its inputs as commands, so what it runs cannot be known")
+    parts = [_static(call, w, "command word") for w in options.operands]
+    script = " ".join(parts)
+    if "{=" in script:
+        _refuse("parallel: a {= perl expression =} replacement string runs Perl code")
+    # A replacement string becomes an input: make it an expansion, so it counts as computed.
+    script = re.sub(r"\{[^{}\s]{0,20}\}", '"$PARALLEL_INPUT"', script)
+    _check_script(script, call.depth + 1, call.stdin)
+    return None
+
+
+def _watch(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="nq",
+        short_flags="bcegtwxpd",
+        optional_attached="",
+        long={"interval": True, "differences": False, "chgexit": False, "equexit": True, "no-title": False,
+              "beep": False, "errexit": False, "exec": False, "precise": False, "color": False, "no-color": False,
+              "no-wrap": False, "no-linewrap": False, "help": False, "version": False},
+    )  # fmt: skip
+    options = _parse_options(call, spec)
+    if "x" in options.flags or "exec" in options.flags:
+        return _Next(options.operands, call.stdin, call.fed)
+    parts = [_static(call, w, "command word") for w in options.operands]
+    _check_script(" ".join(parts), call.depth + 1, call.stdin)
+    return None
+
+
+def _flock(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="wEc",
+        short_flags="sxunoFv",
+        long={"shared": False, "exclusive": False, "unlock": False, "nonblock": False, "timeout": True,
+              "conflict-exit-code": True, "close": False, "no-fork": False, "command": True, "verbose": False,
+              "help": False, "version": False},
+    )  # fmt: skip
+    options = _parse_options(call, spec)
+    for option, value in options.values:
+        if option in {"c", "command"}:
+            _shell_code(call, value, "command")
+            return None
+    tail = options.operands[1:]  # after the lock file
+    if tail and tail[0].value in {"-c", "--command"}:
+        if len(tail) > 1:
+            _shell_code(call, tail[1], "command")
+        return None
+    return _Next(tail, call.stdin, call.fed)
+
+
+def _script(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="cEIOBTm",
+        short_flags="aefqh",
+        optional_attached="t",
+        long={"append": False, "command": True, "echo": True, "return": False, "flush": False, "force": False,
+              "log-in": True, "log-out": True, "log-io": True, "log-timing": True, "logging-format": True,
+              "output-limit": True, "quiet": False, "timing": False, "help": False, "version": False},
+    )  # fmt: skip
+    options = _parse_options(call, spec)
+    for option, value in options.values:
+        if option in {"c", "command"}:
+            _shell_code(call, value, "command")
+            return None
+    _refuse("script without -c starts an interactive shell that reads commands from its input")
+
+
+def _busybox(call: _Call) -> _Next | None:
+    args = list(call.args)
+    if args and args[0].value == "--":
+        args = args[1:]
+    if args and (args[0].value or "").startswith("-"):
+        return None  # --list, --install, --help
+    return _Next(args, call.stdin, call.fed)
+
+
+def _exec(call: _Call) -> _Next | None:
+    options = _parse_options(call, _Spec(short_values="a", short_flags="cl"))
+    return _Next(options.operands, call.stdin, call.fed)
+
+
+def _builtin(call: _Call) -> _Next | None:
+    return _Next(call.args, call.stdin, call.fed)
+
+
+def _eval(call: _Call) -> _Next | None:
+    args = list(call.args)
+    if args and args[0].value == "--":
+        args.pop(0)
+    _check_script(" ".join(_static(call, w, "code") for w in args), call.depth + 1, call.stdin)
+    return None
+
+
+def _trap(call: _Call) -> _Next | None:
+    args = [w for w in call.args if w.value != "--"]
+    if not args or (args[0].value or "").startswith("-"):
+        return None  # trap, trap -l, trap -p, trap - SIGNAL
+    if len(args) == 1:
+        return None  # resets the signal named
+    _shell_code(call, args[0], "trap code")
+    return None
+
+
+_RUNNERS: Final[Mapping[str, frozenset[str] | None]] = {
+    "uv": frozenset({"run"}), "uvx": None, "npx": None, "pnpx": None, "bunx": None,
+    "npm": frozenset({"exec", "x"}), "pnpm": frozenset({"exec", "dlx"}), "yarn": frozenset({"exec", "dlx"}),
+    "poetry": frozenset({"run"}), "pipenv": frozenset({"run"}), "pdm": frozenset({"run"}),
+    "hatch": frozenset({"run"}), "rye": frozenset({"run"}), "conda": frozenset({"run"}),
+    "mamba": frozenset({"run"}), "micromamba": frozenset({"run"}), "bundle": frozenset({"exec"}),
+    "pipx": frozenset({"run"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
+    "asdf": frozenset({"exec"}), "devbox": frozenset({"run"}), "nix": frozenset({"run", "develop", "shell"}),
+    "nix-shell": None, "firejail": None, "valgrind": None, "chronic": None, "unbuffer": None, "faketime": None,
+    "proot": None, "catchsegv": None,
+}  # fmt: skip
+_RUNNER_CODE_OPTIONS: Final = frozenset({"-c", "--call", "--command", "--run", "--shell-command"})
+
+
+def _runner(call: _Call) -> _Next | None:
+    """Project runners (``uv run``, ``npx``, ``nix-shell --run``): every command they may start is judged.
+
+    Their option syntax varies too much to find the command exactly, so every suffix of
+    the arguments that starts with a name this checker knows is judged as a command.
+    """
+    args = list(call.args)
+    subcommands = _RUNNERS[_family(call.name)]
+    start = 0
+    if subcommands is not None:
+        start = next((i + 1 for i, w in enumerate(args) if w.value in subcommands), len(args))
+    for i, word in enumerate(args):
+        text = word.value or ""
+        given, eq, attached = text.partition("=")
+        if given in _RUNNER_CODE_OPTIONS:
+            if eq:
+                _check_script(attached, call.depth + 1, call.stdin)
+            elif i + 1 < len(args):
+                _shell_code(call, args[i + 1], "command")
+    for i in range(start, len(args)):
+        text = args[i].value
+        if text is None or text.startswith("-"):
+            continue
+        name = text.rstrip("/").rsplit("/", 1)[-1]
+        family = _family(name)
+        if family in _DENIED_COMMANDS or family in _HANDLERS:
+            _judge(args[i:], call.stdin, call.depth + 1)
+    return None
+
+
+# --- Shells and interpreters ------------------------------------------------------------
+
+
+def _program_from_stdin(call: _Call, language: str) -> None:
+    """*call* reads its program from stdin: judge it when the text shows it, else refuse."""
+    if call.stdin.kind == "file":
+        return  # like a script file: out of this layer's sight
+    if call.stdin.kind == "text":
+        if call.stdin.text is None:
+            _refuse(f"{call.name} reads a here-document that expands at run time, so its program cannot be checked")
+        _judge_code(call, language, call.stdin.text)
+        return
+    if call.stdin.kind == "pipe":
+        _refuse(f"the command pipes into a shell or interpreter ({call.name}), so what runs cannot be checked")
+    _refuse(f"{call.name!r} without a script reads its program from its input, so what runs cannot be checked")
+
+
+def _script_file(call: _Call, word: _Word, language: str) -> None:
+    """*call* runs the program in file *word*."""
+    if word.procsub:
+        _refuse(f"{call.name} runs a program from a process substitution (generated or downloaded code)")
+    if word.value is None:
+        if call.stdin.kind in {"none", "file"}:
+            return
+        _refuse(f"{call.name} runs a computed path while its input is a pipe or here-document (/dev/stdin?)")
+    if word.value == "-" or _STDIN_PATHS.fullmatch(_normal(word.value)):
+        _program_from_stdin(call, language)
+
+
+def _judge_code(call: _Call, language: str, code: str) -> None:
+    if language == "shell":
+        # A shell reading its program from stdin shares that stdin with its commands.
+        _check_script(code, call.depth + 1, _PIPE)
+    elif language == "python":
+        _check_python(call, code)
+    elif language in _CODE_TOKENS:
+        _check_code_tokens(call, language, code)
+    else:
+        _refuse(f"inline {call.name} code is not checked by this layer, so it is refused")
+
+
+def _shell(call: _Call) -> _Next | None:
+    args = list(call.args)
+    has_c = from_stdin = False
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text is None:
+            _refuse(f"{call.name}: the argument {args[i].raw!r} is computed, so what the shell runs cannot be known")
+        if text in {"-", "--"}:
+            from_stdin = from_stdin or text == "-"
+            i += 1
+            break
+        if text.startswith("--"):
+            i += 2 if text in {"--rcfile", "--init-file"} else 1
+            continue
+        if text[:1] in {"-", "+"} and len(text) > 1:
+            letters = text[1:]
+            has_c = has_c or "c" in letters
+            from_stdin = from_stdin or "s" in letters
+            if "i" in letters:
+                _refuse(f"an interactive {call.name} reads commands from its input and its rc files")
+            i += 1 + sum(1 for ch in letters if ch in "oO")
+            continue
+        break
+    operands = args[i:]
+    if has_c:
+        if not operands:
+            if call.fed:
+                _refuse(f"{call.name} -c takes its code from the input of xargs or parallel")
+            return None
+        if _family(call.name) not in _POSIX_SHELLS:
+            _refuse(f"{call.name} -c code is not checked by this layer (not a POSIX shell language), so it is refused")
+        _shell_code(call, operands[0], "code")
+        return None
+    if from_stdin or not operands:
+        if call.fed and not from_stdin:
+            _refuse(f"{call.name} would run a script named by the input of xargs or parallel")
+        _program_from_stdin(call, "shell" if _family(call.name) in _POSIX_SHELLS else call.name)
+        return None
+    _script_file(call, operands[0], "shell")
+    return None
+
+
+def _source(call: _Call) -> _Next | None:
+    args = [w for w in call.args if w.value != "--"]
+    if args:
+        _script_file(call, args[0], "shell")
+    return None
+
+
+def _interpreter(
+    call: _Call,
+    language: str,
+    code_options: str,
+    value_options: str,
+    long_code: frozenset[str] = frozenset(),
+    long_values: frozenset[str] = frozenset(),
+    module_options: str = "",
+    interactive: str = "",
+) -> None:
+    """The common shape of interpreter command lines: options, inline code, a script or stdin."""
+    args = list(call.args)
+    codes: list[str] = []
+    modules: list[str] = []
+    from_stdin = False
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text is None:
+            _refuse(f"{call.name}: the argument {args[i].raw!r} is computed, so its program cannot be known")
+        if text in {"-", "--"}:
+            from_stdin = from_stdin or text == "-"
+            i += 1
+            break
+        if text.startswith("--"):
+            given, eq, attached = text[2:].partition("=")
+            if given in long_code or given in long_values:
+                value = attached if eq else (_static(call, args[i + 1], "code") if i + 1 < len(args) else "")
+                (codes if given in long_code else modules).append(value)
+                i += 1 if eq else 2
+                continue
+            if given == "interactive":
+                _refuse(f"an interactive {call.name} reads its program from its input")
+            i += 1
+            continue
+        if text.startswith("-") and len(text) > 1:
+            consumed = 1
+            for j, ch in enumerate(text[1:], 1):
+                if ch in interactive:
+                    _refuse(f"an interactive {call.name} reads its program from its input")
+                if ch in code_options or ch in value_options or ch in module_options:
+                    attached = text[j + 1 :]
+                    if not attached and i + 1 < len(args):
+                        attached = _static(call, args[i + 1], "code")
+                        consumed = 2
+                    if ch in code_options:
+                        codes.append(attached)
+                    elif ch in module_options:
+                        modules.append(attached)
+                    break
+            i += consumed
+            continue
+        break
+    for module in modules:
+        _judge_code(call, language, f"import {module}" if language == "python" else f"use {module}")
+    if codes:
+        for code in codes:
+            _judge_code(call, language, code)
+        return
+    if from_stdin or i >= len(args):
+        if call.fed and not from_stdin:
+            _refuse(f"{call.name} would run a script named by the input of xargs or parallel")
+        if not modules:
+            _program_from_stdin(call, language)
+        return
+    _script_file(call, args[i], language)
+
+
+def _python(call: _Call) -> _Next | None:
+    _interpreter(call, "python", "c", "WXQ", long_values=frozenset({"check-hash-based-pycs"}), module_options="m")
+    return None
+
+
+def _perl(call: _Call) -> _Next | None:
+    _interpreter(call, "perl", "eE", "IixdDlF0C", module_options="Mm")
+    return None
+
+
+def _ruby(call: _Call) -> _Next | None:
+    _interpreter(call, "ruby", "e", "ICEKxF0W", module_options="r")
+    return None
+
+
+def _node(call: _Call) -> _Next | None:
+    _interpreter(
+        call, "node", "ep", "C", long_code=frozenset({"eval", "print"}),
+        long_values=frozenset({"require", "import", "loader", "experimental-loader"}), module_options="r",
+        interactive="i",
+    )  # fmt: skip
+    return None
+
+
+def _deno(call: _Call) -> _Next | None:
+    args = list(call.args)
+    if args and args[0].value == "eval":
+        codes = [w for w in args[1:] if not (w.value or "x").startswith("-")]
+        if codes:
+            _judge_code(call, "node", _static(call, codes[0], "code"))
+        return None
+    if args and args[0].value == "repl":
+        _refuse("deno repl reads its program from its input")
+    return None
+
+
+def _bun(call: _Call) -> _Next | None:
+    _interpreter(call, "node", "ep", "r", long_code=frozenset({"eval", "print"}), module_options="")
+    return None
+
+
+def _php(call: _Call) -> _Next | None:
+    _interpreter(call, "php", "rBRE", "dcSztF", interactive="a")
+    return None
+
+
+def _lua(call: _Call) -> _Next | None:
+    _interpreter(call, "lua", "e", "", module_options="l", interactive="i")
+    return None
+
+
+def _other_interpreter(code_options: str, long_code: frozenset[str] = frozenset()) -> _Handler:
+    def handle(call: _Call) -> _Next | None:
+        _interpreter(call, call.name, code_options, "", long_code=long_code)
+        return None
+
+    return handle
+
+
+# The primitives that turn interpreter code into processes, sockets, FFI or dynamic code.
+_CODE_TOKENS: Final[Mapping[str, re.Pattern[str]]] = {
+    "perl": re.compile(
+        r"\b(?:system|exec|fork|qx|readpipe|syscall|socket\w*|Socket|IO::Pty|pty|eval|open[23]?|pipe|dl_load\w*|"
+        r"DynaLoader|XSLoader|FFI|Inline|require)\b|`|->\s*\$|&\s*[$\{]|\*\s*\{|\bdo\s*['\"$]"
+    ),
+    "ruby": re.compile(
+        r"\b(?:system|exec|spawn|fork|syscall|\w*[Ss]ocket\w*|PTY|pty|Open3|open3|popen\w*|IO\.\w+|Kernel|eval|"
+        r"instance_eval|class_eval|module_eval|binding|send|__send__|public_send|method|const_get|Fiddle|FFI|DL|"
+        r"open|require|load|ObjectSpace|Process)\b|`|%x"
+    ),
+    "node": re.compile(
+        r"\b(?:child_process|exec\w*|spawn\w*|fork|execFile\w*|net|dgram|tls|http2?|https|vm|worker_threads|"
+        r"cluster|eval|Function|constructor|process\.binding|binding|dlopen|_load|globalThis|global|Reflect|"
+        r"import|Deno|Bun|ffi|FFI|inspector|module)\b|require\s*\(\s*(?!['\"][\w./@-]+['\"]\s*\))|`"
+    ),
+    "php": re.compile(
+        r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_\w+|fsockopen|pfsockopen|socket_\w+|"
+        r"stream_socket_\w+|eval|assert|create_function|call_user_func\w*|array_map|array_filter|array_walk\w*|"
+        r"usort|uasort|uksort|preg_replace\w*|register_\w+_function|forward_static_call\w*|Reflection\w*|FFI|dl|"
+        r"mail|putenv|include|require|include_once|require_once|ini_set|curl_exec|extract|parse_str)\b|`|"
+        r"\$\w+\s*\(|\$\{"
+    ),
+    "lua": re.compile(
+        r"\b(?:os\.execute|io\.popen|execute|popen|load|loadstring|loadfile|dofile|require|package|debug|ffi|"
+        r"socket|_G|_ENV|getfenv|setfenv|rawget|string\.dump)\b"
+    ),
+}
+
+
+def _check_code_tokens(call: _Call, language: str, code: str) -> None:
+    _check_text(code)
+    match = _CODE_TOKENS[language].search(code)
+    if match:
+        _refuse(
+            f"the inline {call.name} code uses {match.group(0).strip()!r}, which can start processes, open "
+            "sockets or run hidden code"
+        )
+
+
+_PY_DENIED_MODULES: Final = frozenset(
+    {
+        "socket", "_socket", "socketserver", "ssl", "pty", "tty", "termios", "subprocess", "_posixsubprocess",
+        "multiprocessing", "concurrent", "asyncio", "ctypes", "_ctypes", "cffi", "importlib", "imp", "pkgutil",
+        "runpy", "code", "codeop", "pdb", "bdb", "pickle", "_pickle", "cPickle", "marshal", "shelve", "dill",
+        "telnetlib", "ftplib", "smtplib", "poplib", "imaplib", "xmlrpc", "webbrowser", "pexpect", "ptyprocess",
+        "sh", "plumbum", "paramiko", "fabric", "invoke", "builtins", "__builtin__", "posix", "nt", "commands",
+        "popen2", "platform", "pydoc", "sysconfig", "distutils", "setuptools", "cgi", "selectors", "select",
+        "signal", "resource", "fcntl", "mmap", "gc", "inspect", "types", "operator", "functools", "zipimport",
+    }
+)  # fmt: skip
+_PY_DENIED_ATTRIBUTES: Final = frozenset(
+    {
+        "system", "popen", "popen2", "popen3", "popen4", "startfile", "fork", "forkpty", "vfork", "dup2",
+        "posix_spawn", "posix_spawnp", "kill", "killpg", "setuid", "setgid", "setreuid", "setresuid", "chroot",
+        "rmtree", "getoutput", "getstatusoutput", "check_output", "check_call", "Popen", "load_module",
+        "exec_module", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
+        "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "attrgetter",
+        "methodcaller", "f_globals", "f_builtins", "gi_frame", "cr_frame", "tb_frame", "f_back",
+    }
+)  # fmt: skip
+_PY_DENIED_NAMES: Final = frozenset(
+    {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars",
+     "breakpoint", "__builtins__", "__loader__", "__spec__", "input", "help", "open_code"}
+)  # fmt: skip
+_PY_SAFE_DUNDERS: Final = frozenset({"__name__", "__file__", "__doc__", "__version__", "__init__", "__main__"})
+
+
+def _check_python(call: _Call, code: str) -> None:
+    """Refuse inline Python that reaches for processes, sockets, FFI or dynamic code.
+
+    It is read with Python's own parser, so spacing, strings and comments cannot hide a
+    name. Only names are judged: a clean program can still do harm through files, which
+    is the jail's business.
+    """
+    _check_text(code)
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        _refuse(f"the inline {call.name} code does not parse as Python 3, so it cannot be checked")
+
+    def refuse(what: str) -> NoReturn:
+        _refuse(f"the inline {call.name} code uses {what}, which can start processes, open sockets or run hidden code")
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in _PY_DENIED_MODULES:
+                    refuse(f"the module {alias.name!r}")
+        elif isinstance(node, ast.ImportFrom):
+            if (node.module or "").split(".")[0] in _PY_DENIED_MODULES or node.level:
+                refuse(f"the module {node.module!r}")
+            for alias in node.names:
+                if alias.name == "*" or alias.name in _PY_DENIED_ATTRIBUTES or alias.name in _PY_DENIED_NAMES:
+                    refuse(f"'{alias.name}' from {node.module!r}")
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _PY_DENIED_ATTRIBUTES:
+                refuse(f"'.{node.attr}'")
+            if node.attr.startswith("__") and node.attr not in _PY_SAFE_DUNDERS:
+                refuse(f"the dunder attribute '{node.attr}'")
+        elif isinstance(node, ast.Name):
+            if node.id in _PY_DENIED_NAMES or node.id in _PY_DENIED_ATTRIBUTES:
+                refuse(f"'{node.id}'")
+            if node.id.startswith("__") and node.id not in _PY_SAFE_DUNDERS:
+                refuse(f"the dunder name '{node.id}'")
+
+
+# --- Commands that run commands through their options --------------------------------------
+
+
+def _option_values(args: Sequence[_Word], names: Iterable[str]) -> Iterator[tuple[str, _Word]]:
+    """Values of long options (``--name=v``, ``--name v``; any prefix counts) and short ones (``-x v``)."""
+    names = tuple(names)
+    for i, word in enumerate(args):
+        text = word.value
+        if text is None or not text.startswith("-"):
+            continue
+        if text.startswith("--"):
+            given, eq, attached = text[2:].partition("=")
+            for name in names:
+                if len(name) > 1 and _could_be(given, name):
+                    if eq:
+                        yield name, _literal(attached)
+                    elif i + 1 < len(args):
+                        yield name, args[i + 1]
+        else:
+            for name in names:
+                if len(name) == 1 and text[1:2] == name:
+                    if len(text) > 2:
+                        yield name, _literal(text[2:])
+                    elif i + 1 < len(args):
+                        yield name, args[i + 1]
+
+
+_GIT_SHELL_KEYS: Final = re.compile(
+    r"core\.(?:pager|editor|sshcommand|askpass|gitproxy)|pager\..*|sequence\.editor|credential\.(?:.*\.)?helper|"
+    r"diff\.external|diff\..*\.(?:textconv|command)|merge\..*\.driver|filter\..*\.(?:clean|smudge|process)|"
+    r"gpg\.(?:.*\.)?program|(?:difftool|mergetool|man|browser)\..*\.(?:cmd|path)|web\.browser|"
+    r"sendemail\.(?:.*\.)?(?:tocmd|cccmd|headercmd|smtpserver)|imap\.tunnel|interactive\.difffilter|"
+    r"remote\..*\.(?:uploadpack|receivepack|proxy)|uploadpack\.packobjectshook|alias\..*"
+)
+_GIT_REFUSED_KEYS: Final = re.compile(
+    r"core\.(?:hookspath|fsmonitor|worktree)|include\.path|includeif\..*|init\.templatedir|protocol\..*allow|"
+    r"safe\.directory|core\.sshcommand\..*"
+)
+
+
+def _check_git_setting(call: _Call, key: str, value: _Word) -> None:
+    key = key.lower()
+    if _GIT_REFUSED_KEYS.fullmatch(key):
+        if key == "core.fsmonitor" and (value.value or "").lower() in {"true", "false", "0", "1", ""}:
+            return
+        _refuse(f"git: setting {key} makes git run or load code from elsewhere")
+    if _GIT_SHELL_KEYS.fullmatch(key):
+        text = _static(call, value, f"value of {key}")
+        if key.startswith(("alias.", "credential.")) and not text.startswith("!"):
+            return  # a git subcommand or a credential helper name, not a shell command
+        _check_script(text.lstrip("!"), call.depth + 1, call.stdin)
+
+
+def _git(call: _Call) -> _Next | None:
+    args = list(call.args)
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text is None:
+            _refuse(f"git: the argument {args[i].raw!r} is computed, so what git runs cannot be known")
+        if text in {"-c", "--config-env"} and i + 1 < len(args):
+            setting = _static(call, args[i + 1], "setting")
+            key, _, value = setting.partition("=")
+            if text == "--config-env" and (
+                _GIT_SHELL_KEYS.fullmatch(key.lower()) or _GIT_REFUSED_KEYS.fullmatch(key.lower())
+            ):
+                _refuse(f"git --config-env: {key} would come from the environment, unchecked")
+            _check_git_setting(call, key, _literal(value))
+            i += 2
+            continue
+        if text.startswith("--exec-path="):
+            _refuse("git --exec-path= makes git run its commands from another directory")
+        if text in {"-C", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--list-cmds"}:
+            i += 2
+            continue
+        if text.startswith("-"):
+            i += 1
+            continue
+        break
+    if i >= len(args):
+        return None
+    sub = args[i].value
+    rest = args[i + 1 :]
+    for word in rest:
+        if word.value is not None and word.value.startswith(("ext::", "fd::")):
+            _refuse("git: the ext:: and fd:: transports run commands")
+    for option, value in _option_values(rest, ("upload-pack", "receive-pack", "exec", "u")):
+        if sub in {"clone", "fetch", "pull", "ls-remote", "push", "archive", "remote"} and not (
+            option == "u" and sub in {"push", "pull"}
+        ):
+            _shell_code(call, value, f"--{option} command")
+    if sub == "config":
+        operands = [w for w in rest if not (w.value or "-").startswith("-")]
+        if operands and operands[0].value in {"set", "--add"}:
+            operands = operands[1:]
+        if len(operands) >= 2 and "." in (operands[0].value or ""):
+            _check_git_setting(call, _static(call, operands[0], "key"), operands[1])
+    elif sub == "rebase":
+        for _, value in _option_values(rest, ("exec", "x")):
+            _shell_code(call, value, "--exec command")
+    elif sub == "submodule" and rest and rest[0].value == "foreach":
+        body = [w for w in rest[1:] if w.value not in {"--recursive", "-q", "--quiet"}]
+        _check_script(" ".join(_static(call, w, "command") for w in body), call.depth + 1, call.stdin)
+    elif sub == "bisect" and rest and rest[0].value == "run":
+        _judge(rest[1:], call.stdin, call.depth + 1)
+    elif sub == "filter-branch":
+        for option in ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter", "commit-filter",
+                       "tag-name-filter", "subdirectory-filter", "setup"):  # fmt: skip
+            for _, value in _option_values(rest, (option,)):
+                if option != "subdirectory-filter":
+                    _shell_code(call, value, f"--{option}")
+    elif sub in {"difftool", "mergetool"}:
+        for _, value in _option_values(rest, ("extcmd", "x")):
+            _shell_code(call, value, "--extcmd")
+    elif sub == "grep":
+        for word in rest:
+            text = word.value or ""
+            if text.startswith("-O") and len(text) > 2:
+                _check_script(text[2:], call.depth + 1, call.stdin)
+            elif text.startswith("--open-files-in-pager=") or text.startswith("--open-files-in-pager"):
+                _, _, pager = text.partition("=")
+                if pager:
+                    _check_script(pager, call.depth + 1, call.stdin)
+    elif sub == "send-email":
+        for option, value in _option_values(rest, ("to-cmd", "cc-cmd", "header-cmd", "smtp-server", "sendmail-cmd")):
+            _shell_code(call, value, f"--{option}")
+    return None
+
+
+_SSH_VALUE_OPTIONS: Final = {"ssh": "BbcDEeFIiJLlmOoPpQRSWw", "scp": "cFiJlOoPSXDRb"}
+
+
+def _ssh_option(call: _Call, setting: str) -> None:
+    key, sep, value = setting.replace("=", " ", 1).partition(" ")
+    key = key.strip().lower()
+    value = value.strip()
+    if key in {"proxycommand", "localcommand", "knownhostscommand"}:
+        _check_script(value, call.depth + 1, call.stdin)
+    elif key in {"pkcs11provider", "securitykeyprovider", "match", "include", "permitlocalcommand"}:
+        if key == "permitlocalcommand" and value.lower() in {"no", ""}:
+            return
+        _refuse(f"{call.name}: the option {key} loads or runs local code")
+
+
+def _ssh(call: _Call) -> _Next | None:
+    values = _SSH_VALUE_OPTIONS["ssh" if call.name == "ssh" else "scp"]
+    args = list(call.args)
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text is None or not text.startswith("-") or text == "-":
+            i += 1
+            continue
+        if text == "--":
+            break
+        for j, ch in enumerate(text[1:], 1):
+            if ch in values:
+                attached = text[j + 1 :]
+                value = _literal(attached) if attached else (args[i + 1] if i + 1 < len(args) else _literal(""))
+                i += 0 if attached else 1
+                if ch == "o":
+                    _ssh_option(call, _static(call, value, "-o option"))
+                elif ch in {"S", "D"} and call.name != "ssh":
+                    _judge([value], call.stdin, call.depth + 1)
+                break
+        i += 1
+    return None
+
+
+def _rsync(call: _Call) -> _Next | None:
+    for option, value in _option_values(call.args, ("rsh", "rsync-path", "e")):
+        _shell_code(call, value, f"{option} command")
+    return None
+
+
+def _tar(call: _Call) -> _Next | None:
+    args = list(call.args)
+    for option, value in _option_values(
+        args,
+        (
+            "to-command",
+            "use-compress-program",
+            "info-script",
+            "new-volume-script",
+            "rsh-command",
+            "rmt-command",
+            "I",
+            "F",
+        ),  # fmt: skip
     ):
-        return "the command runs a shell on downloaded or generated input"
-    for segment in _SEPARATORS.split(plain):
-        refusal = _check_simple(segment.split())
-        if refusal is not None:
-            return refusal
+        _shell_code(call, value, f"{option} command")
+    for option, value in _option_values(args, ("checkpoint-action",)):
+        text = _static(call, value, "checkpoint action")
+        if text.startswith("exec=") or text.startswith("exec"):
+            _check_script(text.partition("=")[2], call.depth + 1, call.stdin)
+    if args and args[0].value and not args[0].value.startswith("-"):
+        # Old-style bundled letters: each letter that takes a value takes the next operand.
+        queue = iter(args[1:])
+        for letter in args[0].value:
+            if letter in "fbTXgKLNVCH":
+                next(queue, None)
+            elif letter in "IF":
+                value = next(queue, None)
+                if value is not None:
+                    _shell_code(call, value, f"-{letter} command")
+    return None
+
+
+def _zip(call: _Call) -> _Next | None:
+    args = list(call.args)
+    for i, word in enumerate(args):
+        text = word.value or ""
+        if text == "-TT" and i + 1 < len(args):
+            _shell_code(call, args[i + 1], "-TT command")
+        elif text.startswith("-TT") and len(text) > 3:
+            _check_script(text[3:], call.depth + 1, call.stdin)
+    for _, value in _option_values(args, ("unzip-command",)):
+        _shell_code(call, value, "--unzip-command")
+    return None
+
+
+def _less(call: _Call) -> _Next | None:
+    for word in call.args:
+        text = word.value
+        if text is None:
+            continue
+        if text.startswith("+") and ("!" in text or "|" in text):
+            _refuse(f"{call.name}: the initial command {text!r} runs a shell command")
+    return None
+
+
+def _man(call: _Call) -> _Next | None:
+    for option, value in _option_values(call.args, ("pager", "P", "html", "H")):
+        if value.value:
+            _shell_code(call, value, f"{option} command")
+    return None
+
+
+_VIM_RISKY: Final = re.compile(
+    r"!|\b(?:sh|shell|te|ter|term|terminal|py\w*|lua\w*|perl\w*|rub\w*|ruby\w*|mz\w*|tcl\w*|so|source|runtime|"
+    r"system\w*|libcall\w*|job_?start|termopen|ch_open|exe|exec\w*|call|eval|luaeval|\w+eval|norm\w*|redir|"
+    r"au\w*|let|r|w)\b"
+)
+
+
+def _vim(call: _Call) -> _Next | None:
+    args = list(call.args)
+    ex_mode = call.name == "ex"
+    i = 0
+    while i < len(args):
+        text = args[i].value
+        if text is None:
+            _refuse(f"{call.name}: the argument {args[i].raw!r} is computed, so what the editor runs cannot be known")
+        command: str | None = None
+        if text in {"-c", "--cmd", "--remote-send", "--remote-expr"} and i + 1 < len(args):
+            command = _static(call, args[i + 1], "editor command")
+            i += 1
+        elif text.startswith("+") and not re.fullmatch(r"\+\d*", text):
+            command = text[1:]
+        elif re.fullmatch(r"-[a-zA-Z]+", text):
+            if "e" in text or "E" in text:
+                ex_mode = True
+            elif text == "-s" and not ex_mode:
+                i += 1  # -s scriptin: keys from a file, out of sight like any script
+        if command is not None and _VIM_RISKY.search(command):
+            _refuse(f"{call.name}: the editor command {command!r} can run a shell or code")
+        i += 1
+    if ex_mode:
+        _editor_input(call)
+    return None
+
+
+def _editor_input(call: _Call) -> None:
+    if call.stdin.kind == "pipe":
+        _refuse(f"{call.name} reads editor commands from a pipe (they can run a shell), unseen")
+    if call.stdin.kind == "text" and (call.stdin.text is None or "!" in call.stdin.text):
+        _refuse(f"{call.name} reads editor commands that can run a shell ('!') from a here-document")
+
+
+def _ed(call: _Call) -> _Next | None:
+    _editor_input(call)
+    return None
+
+
+def _emacs(call: _Call) -> _Next | None:
+    for word in call.args:
+        if (word.value or "").lstrip("-").partition("=")[0] in {"eval", "execute"}:
+            _refuse(f"{call.name} --eval runs Emacs Lisp, which this layer does not check")
+    return None
+
+
+def _gdb(call: _Call) -> _Next | None:
+    for word in call.args:
+        given = (word.value or "").lstrip("-").partition("=")[0]
+        if given in {"ex", "iex", "x", "ix", "eval-command", "init-eval-command", "command", "init-command", "p",
+                     "pid", "batch", "python"}:  # fmt: skip
+            _refuse(f"gdb {word.value}: gdb commands can run a shell or attach to another process")
+    return None
+
+
+def _tracer(call: _Call) -> _Next | None:
+    spec = _Spec(short_values="aAbeEIoOpPsSuUXnlLxDF", short_flags="cCdDfhiqrtTvVwyYkzZ", strict=False)
+    options = _parse_options(call, spec)
+    if any(option in {"p", "attach"} for option, _ in options.values):
+        _refuse(f"{call.name} -p attaches to another process (it can read its memory)")
+    return _Next(options.operands, call.stdin, call.fed)
+
+
+def _awk(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="FvfeilEWo",
+        short_flags="bcCDghLMnNOPrsStVy",
+        optional_attached="dpo",
+        long={"field-separator": True, "assign": True, "file": True, "source": True, "include": True,
+              "load": True, "exec": True, "sandbox": False, "characters-as-bytes": False, "traditional": False,
+              "copyright": False, "debug": False, "dump-variables": False, "gen-pot": False, "help": False,
+              "lint": False, "bignum": False, "use-lc-numeric": False, "non-decimal-data": False,
+              "optimize": False, "no-optimize": False, "posix": False, "re-interval": False, "csv": False,
+              "profile": False, "pretty-print": False, "version": False, "lint-old": False},
+        strict=False,
+    )  # fmt: skip
+    options = _parse_options(call, spec)
+    if "S" in options.flags or "sandbox" in options.flags:
+        return None
+    programs: list[_Word] = []
+    has_file = False
+    for option, value in options.values:
+        if option in {"l", "load"}:
+            _refuse(f"{call.name} --load loads a shared library")
+        if option in {"e", "source"}:
+            programs.append(value)
+        if option in {"f", "file", "E", "exec", "i", "include"}:
+            has_file = True
+    if not programs and not has_file and options.operands:
+        programs.append(options.operands[0])
+    for program in programs:
+        text = _static(call, program, "awk program")
+        if re.search(r"\bsystem\b|@load|(?<!\|)\|(?!\|)|\|&", text):
+            _refuse(f"the {call.name} program runs commands (system(), pipes or @load)")
+    return None
+
+
+def _sed_runs_commands(script: str) -> bool:
+    """Whether a sed script can run a command (the ``e`` command or the ``s///e`` flag).
+
+    A small reader of GNU sed syntax; what it cannot read counts as running commands.
+    """
+    i, n = 0, len(script)
+
+    def skip_regex(start: int) -> int:
+        delimiter = script[start]
+        j = start + 1
+        while j < n and script[j] != delimiter:
+            j += 2 if script[j] == "\\" else 1
+        if j >= n:
+            raise ValueError(script)
+        return j + 1
+
+    try:
+        while i < n:
+            ch = script[i]
+            if ch in " \t\n;{}!":
+                i += 1
+                continue
+            if ch == "#":
+                while i < n and script[i] != "\n":
+                    i += 1
+                continue
+            # addresses
+            if ch.isdigit() or ch in "$,~+":
+                i += 1
+                continue
+            if ch == "/":
+                i = skip_regex(i)
+                while i < n and script[i] in "IM":
+                    i += 1
+                continue
+            if ch == "\\":
+                i = skip_regex(i + 1)
+                continue
+            i += 1
+            if ch == "e":
+                return True
+            if ch in "sy":
+                if i >= n:
+                    return True
+                i = skip_regex(i)  # the pattern, from its opening delimiter
+                i = skip_regex(i - 1)  # the replacement: its delimiter closed the pattern
+                if ch == "s":
+                    flags = ""
+                    while i < n and script[i] not in ";\n}":
+                        if script[i] == "w":
+                            flags += "w"
+                            break
+                        flags += script[i]
+                        i += 1
+                    if "e" in flags:
+                        return True
+                    if "w" in flags:
+                        while i < n and script[i] != "\n":
+                            i += 1
+                continue
+            if ch in "aicrRwWbtTvlLqQ:":
+                while i < n and script[i] != "\n" and not (ch in "btTvlLqQ:" and script[i] in ";}"):
+                    i += 2 if ch in "aic" and script[i] == "\\" else 1
+                continue
+            if ch in "=dDgGhHnNpPxzF":
+                continue
+            return True
+    except ValueError:
+        return True
+    return False
+
+
+def _sed(call: _Call) -> _Next | None:
+    spec = _Spec(
+        short_values="efl",
+        short_flags="nrEsuzb",
+        optional_attached="i",
+        long={"expression": True, "file": True, "in-place": False, "line-length": True, "quiet": False,
+              "silent": False, "regexp-extended": False, "separate": False, "unbuffered": False,
+              "null-data": False, "zero-terminated": False, "posix": False, "sandbox": False, "debug": False,
+              "follow-symlinks": False, "binary": False, "help": False, "version": False},
+        strict=False,
+    )  # fmt: skip
+    options = _parse_options(call, spec, stop_at_operand=False)
+    if "sandbox" in options.flags:
+        return None
+    scripts = [v for o, v in options.values if o in {"e", "expression"}]
+    has_file = any(o in {"f", "file"} for o, _ in options.values)
+    if not scripts and not has_file and options.operands:
+        scripts = [options.operands[0]]
+    for word in scripts:
+        text = _static(call, word, "sed script")
+        if _sed_runs_commands(text):
+            _refuse(f"the sed script {text!r} can run commands (the e command or s///e)")
+        for target in re.findall(r"(?:^|[;\n}])\s*[0-9$,/]*\s*[wW]\s*(\S+)|/[^/\n]*/[^/\n]*/\w*w\s*(\S+)", text):
+            for path in target:
+                if path:
+                    _check_write_target(path, "sed w")
+    return None
+
+
+def _sqlite(call: _Call) -> _Next | None:
+    args = list(call.args)
+    sql: list[_Word] = []
+    operands = 0
+    i = 0
+    while i < len(args):
+        text = args[i].value or ""
+        if text in {"-cmd"} and i + 1 < len(args):
+            sql.append(args[i + 1])
+            i += 2
+            continue
+        if text in {"-init", "-separator", "-newline", "-nullvalue", "-mmap", "-vfs", "-maxsize", "-heap",
+                    "-escape", "-A", "-pagecache", "-lookaside"}:  # fmt: skip
+            i += 3 if text in {"-pagecache", "-lookaside"} else 2
+            continue
+        if text.startswith("-") and args[i].value is not None:
+            i += 1
+            continue
+        operands += 1
+        if operands > 1:
+            sql.append(args[i])
+        i += 1
+    risky = re.compile(
+        r"(?im)^\s*\.(?:sh|shell|system|load|excel|edit)\b|^\s*\.(?:output|once|read|import|open|save|backup|"
+        r"restore)\b[^\n]{0,200}\||load_extension|\bedit\s*\("
+    )
+    for word in sql:
+        if risky.search(_static(call, word, "SQL")):
+            _refuse("sqlite3: the dot-command or function runs a shell or loads a library")
+    if operands <= 1:
+        if call.stdin.kind == "pipe":
+            _refuse("sqlite3 reads dot-commands (which can run a shell) from a pipe, unseen")
+        if call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text)):
+            _refuse("sqlite3: the dot-command or function runs a shell or loads a library")
+    return None
+
+
+def _sql_client(call: _Call) -> _Next | None:
+    risky = re.compile(r"\\!|\\[og]\s*\||\bprogram\b|^\s*system\b|\\system", re.IGNORECASE | re.MULTILINE)
+    for _, value in _option_values(call.args, ("command", "c", "execute", "e")):
+        if risky.search(_static(call, value, "SQL")):
+            _refuse(f"{call.name}: the command runs a shell ('\\!' or PROGRAM)")
+    if call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text)):
+        _refuse(f"{call.name}: the input runs a shell ('\\!' or PROGRAM)")
+    return None
+
+
+def _dc(call: _Call) -> _Next | None:
+    expressions = list(_option_values(call.args, ("expression", "e")))
+    for _, value in expressions:
+        if "!" in _static(call, value, "expression"):
+            _refuse("dc: '!' runs a shell command")
+    files = [w for w in call.args if not (w.value or "-").startswith("-")]
+    if not expressions and not files:
+        _editor_input(call)
+    return None
+
+
+def _gnuplot(call: _Call) -> _Next | None:
+    risky = re.compile(r"\bsystem\b|!|\bshell\b|\bpopen\b|\||`|\bload\b|\bcall\b")
+    for _, value in _option_values(call.args, ("e",)):
+        if risky.search(_static(call, value, "gnuplot command")):
+            _refuse("gnuplot: the command runs a shell")
+    if call.stdin.kind == "pipe" or (
+        call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text))
+    ):
+        _refuse("gnuplot reads commands that can run a shell from its input")
+    return None
+
+
+# --- Destructive commands ---------------------------------------------------------------
+
+_TOP_LEVEL: Final = re.compile(r"/+[^/]*/*\**")
+_GLOB_AT_TOP: Final = re.compile(r"/+[^/]*[*?\[]")
+_HOME_DIR: Final = re.compile(r"/(?:home|Users)/+[^/]*/*\**")
+
+
+def _is_rootish(value: str, strict: bool = True) -> bool:
+    """Whether *value* names the root, a home, a top-level or system directory, or (strict) all of cwd."""
+    if value.startswith("~"):
+        return True
+    if re.search(r"\$\{?HOME\b", value):
+        return True
+    normal = _normal(value)
+    if normal.startswith("/"):
+        return bool(
+            _TOP_LEVEL.fullmatch(normal)
+            or _is_system_path(normal)
+            or _GLOB_AT_TOP.match(normal)
+            or _HOME_DIR.fullmatch(normal)
+        )
+    if normal.startswith(".."):
+        return True  # above the workspace
+    if strict:
+        return normal in {".", "*", ".*"} or normal.startswith(("./*", "*/"))
+    return False
+
+
+def _rm(call: _Call) -> _Next | None:
+    recursive = False
+    targets: list[_Word] = []
+    options_done = False
+    for word in call.args:
+        text = word.value
+        if not options_done and text is not None and text.startswith("-") and len(text) > 1:
+            if text == "--":
+                options_done = True
+            elif text.startswith("--"):
+                given = text[2:].partition("=")[0]
+                recursive = recursive or _could_be(given, "recursive")
+                if _could_be(given, "no-preserve-root") and len(given) >= 2:
+                    _refuse("rm --no-preserve-root disables the root protection")
+            else:
+                recursive = recursive or "r" in text.lower()
+            continue
+        targets.append(word)
+    for word in targets:
+        if word.value is not None and (_is_system_path(_normal(word.value)) or _is_rootish(word.value, strict=False)):
+            _refuse(f"rm on the root, home or system path {word.value!r} is destructive")
+    if not recursive:
+        return None
+    if call.fed:
+        _refuse("'rm -r' takes its targets from the input of xargs or parallel, so they cannot be checked")
+    for word in targets:
+        if word.value is None:
+            _refuse(f"the target {word.raw!r} of 'rm -r' is computed at run time (write the path out)")
+        if _is_rootish(word.value):
+            _refuse(
+                "'rm -r' on the root, home, a system or top-level directory, or all of the workspace is destructive"
+            )
+    return None
+
+
+def _chmod(call: _Call) -> _Next | None:
+    recursive = False
+    operands: list[_Word] = []
+    for word in call.args:
+        text = word.value
+        if text is not None and text.startswith("--"):
+            recursive = recursive or _could_be(text[2:].partition("=")[0], "recursive")
+        elif text is not None and re.fullmatch(r"-[RcfvhHLP]+", text):
+            recursive = recursive or "R" in text
+        else:
+            operands.append(word)
+    if call.name == "chmod" and operands and operands[0].value is not None:
+        mode = operands[0].value
+        if re.search(r"[ugoa]*[+=][rwxXt]*s|^[0-7]*[2-7][0-7]{3}$", mode):
+            _refuse("chmod: setting the setuid or setgid bit makes a privilege escalation path")
+    for word in operands[1:]:
+        if word.value is None:
+            if recursive:
+                _refuse(f"the target {word.raw!r} of '{call.name} -R' is computed at run time")
+            continue
+        if _is_system_path(_normal(word.value)) or (recursive and _is_rootish(word.value, strict=False)):
+            _refuse(f"'{call.name}' on the root, home or system path {word.value!r} changes the whole system")
+    if recursive and call.fed:
+        _refuse(f"'{call.name} -R' takes its targets from the input of xargs or parallel")
+    return None
+
+
+def _dd(call: _Call) -> _Next | None:
+    for word in call.args:
+        if word.value is not None and word.value.startswith("of="):
+            _check_write_target(word.value[3:], "dd")
+    return None
+
+
+def _writer(call: _Call) -> _Next | None:
+    """tee, cp, mv, install, ln, truncate: a write to a system path is refused."""
+    operands = [w for w in call.args if not (w.value or "").startswith("-")]
+    targets = operands if call.name in {"tee", "truncate"} else operands[-1:]
+    for _, value in _option_values(call.args, ("target-directory", "t")):
+        targets.append(value)
+    for word in targets:
+        if word.value is not None:
+            _check_write_target(word.value, call.name)
+    return None
+
+
+def _kill(call: _Call) -> _Next | None:
+    if call.fed:
+        _refuse(f"{call.name} takes its targets from the input of xargs or parallel (the daemon could be one)")
+    for word in call.args:
+        if word.value in {"-1", "1"}:
+            _refuse(f"{call.name} {word.value} signals every process or init")
+        if "PPID" in word.raw:
+            _refuse(f"{call.name} targets the parent process (the daemon)")
+    if call.name in {"pkill", "killall"}:
+        for word in call.args:
+            text = (word.value or "").lower()
+            if text in {".", ".*", "^", "", "-u", "--user"} or "python" in text or "beamclaw" in text:
+                _refuse(f"{call.name} {word.raw} could kill the daemon or every process")
+    return None
+
+
+# --- Builtins that reach variables or code ------------------------------------------------
+
+
+def _declare(call: _Call) -> _Next | None:
+    for word in call.args:
+        if word.value is None:
+            _refuse(f"{call.name} declares a computed name {word.raw!r}")
+        if not word.value.startswith(("-", "+")):
+            _check_declared_name(word.value)
+    return None
+
+
+def _read(call: _Call) -> _Next | None:
+    spec = _Spec(short_values="adinNptu", short_flags="ers", strict=False)
+    options = _parse_options(call, spec)
+    names = [v for o, v in options.values if o == "a"] + options.operands
+    for word in names:
+        _check_declared_name(_static(call, word, "variable name"))
+    return None
+
+
+def _printf(call: _Call) -> _Next | None:
+    for option, value in _option_values(call.args, ("v",)):
+        del option
+        _check_declared_name(_static(call, value, "variable name"))
+    return None
+
+
+def _mapfile(call: _Call) -> _Next | None:
+    for word in call.args:
+        if (word.value or "").startswith("-C"):
+            _refuse(f"{call.name} -C runs a callback command for every line")
+    spec = _Spec(short_values="dnOsuc", short_flags="t", strict=False)
+    for word in _parse_options(call, spec).operands:
+        _check_declared_name(_static(call, word, "array name"))
+    return None
+
+
+def _getopts(call: _Call) -> _Next | None:
+    if len(call.args) > 1:
+        _check_declared_name(_static(call, call.args[1], "variable name"))
+    return None
+
+
+def _refuse_option(option: str, reason: str) -> _Handler:
+    def handle(call: _Call) -> _Next | None:
+        for word in call.args:
+            if word.value is not None and word.value.startswith("-") and option in word.value[1:]:
+                _refuse(f"{call.name} -{option} {reason}")
+        return None
+
+    return handle
+
+
+_HANDLERS: Final[dict[str, _Handler]] = {
+    "env": _env,
+    "nohup": _wrapper(_Spec(long={"help": False, "version": False})),
+    "nice": _wrapper(_Spec(short_values="n", long={"adjustment": True, "help": False, "version": False}, digits=True)),
+    "timeout": _wrapper(
+        _Spec(
+            short_values="sk",
+            short_flags="fpv",
+            long={
+                "signal": True,
+                "kill-after": True,
+                "foreground": False,
+                "preserve-status": False,
+                "verbose": False,
+                "help": False,
+                "version": False,
+            },
+        ),
+        fixed_operands=1,
+    ),  # fmt: skip
+    "stdbuf": _wrapper(
+        _Spec(short_values="ioe", long={"input": True, "output": True, "error": True, "help": False, "version": False})
+    ),  # fmt: skip
+    "setsid": _wrapper(
+        _Spec(short_flags="cfw", long={"ctty": False, "fork": False, "wait": False, "help": False, "version": False})
+    ),  # fmt: skip
+    "ionice": _wrapper(
+        _Spec(
+            short_values="cnpPu",
+            short_flags="th",
+            long={
+                "class": True,
+                "classdata": True,
+                "pid": True,
+                "pgid": True,
+                "uid": True,
+                "ignore": False,
+                "help": False,
+                "version": False,
+            },
+        )
+    ),  # fmt: skip
+    "taskset": _wrapper(
+        _Spec(
+            short_flags="acpVh",
+            long={"all-tasks": False, "cpu-list": False, "pid": False, "help": False, "version": False},
+        ),
+        fixed_operands=1,
+    ),  # fmt: skip
+    "chrt": _wrapper(_Spec(short_values="TPD", short_flags="abdefimoprRvVh", strict=False), fixed_operands=1),
+    "time": _wrapper(
+        _Spec(
+            short_values="fo",
+            short_flags="apqv",
+            long={
+                "format": True,
+                "output": True,
+                "append": False,
+                "verbose": False,
+                "portability": False,
+                "quiet": False,
+                "help": False,
+                "version": False,
+            },
+        )
+    ),  # fmt: skip
+    "command": _command,
+    "builtin": _builtin,
+    "exec": _exec,
+    "xargs": _xargs,
+    "find": _find,
+    "parallel": _parallel,
+    "watch": _watch,
+    "flock": _flock,
+    "script": _script,
+    "busybox": _busybox,
+    "strace": _tracer,
+    "ltrace": _tracer,
+    "eval": _eval,
+    "trap": _trap,
+    "source": _source,
+    **dict.fromkeys(_RUNNERS, _runner),
+    **dict.fromkeys(_POSIX_SHELLS | _OTHER_SHELLS, _shell),
+    "python": _python,
+    "perl": _perl,
+    "ruby": _ruby,
+    "node": _node,
+    "deno": _deno,
+    "bun": _bun,
+    "php": _php,
+    "lua": _lua,
+    "Rscript": _other_interpreter("e"),
+    "R": _other_interpreter("e"),
+    "julia": _other_interpreter("eE", frozenset({"eval", "print"})),
+    "tclsh": _other_interpreter(""),
+    "wish": _other_interpreter(""),
+    "expect": _other_interpreter("c"),
+    "osascript": _other_interpreter("e"),
+    "irb": _other_interpreter("e"),
+    "jshell": _other_interpreter(""),
+    "groovy": _other_interpreter("e"),
+    "jrunscript": _other_interpreter("e"),
+    "guile": _other_interpreter("ce"),
+    "racket": _other_interpreter("e", frozenset({"eval"})),
+    "sbcl": _other_interpreter("", frozenset({"eval"})),
+    "elixir": _other_interpreter("e", frozenset({"eval"})),
+    "erl": _other_interpreter("", frozenset({"eval"})),
+    "bb": _other_interpreter("e"),
+    "git": _git,
+    "ssh": _ssh,
+    "scp": _ssh,
+    "rsync": _rsync,
+    "tar": _tar,
+    "zip": _zip,
+    "less": _less,
+    "man": _man,
+    "vim": _vim,
+    "ed": _ed,
+    "emacs": _emacs,
+    "gdb": _gdb,
+    "awk": _awk,
+    "sed": _sed,
+    "sqlite3": _sqlite,
+    "psql": _sql_client,
+    "mysql": _sql_client,
+    "dc": _dc,
+    "gnuplot": _gnuplot,
+    "rm": _rm,
+    "chmod": _chmod,
+    "chown": _chmod,
+    "chgrp": _chmod,
+    "dd": _dd,
+    **dict.fromkeys(("tee", "cp", "mv", "install", "ln", "truncate"), _writer),
+    "kill": _kill,
+    "killall": _kill,
+    "declare": _declare,
+    "read": _read,
+    "printf": _printf,
+    "mapfile": _mapfile,
+    "getopts": _getopts,
+    "hash": _refuse_option("p", "makes a command name run another program"),
+    "enable": _refuse_option("f", "loads a builtin from a shared library"),
+    "compgen": _refuse_option("C", "runs a command to generate completions"),
+}
+
+
+def check_command(command: str) -> str | None:
+    """The reason *command* is refused, or None when it may run.
+
+    *command* is the text given to ``bash -c``. The reason names what was refused and
+    why, for the model and the user to read.
+    """
+    if not isinstance(command, str):
+        raise TypeError(f"command must be a str, not {type(command).__name__}")
+    try:
+        _check_script(command, 0, _NO_INPUT)
+    except _Refused as refusal:
+        return refusal.reason
+    except RecursionError:
+        return "the command nests too deeply to be checked"
     return None
