@@ -72,100 +72,69 @@ def _refuse(reason: str) -> NoReturn:
 
 # --- What is refused outright --------------------------------------------------------
 
-_PRIVILEGE: Final = "escalates privileges"
-_DISKS: Final = "changes disks or file systems"
-_SYSTEM: Final = "changes the system configuration"
-_NETWORK: Final = "opens raw network connections (reverse shells)"
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+def _each(names: str, value: str) -> dict[str, str]:
+    return dict.fromkeys(names.split(), value)
+
+
 _DENIED_COMMANDS: Final[Mapping[str, str]] = {
-    **dict.fromkeys(
-        ("sudo", "su", "doas", "pkexec", "runuser", "run0", "sg", "newgrp", "setpriv", "capsh", "setcap"),
-        "privilege escalation",
+    **_each("sudo su doas pkexec runuser run0 sg newgrp setpriv capsh setcap", "privilege escalation"),
+    **_each("chroot nsenter unshare", "changes the root or namespaces (jail escape)"),
+    **_each("shutdown reboot halt poweroff init telinit kexec", "stops the machine"),
+    **_each("systemctl service systemd-run machinectl", "controls system services"),
+    **_each(
+        "mkfs mke2fs mkswap fdisk sfdisk cfdisk gdisk sgdisk parted wipefs losetup cryptsetup dmsetup mdadm "
+        "lvremove vgremove pvremove swapon swapoff mount umount blkdiscard hdparm",
+        "changes disks or file systems",
     ),
-    **dict.fromkeys(("chroot", "nsenter", "unshare"), "changes the root or namespaces (jail escape)"),
-    **dict.fromkeys(("shutdown", "reboot", "halt", "poweroff", "init", "telinit", "kexec"), "stops the machine"),
-    **dict.fromkeys(("systemctl", "service", "systemd-run", "machinectl"), "controls system services"),
-    **dict.fromkeys(
-        (
-            "mkfs",
-            "mke2fs",
-            "mkswap",
-            "fdisk",
-            "sfdisk",
-            "cfdisk",
-            "gdisk",
-            "sgdisk",
-            "parted",
-            "wipefs",
-            "losetup",
-            "cryptsetup",
-            "dmsetup",
-            "mdadm",
-            "lvremove",
-            "vgremove",
-            "pvremove",
-            "swapon",
-            "swapoff",
-            "mount",
-            "umount",
-            "blkdiscard",
-            "hdparm",
-        ),
-        _DISKS,
-    ),  # fmt: skip
     "shred": "destroys files beyond recovery",
-    **dict.fromkeys(("insmod", "rmmod", "modprobe"), "loads or unloads kernel modules"),
-    **dict.fromkeys(("iptables", "ip6tables", "nft", "ufw", "sysctl"), _SYSTEM),
-    **dict.fromkeys(
-        ("useradd", "userdel", "usermod", "groupadd", "groupdel", "groupmod", "gpasswd", "chsh", "chfn"),
-        "changes system users",
-    ),
-    **dict.fromkeys(("passwd", "chpasswd", "vipw", "visudo"), "changes passwords or sudoers"),
-    **dict.fromkeys(("crontab", "at", "batch"), "installs persistent jobs"),
-    **dict.fromkeys(("nc", "ncat", "netcat", "socat", "telnet"), _NETWORK),
-    **dict.fromkeys(("mkfifo", "mknod"), "makes a named pipe or device node (a reverse-shell building block)"),
-    **dict.fromkeys(
-        ("docker", "podman", "nerdctl", "ctr", "crictl"), "controls the container engine (root on the host)"
-    ),
-    **dict.fromkeys(("tmux", "screen"), "starts sessions that run commands out of sight"),
+    **_each("insmod rmmod modprobe", "loads or unloads kernel modules"),
+    **_each("iptables ip6tables nft ufw sysctl", "changes the system configuration"),
+    **_each("useradd userdel usermod groupadd groupdel groupmod gpasswd chsh chfn", "changes system users"),
+    **_each("passwd chpasswd vipw visudo", "changes passwords or sudoers"),
+    **_each("crontab at batch", "installs persistent jobs"),
+    **_each("nc ncat netcat socat telnet", "opens raw network connections (reverse shells)"),
+    **_each("mkfifo mknod", "makes a named pipe or device node (a reverse-shell building block)"),
+    **_each("docker podman nerdctl ctr crictl", "controls the container engine (root on the host)"),
+    **_each("tmux screen", "starts sessions that run commands out of sight"),
     "killall5": "kills every process",
     "coproc": "runs a coprocess (a form this checker does not read)",
     "alias": "defines aliases, which hide what a command runs",
     "fc": "re-runs history through an editor",
 }
-_KEYWORDS: Final = frozenset(
-    {"{", "}", "(", ")", "!", "[[", "]]", "if", "then", "else", "elif", "fi", "do", "done", "while", "until",
-     "for", "case", "esac", "in", "function", "select"}
-)  # fmt: skip
+_KEYWORDS: Final = _names("{ } ( ) ! [[ ]] if then else elif fi do done while until for case esac in function select")
+"""Words that, read as a command name, mean tree-sitter misread a compound command."""
 
-_DANGEROUS_VARIABLES: Final = frozenset(
-    {
-        "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4", "SHELLOPTS", "BASHOPTS",
-        "BASH_ALIASES", "BASH_CMDS", "BASH_LOADABLES_PATH", "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH",
-        "GCONV_PATH", "PERL5OPT", "PERL5DB", "RUBYOPT", "NODE_OPTIONS", "PYTHONWARNINGS", "PYTHONSTARTUP",
-        "TAR_OPTIONS", "GIT_CONFIG_PARAMETERS", "GIT_EXEC_PATH", "GIT_TEMPLATE_DIR",
-    }
-)  # fmt: skip
+_DANGEROUS_VARIABLES: Final = _names(
+    "BASH_ENV ENV PROMPT_COMMAND PS0 PS1 PS2 PS3 PS4 SHELLOPTS BASHOPTS BASH_ALIASES BASH_CMDS BASH_LOADABLES_PATH "
+    "LD_PRELOAD LD_AUDIT LD_LIBRARY_PATH GCONV_PATH PERL5OPT PERL5DB RUBYOPT NODE_OPTIONS PYTHONWARNINGS "
+    "PYTHONSTARTUP TAR_OPTIONS GIT_CONFIG_PARAMETERS GIT_EXEC_PATH GIT_TEMPLATE_DIR"
+)
 """Variables whose value the shell or a program later runs or loads as code."""
-_COMMAND_VARIABLES: Final = frozenset(
-    {
-        "PAGER", "GIT_PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL", "GIT_EDITOR",
-        "GIT_SEQUENCE_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_EXTERNAL_DIFF", "GIT_ASKPASS", "SSH_ASKPASS",
-        "SUDO_ASKPASS", "GIT_PROXY_COMMAND", "RSYNC_RSH", "CVS_RSH", "LESSOPEN", "LESSCLOSE", "BROWSER", "FCEDIT",
-    }
-)  # fmt: skip
+_COMMAND_VARIABLES: Final = _names(
+    "PAGER GIT_PAGER MANPAGER SYSTEMD_PAGER EDITOR VISUAL GIT_EDITOR GIT_SEQUENCE_EDITOR GIT_SSH GIT_SSH_COMMAND "
+    "GIT_EXTERNAL_DIFF GIT_ASKPASS SSH_ASKPASS SUDO_ASKPASS GIT_PROXY_COMMAND RSYNC_RSH CVS_RSH LESSOPEN LESSCLOSE "
+    "BROWSER FCEDIT"
+)
 """Variables holding a command line that a program runs: the value is judged as one."""
 
-_POSIX_SHELLS: Final = frozenset({"sh", "bash", "dash", "ksh", "ksh93", "mksh", "lksh", "ash", "yash", "rbash", "posh"})
-_OTHER_SHELLS: Final = frozenset(
-    {"zsh", "fish", "csh", "tcsh", "xonsh", "pwsh", "powershell", "nu", "elvish", "osh", "ysh", "rc", "es"}
-)
+_POSIX_SHELLS: Final = _names("sh bash dash ksh ksh93 mksh lksh ash yash rbash posh")
+_OTHER_SHELLS: Final = _names("zsh fish csh tcsh xonsh pwsh powershell nu elvish osh ysh rc es")
 _STDIN_PATHS: Final = re.compile(r"/dev/(?:stdin|fd/\d+|tty)|/proc/(?:self|thread-self|\d+)/fd/\d+")
-_BENIGN_DEVICES: Final = frozenset(
-    {"/dev/null", "/dev/zero", "/dev/stdout", "/dev/stderr", "/dev/stdin", "/dev/tty", "/dev/full",
-     "/dev/random", "/dev/urandom"}
-)  # fmt: skip
-_SYSTEM_DIRS: Final = ("/etc", "/boot", "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/sys",
-                       "/proc", "/dev", "/root", "/var/spool", "/var/lib", "/var/log")  # fmt: skip
+_BENIGN_DEVICES: Final = _names(
+    "/dev/null /dev/zero /dev/stdout /dev/stderr /dev/stdin /dev/tty /dev/full /dev/random /dev/urandom"
+)
+_SYSTEM_DIRS: Final = tuple(
+    sorted(
+        _names(
+            "/etc /boot /usr /bin /sbin /lib /lib32 /lib64 /libx32 /sys /proc /dev /root /var/spool /var/lib /var/log"
+        )
+    )
+)
 
 # Raw-text tripwires: checked on every script text and every literal word value, so that
 # quoting cannot hide them. Every pattern is linear (no unbounded nested repetition).
@@ -184,7 +153,7 @@ _TEXT_PATTERNS: Final = (
             r"\.beamclaw\b|BEAMCLAW_HOME"
         ),
         "reaches the daemon's own files (data dir, control socket, keys)",
-    ),  # fmt: skip
+    ),
     (re.compile(r"--no-preserve-root"), "disables the root protection of rm, chmod or chown"),
 )
 _PROC: Final = re.compile(r"/proc/+([^\s'\"`;|&<>()]{0,200})")
@@ -226,8 +195,9 @@ class _Word:
     value: str | None
     pattern: bool = False
     spliced: bool = False
-    procsub: bool = False
+    procsub: bool = False  # holds a command or process substitution
     start: int = 0
+    end: int = 0
 
 
 def _literal(value: str) -> _Word:
@@ -281,9 +251,35 @@ def _word(node: tree_sitter.Node) -> _Word:
         value=value,
         pattern=bool(_GLOB_SHAPE.search(shape)) or node.type == "brace_expression",
         spliced=quoted and pieces > 1,
-        procsub=node.type == "process_substitution",
+        procsub=node.type in _SUBSTITUTIONS
+        or (node.type == "concatenation" and any(c.type in _SUBSTITUTIONS for c in node.children)),
         start=node.start_byte,
+        end=node.end_byte,
     )
+
+
+_SUBSTITUTIONS: Final = _names("process_substitution command_substitution")
+
+
+def _merged(words: list[_Word]) -> list[_Word]:
+    """Glue words that touch: tree-sitter splits some words bash reads as one (``"s"\\udo``)."""
+    merged: list[_Word] = []
+    for word in words:
+        if merged and word.start == merged[-1].end and word.start > 0:
+            last = merged[-1]
+            value = None if last.value is None or word.value is None else last.value + word.value
+            merged[-1] = _Word(
+                raw=last.raw + word.raw,
+                value=value,
+                pattern=last.pattern or word.pattern,
+                spliced=True,
+                procsub=last.procsub or word.procsub,
+                start=last.start,
+                end=word.end,
+            )
+        else:
+            merged.append(word)
+    return merged
 
 
 def _word_parts(node: tree_sitter.Node) -> tuple[str | None, str, bool, int]:
@@ -306,13 +302,13 @@ def _word_parts(node: tree_sitter.Node) -> tuple[str | None, str, bool, int]:
         quoted = False
         computed = False
         for child in node.children:
-            value, shape, child_quoted, _ = _word_parts(child)
+            piece, piece_shape, child_quoted, _ = _word_parts(child)
             quoted = quoted or child_quoted
-            if value is None:
+            if piece is None:
                 computed = True
             else:
-                values.append(value)
-            shapes.append(shape)
+                values.append(piece)
+            shapes.append(piece_shape)
         return (None if computed else "".join(values)), "".join(shapes), quoted, len(node.children)
     # Expansions, substitutions, ANSI-C and locale strings, arithmetic: computed.
     return None, "", kind in {"ansi_c_string", "translated_string"}, 1
@@ -347,14 +343,18 @@ _SPLICE: Final = re.compile(r"(\\+)\n")
 
 
 def _check_splices(text: str) -> None:
-    """Refuse a backslash-newline inside a word (``sud\\<newline>o``), which bash removes."""
+    """Refuse a backslash-newline where bash and tree-sitter may read it differently.
+
+    bash removes a backslash-newline wherever it stands (``sud\\<newline>o`` is ``sudo``);
+    tree-sitter does not always. Only the common layout is accepted: a continuation
+    after a blank or an operator (``ls -la \\``, ``make &&\\``).
+    """
     for match in _SPLICE.finditer(text):
         run = len(match.group(1))
         if run % 2 == 0:
             continue  # an escaped backslash, then a plain newline
-        before = text[match.start() - 1] if run == 1 and match.start() > 0 else ("\\" if run > 1 else " ")
-        after = text[match.end()] if match.end() < len(text) else " "
-        if not before.isspace() and not after.isspace():
+        before = text[match.start() - 1] if run == 1 and match.start() > 0 else ("\\" if run > 1 else "\n")
+        if before not in " \t|&;(":
             _refuse("a backslash-newline joins two pieces of one word (a command name could be spliced)")
 
 
@@ -388,8 +388,9 @@ def _stdin_after(redirects: Iterable[tree_sitter.Node], stdin: _Stdin) -> _Stdin
         if node.type == "heredoc_redirect":
             stdin = _heredoc_text(node)
         elif node.type == "herestring_redirect":
-            target = next((c for c in node.named_children), None)
-            stdin = _Stdin("text", _word(target).value if target is not None else None)
+            # tree-sitter may split the word (``'a'\\b``) into touching pieces: glue them back.
+            pieces = _merged([_word(c) for c in node.named_children])
+            stdin = _Stdin("text", pieces[0].value if len(pieces) == 1 else None)
         elif node.type == "file_redirect":
             descriptor = next((c for c in node.children if c.type == "file_descriptor"), None)
             op = next((c.type for c in node.children if not c.is_named), "")
@@ -409,12 +410,12 @@ def _stdin_after(redirects: Iterable[tree_sitter.Node], stdin: _Stdin) -> _Stdin
 
 # --- The walk ---------------------------------------------------------------------------
 
-_REDIRECTS: Final = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
-_WORDISH: Final = frozenset(
-    {"word", "number", "string", "raw_string", "ansi_c_string", "translated_string", "concatenation",
-     "simple_expansion", "expansion", "command_substitution", "process_substitution", "arithmetic_expansion",
-     "brace_expression", "extglob_pattern", "test_operator", "$"}
-)  # fmt: skip
+_REDIRECTS: Final = _names("file_redirect heredoc_redirect herestring_redirect")
+_WORDISH: Final = _names(
+    "word number string raw_string ansi_c_string translated_string concatenation simple_expansion "
+    "expansion command_substitution process_substitution arithmetic_expansion brace_expression "
+    "extglob_pattern test_operator $"
+)
 
 
 def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
@@ -425,6 +426,8 @@ def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
         _refuse(f"the command is longer than {MAX_COMMAND_CHARS} characters (put long scripts in a file)")
     if "\x00" in text:
         _refuse("the command contains a NUL character")
+    if "\r" in text:
+        _refuse("the command contains a carriage return (bash reads it as part of a word); remove it")
     _check_text(text)
     _check_splices(text)
     root = _parse(text)
@@ -442,6 +445,9 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
         kind = node.type
         children = node.children
         child_inputs = [inp] * len(children)
+        if kind == "word" and "\n" in _text(node):
+            # bash never reads a bare newline inside a word: tree-sitter glued two lines.
+            _refuse("the parser read a newline inside a word, where bash would see two commands")
         if kind == "command":
             _judge_command_node(node, None, inp, depth)
         elif kind == "redirected_statement":
@@ -470,6 +476,8 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
             _check_declaration(node)
         elif kind == "file_redirect":
             _check_redirect(node)
+        elif kind == "heredoc_redirect":
+            _check_heredoc(node, depth, inp)
         elif kind == "command_substitution":
             if _text(node).startswith("`") and "\\" in _text(node):
                 _refuse("a backquoted substitution holds backslashes (nested backquotes cannot be read reliably)")
@@ -480,6 +488,59 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
         for child, child_input in zip(reversed(children), reversed(child_inputs), strict=True):
             if child_input.kind != "skip":
                 stack.append((child, level + 1, child_input))
+
+
+def _unquoted_delimiter(text: str) -> str:
+    return re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", text)
+
+
+def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
+    """Refuse a here-document whose reading by tree-sitter may differ from bash's; judge its substitutions.
+
+    tree-sitter's bash grammar misreads some here-documents (a body starting with a
+    backslash, ``<<-`` bodies indented with tabs), so its reading is checked against
+    bash's rules: the body starts a line, ends at the first line equal to the delimiter,
+    and nothing else of the statement spans those lines.
+    """
+    children = node.children
+    strip_tabs = bool(children) and children[0].type == "<<-"
+    start = next((c for c in children if c.type == "heredoc_start"), None)
+    body = next((c for c in children if c.type == "heredoc_body"), None)
+    end = next((c for c in children if c.type == "heredoc_end"), None)
+    if start is None or body is None or end is None:
+        _refuse("a here-document without a body or an end line cannot be checked")
+    raw_delimiter = _text(start)
+    delimiter = _unquoted_delimiter(raw_delimiter)
+    after = (node.text or b"")[start.end_byte - node.start_byte : start.end_byte - node.start_byte + 1]
+    if after and after not in b" \t\n;|&<>()":
+        _refuse("a here-document's delimiter runs into other text (bash reads a different delimiter)")
+    for child in children:
+        if child.type not in {"heredoc_body", "heredoc_end"} and (
+            "\n" in _text(child) or child.start_point[0] > start.start_point[0]
+        ):
+            _refuse("a here-document is laid out in a way the checker cannot read reliably")
+    source = node.text or b""
+    whole = _text(node.parent) if node.parent is not None else ""
+    del source, whole
+    body_text = _text(body)
+    lines = body_text.split("\n")
+    if any((line.lstrip("\t") if strip_tabs else line) == delimiter for line in lines):
+        _refuse("a here-document's end line appears inside its body (a reading bash may not share)")
+    if (_text(end).lstrip("\t") if strip_tabs else _text(end)) != delimiter or end.start_point[1] != (
+        len(_text(end)) - len(_text(end).lstrip("\t")) if strip_tabs else 0
+    ):
+        _refuse("a here-document's end line does not match its delimiter")
+    if body.start_point[1] != 0 and body_text:
+        _refuse("a here-document's body does not start a line (a reading bash may not share)")
+    quoted = any(q in raw_delimiter for q in "'\"\\")
+    if not quoted and strip_tabs and any(c in body_text for c in "$`"):
+        # tree-sitter does not parse substitutions in tab-indented ``<<-`` bodies: re-read the
+        # body, tabs stripped as bash strips them, as a plain here-document.
+        stripped = re.sub(r"(?m)^\t+", "", body_text)
+        marker = "BEAMCLAW_EOF"
+        while marker in stripped:
+            marker += "_"
+        _check_script(f"cat <<{marker}\n{stripped}\n{marker}\n", depth + 1, stdin)
 
 
 def _command_words(
@@ -497,11 +558,19 @@ def _command_words(
         if child.type == "command_name":
             seen_name = True
             inner = child.named_children
-            words.append(_word(inner[0]) if len(inner) == 1 else _Word(_text(child), None, start=child.start_byte))
+            words.append(
+                _word(inner[0])
+                if len(inner) == 1
+                else _Word(_text(child), None, start=child.start_byte, end=child.end_byte)
+            )
         elif child.type in _REDIRECTS:
             redirects.append(child)
         elif seen_name and (child.type in _WORDISH or not child.is_named):
-            words.append(_word(child) if child.is_named else _Word(_text(child), None, start=child.start_byte))
+            words.append(
+                _word(child)
+                if child.is_named
+                else _Word(_text(child), None, start=child.start_byte, end=child.end_byte)
+            )
     if statement is not None:
         redirects.extend(c for c in statement.children if c.type in _REDIRECTS)
     # ``cat <<EOF > out`` nests the file redirection inside the here-document's node.
@@ -514,9 +583,13 @@ def _command_words(
             words.extend(_word(extra) for extra in destinations[1:])
         elif redirect.type == "heredoc_redirect":
             words.extend(_word(c) for c in redirect.children if c.type in _WORDISH and c.type != "$")
+    ends = {r.end_byte for r in redirects}
+    if any(w.start in ends for w in words):
+        # bash reads touching text as part of the redirection's word; tree-sitter split it off.
+        _refuse("a redirection's word runs into other text (a reading bash does not share)")
     if words:
         words[1:] = sorted(words[1:], key=lambda w: w.start)
-    return words, redirects
+    return _merged(words), redirects
 
 
 def _judge_command_node(
@@ -638,15 +711,25 @@ class _Next:
 
 _Handler = Callable[[_Call], _Next | None]
 
-_FAMILIES: Final = {
-    "python": "python", "python2": "python", "python3": "python", "pypy": "python", "pypy3": "python",
-    "nodejs": "node", "luajit": "lua", "gawk": "awk", "mawk": "awk", "nawk": "awk", "busybox": "busybox",
-    "toybox": "busybox", "vi": "vim", "nvim": "vim", "view": "vim", "rvim": "vim", "rview": "vim",
-    "vimdiff": "vim", "gvim": "vim", "evim": "vim", "vimx": "vim", "ex": "vim", "red": "ed", "more": "less",
-    "most": "less", "pg": "less", "mariadb": "mysql", "typeset": "declare", "local": "declare",
-    "readonly": "declare", "export": "declare", "readarray": "mapfile", "complete": "compgen", ".": "source",
-    "pkill": "killall", "sftp": "scp", "bsdtar": "tar", "gtar": "tar",
-}  # fmt: skip
+_FAMILIES: Final[Mapping[str, str]] = {
+    **_each("python python2 python3 pypy pypy3", "python"),
+    **_each("nodejs", "node"),
+    **_each("luajit", "lua"),
+    **_each("gawk mawk nawk", "awk"),
+    **_each("busybox toybox", "busybox"),
+    **_each("vi nvim view rvim rview vimdiff gvim evim vimx ex", "vim"),
+    **_each("red", "ed"),
+    **_each("more most pg", "less"),
+    **_each("mariadb", "mysql"),
+    **_each("typeset local readonly export", "declare"),
+    **_each("readarray", "mapfile"),
+    **_each("complete", "compgen"),
+    **_each(".", "source"),
+    **_each("pkill", "killall"),
+    **_each("sftp", "scp"),
+    **_each("bsdtar gtar", "tar"),
+}
+"""Names run by the same handler."""
 _VERSIONED: Final = re.compile(r"(python|pypy|perl|ruby|php|lua|node|pip|tclsh|wish)[\d.]*")
 
 
@@ -706,10 +789,18 @@ class _Spec:
 
     short_values: str = ""
     short_flags: str = ""
-    long: Mapping[str, bool] = attrs.field(factory=dict)
+    long_values: str = ""  # long options taking a value, space-separated
+    long_flags: str = ""  # long options without a value (``help`` and ``version`` are always known)
     optional_attached: str = ""  # short options whose value, if any, is attached
     digits: bool = False  # ``nice -10``
     strict: bool = True
+
+    @property
+    def long(self) -> dict[str, bool]:
+        return {
+            **dict.fromkeys(("help", "version", *self.long_flags.split()), False),
+            **dict.fromkeys(self.long_values.split(), True),
+        }
 
 
 def _resolve_long(command: str, given: str, table: Mapping[str, bool]) -> str:
@@ -834,10 +925,9 @@ def _env(call: _Call) -> _Next | None:
     spec = _Spec(
         short_values="uCSP",
         short_flags="i0v",
-        long={"ignore-environment": False, "null": False, "unset": True, "chdir": True, "split-string": True,
-              "block-signal": False, "default-signal": False, "ignore-signal": False,
-              "list-signal-handling": False, "debug": False, "help": False, "version": False},
-    )  # fmt: skip
+        long_values="unset chdir split-string",
+        long_flags=("ignore-environment null block-signal default-signal ignore-signal list-signal-handling debug"),
+    )
     args = list(call.args)
     while args and args[0].value == "-":  # ``env -`` is ``env -i``
         args.pop(0)
@@ -850,8 +940,8 @@ def _env(call: _Call) -> _Next | None:
                 _refuse("env -S: the split string uses quoting or expansions, so what it runs cannot be checked")
             operands = [_literal(part) for part in text.split()] + operands
     while operands and operands[0].value is not None and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", operands[0].value):
-        name, _, value = operands[0].value.partition("=")
-        _check_variable(name, _literal(value), call.depth, call.stdin)
+        name, _, assigned = operands[0].value.partition("=")
+        _check_variable(name, _literal(assigned), call.depth, call.stdin)
         operands.pop(0)
     if operands and operands[0].value is None:
         _refuse(f"env: the argument {operands[0].raw!r} is computed, so what env runs cannot be known")
@@ -870,11 +960,9 @@ def _xargs(call: _Call) -> _Next | None:
         short_values="adEILnPs",
         short_flags="0oprtx",
         optional_attached="eil",
-        long={"arg-file": True, "delimiter": True, "eof": False, "replace": False, "max-lines": False,
-              "max-args": True, "max-procs": True, "max-chars": True, "process-slot-var": True, "null": False,
-              "no-run-if-empty": False, "open-tty": False, "interactive": False, "verbose": False, "exit": False,
-              "show-limits": False, "help": False, "version": False},
-    )  # fmt: skip
+        long_values="arg-file delimiter max-args max-procs max-chars process-slot-var",
+        long_flags="eof replace max-lines null no-run-if-empty open-tty interactive verbose exit show-limits",
+    )
     options = _parse_options(call, spec)
     replace: str | None = None
     for option, value in options.values:
@@ -930,27 +1018,28 @@ def _find(call: _Call) -> _Next | None:
     return None
 
 
-_PARALLEL_VALUES: Final = {
-    "arg-file": True, "arg-file-sep": True, "arg-sep": True, "delimiter": True, "eof": True, "env": True,
-    "jobs": True, "max-procs": True, "max-lines": True, "max-replace-args": True, "max-args": True,
-    "max-chars": True, "colsep": True, "basefile": True, "bf": True, "results": True, "res": True,
-    "tmpdir": True, "tagstring": True, "timeout": True, "delay": True, "memfree": True, "load": True,
-    "retries": True, "workdir": True, "wd": True, "sshlogin": True, "sshloginfile": True, "slf": True,
-    "transferfile": True, "tf": True, "return": True, "joblog": True, "halt": True, "ssh": True,
-    "sshdelay": True, "termseq": True, "block": True, "block-size": True, "recstart": True, "recend": True,
-    "header": True, "replace": True, "keep-order": False, "quote": False, "ungroup": False,
-    "line-buffer": False, "verbose": False, "dry-run": False, "dryrun": False, "null": False, "xargs": False,
-    "no-run-if-empty": False, "pipe": False, "pipepart": False, "plus": False, "bar": False, "eta": False,
-    "progress": False, "group": False, "tag": False, "trim": True, "will-cite": False, "citation": False,
-    "help": False, "version": False, "resume": False, "resume-failed": False, "cleanup": False,
-    "transfer": False, "nonall": False, "onall": False, "shuf": False, "fg": False, "bg": False, "tty": False,
-}  # fmt: skip
+_PARALLEL_LONG_VALUES: Final = (
+    "arg-file arg-file-sep arg-sep delimiter eof env jobs max-procs max-lines max-replace-args max-args "
+    "max-chars colsep basefile bf results res tmpdir tagstring timeout delay memfree load retries workdir "
+    "wd sshlogin sshloginfile slf transferfile tf return joblog halt ssh sshdelay termseq block "
+    "block-size recstart recend header replace trim"
+)
+_PARALLEL_LONG_FLAGS: Final = (
+    "keep-order quote ungroup line-buffer verbose dry-run dryrun null xargs no-run-if-empty pipe pipepart "
+    "plus bar eta progress group tag will-cite citation resume resume-failed cleanup transfer nonall "
+    "onall shuf fg bg tty"
+)
 
 
 def _parallel(call: _Call) -> _Next | None:
     args = list(call.args)
     cut = next((i for i, w in enumerate(args) if w.value in {":::", "::::", ":::+", "::::+"}), len(args))
-    spec = _Spec(short_values="adEIjPLlNnsCBS", short_flags="kquvt0XmrgG", long=_PARALLEL_VALUES)
+    spec = _Spec(
+        short_values="adEIjPLlNnsCBS",
+        short_flags="kquvt0XmrgG",
+        long_values=_PARALLEL_LONG_VALUES,
+        long_flags=_PARALLEL_LONG_FLAGS,
+    )
     options = _parse_options(attrs.evolve(call, args=args[:cut]), spec)
     for option, value in options.values:
         if option == "ssh":
@@ -972,10 +1061,9 @@ def _watch(call: _Call) -> _Next | None:
         short_values="nq",
         short_flags="bcegtwxpd",
         optional_attached="",
-        long={"interval": True, "differences": False, "chgexit": False, "equexit": True, "no-title": False,
-              "beep": False, "errexit": False, "exec": False, "precise": False, "color": False, "no-color": False,
-              "no-wrap": False, "no-linewrap": False, "help": False, "version": False},
-    )  # fmt: skip
+        long_values="interval equexit",
+        long_flags="differences chgexit no-title beep errexit exec precise color no-color no-wrap no-linewrap",
+    )
     options = _parse_options(call, spec)
     if "x" in options.flags or "exec" in options.flags:
         return _Next(options.operands, call.stdin, call.fed)
@@ -988,10 +1076,9 @@ def _flock(call: _Call) -> _Next | None:
     spec = _Spec(
         short_values="wEc",
         short_flags="sxunoFv",
-        long={"shared": False, "exclusive": False, "unlock": False, "nonblock": False, "timeout": True,
-              "conflict-exit-code": True, "close": False, "no-fork": False, "command": True, "verbose": False,
-              "help": False, "version": False},
-    )  # fmt: skip
+        long_values="timeout conflict-exit-code command",
+        long_flags="shared exclusive unlock nonblock close no-fork verbose",
+    )
     options = _parse_options(call, spec)
     for option, value in options.values:
         if option in {"c", "command"}:
@@ -1010,10 +1097,9 @@ def _script(call: _Call) -> _Next | None:
         short_values="cEIOBTm",
         short_flags="aefqh",
         optional_attached="t",
-        long={"append": False, "command": True, "echo": True, "return": False, "flush": False, "force": False,
-              "log-in": True, "log-out": True, "log-io": True, "log-timing": True, "logging-format": True,
-              "output-limit": True, "quiet": False, "timing": False, "help": False, "version": False},
-    )  # fmt: skip
+        long_values="command echo log-in log-out log-io log-timing logging-format output-limit",
+        long_flags="append return flush force quiet timing",
+    )
     options = _parse_options(call, spec)
     for option, value in options.values:
         if option in {"c", "command"}:
@@ -1059,17 +1145,39 @@ def _trap(call: _Call) -> _Next | None:
 
 
 _RUNNERS: Final[Mapping[str, frozenset[str] | None]] = {
-    "uv": frozenset({"run"}), "uvx": None, "npx": None, "pnpx": None, "bunx": None,
-    "npm": frozenset({"exec", "x"}), "pnpm": frozenset({"exec", "dlx"}), "yarn": frozenset({"exec", "dlx"}),
-    "poetry": frozenset({"run"}), "pipenv": frozenset({"run"}), "pdm": frozenset({"run"}),
-    "hatch": frozenset({"run"}), "rye": frozenset({"run"}), "conda": frozenset({"run"}),
-    "mamba": frozenset({"run"}), "micromamba": frozenset({"run"}), "bundle": frozenset({"exec"}),
-    "pipx": frozenset({"run"}), "direnv": frozenset({"exec"}), "mise": frozenset({"exec", "x"}),
-    "asdf": frozenset({"exec"}), "devbox": frozenset({"run"}), "nix": frozenset({"run", "develop", "shell"}),
-    "nix-shell": None, "firejail": None, "valgrind": None, "chronic": None, "unbuffer": None, "faketime": None,
-    "proot": None, "catchsegv": None,
-}  # fmt: skip
-_RUNNER_CODE_OPTIONS: Final = frozenset({"-c", "--call", "--command", "--run", "--shell-command"})
+    "uv": frozenset({"run"}),
+    "uvx": None,
+    "npx": None,
+    "pnpx": None,
+    "bunx": None,
+    "npm": _names("exec x"),
+    "pnpm": _names("exec dlx"),
+    "yarn": _names("exec dlx"),
+    "poetry": frozenset({"run"}),
+    "pipenv": frozenset({"run"}),
+    "pdm": frozenset({"run"}),
+    "hatch": frozenset({"run"}),
+    "rye": frozenset({"run"}),
+    "conda": frozenset({"run"}),
+    "mamba": frozenset({"run"}),
+    "micromamba": frozenset({"run"}),
+    "bundle": frozenset({"exec"}),
+    "pipx": frozenset({"run"}),
+    "direnv": frozenset({"exec"}),
+    "mise": _names("exec x"),
+    "asdf": frozenset({"exec"}),
+    "devbox": frozenset({"run"}),
+    "nix": _names("run develop shell"),
+    "nix-shell": None,
+    "firejail": None,
+    "valgrind": None,
+    "chronic": None,
+    "unbuffer": None,
+    "faketime": None,
+    "proot": None,
+    "catchsegv": None,
+}
+_RUNNER_CODE_OPTIONS: Final = _names("-c --call --command --run --shell-command")
 
 
 def _runner(call: _Call) -> _Next | None:
@@ -1092,10 +1200,10 @@ def _runner(call: _Call) -> _Next | None:
             elif i + 1 < len(args):
                 _shell_code(call, args[i + 1], "command")
     for i in range(start, len(args)):
-        text = args[i].value
-        if text is None or text.startswith("-"):
+        candidate = args[i].value
+        if candidate is None or candidate.startswith("-"):
             continue
-        name = text.rstrip("/").rsplit("/", 1)[-1]
+        name = candidate.rstrip("/").rsplit("/", 1)[-1]
         family = _family(name)
         if family in _DENIED_COMMANDS or family in _HANDLERS:
             _judge(args[i:], call.stdin, call.depth + 1)
@@ -1122,7 +1230,7 @@ def _program_from_stdin(call: _Call, language: str) -> None:
 def _script_file(call: _Call, word: _Word, language: str) -> None:
     """*call* runs the program in file *word*."""
     if word.procsub:
-        _refuse(f"{call.name} runs a program from a process substitution (generated or downloaded code)")
+        _refuse(f"{call.name} runs a program from a substitution (generated or downloaded code)")
     if word.value is None:
         if call.stdin.kind in {"none", "file"}:
             return
@@ -1196,6 +1304,7 @@ def _source(call: _Call) -> _Next | None:
 def _interpreter(
     call: _Call,
     language: str,
+    *,
     code_options: str,
     value_options: str,
     long_code: frozenset[str] = frozenset(),
@@ -1262,26 +1371,38 @@ def _interpreter(
 
 
 def _python(call: _Call) -> _Next | None:
-    _interpreter(call, "python", "c", "WXQ", long_values=frozenset({"check-hash-based-pycs"}), module_options="m")
+    _interpreter(
+        call,
+        "python",
+        code_options="c",
+        value_options="WXQ",
+        long_values=frozenset({"check-hash-based-pycs"}),
+        module_options="m",
+    )
     return None
 
 
 def _perl(call: _Call) -> _Next | None:
-    _interpreter(call, "perl", "eE", "IixdDlF0C", module_options="Mm")
+    _interpreter(call, "perl", code_options="eE", value_options="IixdDlF0C", module_options="Mm")
     return None
 
 
 def _ruby(call: _Call) -> _Next | None:
-    _interpreter(call, "ruby", "e", "ICEKxF0W", module_options="r")
+    _interpreter(call, "ruby", code_options="e", value_options="ICEKxF0W", module_options="r")
     return None
 
 
 def _node(call: _Call) -> _Next | None:
     _interpreter(
-        call, "node", "ep", "C", long_code=frozenset({"eval", "print"}),
-        long_values=frozenset({"require", "import", "loader", "experimental-loader"}), module_options="r",
+        call,
+        "node",
+        code_options="ep",
+        value_options="C",
+        long_code=_names("eval print"),
+        long_values=_names("require import loader experimental-loader"),
+        module_options="r",
         interactive="i",
-    )  # fmt: skip
+    )
     return None
 
 
@@ -1298,23 +1419,23 @@ def _deno(call: _Call) -> _Next | None:
 
 
 def _bun(call: _Call) -> _Next | None:
-    _interpreter(call, "node", "ep", "r", long_code=frozenset({"eval", "print"}), module_options="")
+    _interpreter(call, "node", code_options="ep", value_options="r", long_code=_names("eval print"), module_options="")
     return None
 
 
 def _php(call: _Call) -> _Next | None:
-    _interpreter(call, "php", "rBRE", "dcSztF", interactive="a")
+    _interpreter(call, "php", code_options="rBRE", value_options="dcSztF", interactive="a")
     return None
 
 
 def _lua(call: _Call) -> _Next | None:
-    _interpreter(call, "lua", "e", "", module_options="l", interactive="i")
+    _interpreter(call, "lua", code_options="e", value_options="", module_options="l", interactive="i")
     return None
 
 
 def _other_interpreter(code_options: str, long_code: frozenset[str] = frozenset()) -> _Handler:
     def handle(call: _Call) -> _Next | None:
-        _interpreter(call, call.name, code_options, "", long_code=long_code)
+        _interpreter(call, call.name, code_options=code_options, value_options="", long_code=long_code)
         return None
 
     return handle
@@ -1360,32 +1481,26 @@ def _check_code_tokens(call: _Call, language: str, code: str) -> None:
         )
 
 
-_PY_DENIED_MODULES: Final = frozenset(
-    {
-        "socket", "_socket", "socketserver", "ssl", "pty", "tty", "termios", "subprocess", "_posixsubprocess",
-        "multiprocessing", "concurrent", "asyncio", "ctypes", "_ctypes", "cffi", "importlib", "imp", "pkgutil",
-        "runpy", "code", "codeop", "pdb", "bdb", "pickle", "_pickle", "cPickle", "marshal", "shelve", "dill",
-        "telnetlib", "ftplib", "smtplib", "poplib", "imaplib", "xmlrpc", "webbrowser", "pexpect", "ptyprocess",
-        "sh", "plumbum", "paramiko", "fabric", "invoke", "builtins", "__builtin__", "posix", "nt", "commands",
-        "popen2", "platform", "pydoc", "sysconfig", "distutils", "setuptools", "cgi", "selectors", "select",
-        "signal", "resource", "fcntl", "mmap", "gc", "inspect", "types", "operator", "functools", "zipimport",
-    }
-)  # fmt: skip
-_PY_DENIED_ATTRIBUTES: Final = frozenset(
-    {
-        "system", "popen", "popen2", "popen3", "popen4", "startfile", "fork", "forkpty", "vfork", "dup2",
-        "posix_spawn", "posix_spawnp", "kill", "killpg", "setuid", "setgid", "setreuid", "setresuid", "chroot",
-        "rmtree", "getoutput", "getstatusoutput", "check_output", "check_call", "Popen", "load_module",
-        "exec_module", "spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe",
-        "execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe", "attrgetter",
-        "methodcaller", "f_globals", "f_builtins", "gi_frame", "cr_frame", "tb_frame", "f_back",
-    }
-)  # fmt: skip
-_PY_DENIED_NAMES: Final = frozenset(
-    {"eval", "exec", "compile", "__import__", "getattr", "setattr", "delattr", "globals", "locals", "vars",
-     "breakpoint", "__builtins__", "__loader__", "__spec__", "input", "help", "open_code"}
-)  # fmt: skip
-_PY_SAFE_DUNDERS: Final = frozenset({"__name__", "__file__", "__doc__", "__version__", "__init__", "__main__"})
+_PY_DENIED_MODULES: Final = _names(
+    "socket _socket socketserver ssl pty tty termios subprocess _posixsubprocess multiprocessing "
+    "concurrent asyncio ctypes _ctypes cffi importlib imp pkgutil runpy code codeop pdb bdb pickle "
+    "_pickle cPickle marshal shelve dill telnetlib ftplib smtplib poplib imaplib xmlrpc webbrowser "
+    "pexpect ptyprocess sh plumbum paramiko fabric invoke builtins __builtin__ posix nt commands popen2 "
+    "platform pydoc sysconfig distutils setuptools cgi selectors select signal resource fcntl mmap gc "
+    "inspect types operator functools zipimport"
+)
+_PY_DENIED_ATTRIBUTES: Final = _names(
+    "system popen popen2 popen3 popen4 startfile fork forkpty vfork dup2 posix_spawn posix_spawnp kill "
+    "killpg setuid setgid setreuid setresuid chroot rmtree getoutput getstatusoutput check_output "
+    "check_call Popen load_module exec_module spawnl spawnle spawnlp spawnlpe spawnv spawnve spawnvp "
+    "spawnvpe execl execle execlp execlpe execv execve execvp execvpe attrgetter methodcaller f_globals "
+    "f_builtins gi_frame cr_frame tb_frame f_back"
+)
+_PY_DENIED_NAMES: Final = _names(
+    "eval exec compile __import__ getattr setattr delattr globals locals vars breakpoint __builtins__ "
+    "__loader__ __spec__ input help open_code"
+)
+_PY_SAFE_DUNDERS: Final = _names("__name__ __file__ __doc__ __version__ __init__ __main__")
 
 
 def _check_python(call: _Call, code: str) -> None:
@@ -1489,12 +1604,12 @@ def _git(call: _Call) -> _Next | None:
             _refuse(f"git: the argument {args[i].raw!r} is computed, so what git runs cannot be known")
         if text in {"-c", "--config-env"} and i + 1 < len(args):
             setting = _static(call, args[i + 1], "setting")
-            key, _, value = setting.partition("=")
+            key, _, setting_value = setting.partition("=")
             if text == "--config-env" and (
                 _GIT_SHELL_KEYS.fullmatch(key.lower()) or _GIT_REFUSED_KEYS.fullmatch(key.lower())
             ):
                 _refuse(f"git --config-env: {key} would come from the environment, unchecked")
-            _check_git_setting(call, key, _literal(value))
+            _check_git_setting(call, key, _literal(setting_value))
             i += 2
             continue
         if text.startswith("--exec-path="):
@@ -1533,8 +1648,17 @@ def _git(call: _Call) -> _Next | None:
     elif sub == "bisect" and rest and rest[0].value == "run":
         _judge(rest[1:], call.stdin, call.depth + 1)
     elif sub == "filter-branch":
-        for option in ("env-filter", "tree-filter", "index-filter", "parent-filter", "msg-filter", "commit-filter",
-                       "tag-name-filter", "subdirectory-filter", "setup"):  # fmt: skip
+        for option in (
+            "env-filter",
+            "tree-filter",
+            "index-filter",
+            "parent-filter",
+            "msg-filter",
+            "commit-filter",
+            "tag-name-filter",
+            "subdirectory-filter",
+            "setup",
+        ):
             for _, value in _option_values(rest, (option,)):
                 if option != "subdirectory-filter":
                     _shell_code(call, value, f"--{option}")
@@ -1560,7 +1684,7 @@ _SSH_VALUE_OPTIONS: Final = {"ssh": "BbcDEeFIiJLlmOoPpQRSWw", "scp": "cFiJlOoPSX
 
 
 def _ssh_option(call: _Call, setting: str) -> None:
-    key, sep, value = setting.replace("=", " ", 1).partition(" ")
+    key, _, value = setting.replace("=", " ", 1).partition(" ")
     key = key.strip().lower()
     value = value.strip()
     if key in {"proxycommand", "localcommand", "knownhostscommand"}:
@@ -1615,7 +1739,7 @@ def _tar(call: _Call) -> _Next | None:
             "rmt-command",
             "I",
             "F",
-        ),  # fmt: skip
+        ),
     ):
         _shell_code(call, value, f"{option} command")
     for option, value in _option_values(args, ("checkpoint-action",)):
@@ -1629,9 +1753,9 @@ def _tar(call: _Call) -> _Next | None:
             if letter in "fbTXgKLNVCH":
                 next(queue, None)
             elif letter in "IF":
-                value = next(queue, None)
-                if value is not None:
-                    _shell_code(call, value, f"-{letter} command")
+                operand = next(queue, None)
+                if operand is not None:
+                    _shell_code(call, operand, f"-{letter} command")
     return None
 
 
@@ -1721,8 +1845,20 @@ def _emacs(call: _Call) -> _Next | None:
 def _gdb(call: _Call) -> _Next | None:
     for word in call.args:
         given = (word.value or "").lstrip("-").partition("=")[0]
-        if given in {"ex", "iex", "x", "ix", "eval-command", "init-eval-command", "command", "init-command", "p",
-                     "pid", "batch", "python"}:  # fmt: skip
+        if given in {
+            "ex",
+            "iex",
+            "x",
+            "ix",
+            "eval-command",
+            "init-eval-command",
+            "command",
+            "init-command",
+            "p",
+            "pid",
+            "batch",
+            "python",
+        }:
             _refuse(f"gdb {word.value}: gdb commands can run a shell or attach to another process")
     return None
 
@@ -1740,14 +1876,14 @@ def _awk(call: _Call) -> _Next | None:
         short_values="FvfeilEWo",
         short_flags="bcCDghLMnNOPrsStVy",
         optional_attached="dpo",
-        long={"field-separator": True, "assign": True, "file": True, "source": True, "include": True,
-              "load": True, "exec": True, "sandbox": False, "characters-as-bytes": False, "traditional": False,
-              "copyright": False, "debug": False, "dump-variables": False, "gen-pot": False, "help": False,
-              "lint": False, "bignum": False, "use-lc-numeric": False, "non-decimal-data": False,
-              "optimize": False, "no-optimize": False, "posix": False, "re-interval": False, "csv": False,
-              "profile": False, "pretty-print": False, "version": False, "lint-old": False},
+        long_values="field-separator assign file source include load exec",
+        long_flags=(
+            "sandbox characters-as-bytes traditional copyright debug dump-variables gen-pot lint bignum "
+            "use-lc-numeric non-decimal-data optimize no-optimize posix re-interval csv profile "
+            "pretty-print lint-old"
+        ),
         strict=False,
-    )  # fmt: skip
+    )
     options = _parse_options(call, spec)
     if "S" in options.flags or "sandbox" in options.flags:
         return None
@@ -1846,12 +1982,13 @@ def _sed(call: _Call) -> _Next | None:
         short_values="efl",
         short_flags="nrEsuzb",
         optional_attached="i",
-        long={"expression": True, "file": True, "in-place": False, "line-length": True, "quiet": False,
-              "silent": False, "regexp-extended": False, "separate": False, "unbuffered": False,
-              "null-data": False, "zero-terminated": False, "posix": False, "sandbox": False, "debug": False,
-              "follow-symlinks": False, "binary": False, "help": False, "version": False},
+        long_values="expression file line-length",
+        long_flags=(
+            "in-place quiet silent regexp-extended separate unbuffered null-data zero-terminated posix "
+            "sandbox debug follow-symlinks binary"
+        ),
         strict=False,
-    )  # fmt: skip
+    )
     options = _parse_options(call, spec, stop_at_operand=False)
     if "sandbox" in options.flags:
         return None
@@ -1881,8 +2018,20 @@ def _sqlite(call: _Call) -> _Next | None:
             sql.append(args[i + 1])
             i += 2
             continue
-        if text in {"-init", "-separator", "-newline", "-nullvalue", "-mmap", "-vfs", "-maxsize", "-heap",
-                    "-escape", "-A", "-pagecache", "-lookaside"}:  # fmt: skip
+        if text in {
+            "-init",
+            "-separator",
+            "-newline",
+            "-nullvalue",
+            "-mmap",
+            "-vfs",
+            "-maxsize",
+            "-heap",
+            "-escape",
+            "-A",
+            "-pagecache",
+            "-lookaside",
+        }:
             i += 3 if text in {"-pagecache", "-lookaside"} else 2
             continue
         if text.startswith("-") and args[i].value is not None:
@@ -2121,70 +2270,43 @@ def _refuse_option(option: str, reason: str) -> _Handler:
 
 _HANDLERS: Final[dict[str, _Handler]] = {
     "env": _env,
-    "nohup": _wrapper(_Spec(long={"help": False, "version": False})),
-    "nice": _wrapper(_Spec(short_values="n", long={"adjustment": True, "help": False, "version": False}, digits=True)),
+    "nohup": _wrapper(_Spec()),
+    "nice": _wrapper(_Spec(short_values="n", long_values="adjustment", digits=True)),
     "timeout": _wrapper(
         _Spec(
             short_values="sk",
             short_flags="fpv",
-            long={
-                "signal": True,
-                "kill-after": True,
-                "foreground": False,
-                "preserve-status": False,
-                "verbose": False,
-                "help": False,
-                "version": False,
-            },
+            long_values="signal kill-after",
+            long_flags="foreground preserve-status verbose",
         ),
         fixed_operands=1,
-    ),  # fmt: skip
-    "stdbuf": _wrapper(
-        _Spec(short_values="ioe", long={"input": True, "output": True, "error": True, "help": False, "version": False})
-    ),  # fmt: skip
-    "setsid": _wrapper(
-        _Spec(short_flags="cfw", long={"ctty": False, "fork": False, "wait": False, "help": False, "version": False})
-    ),  # fmt: skip
+    ),
+    "stdbuf": _wrapper(_Spec(short_values="ioe", long_values="input output error")),
+    "setsid": _wrapper(_Spec(short_flags="cfw", long_flags="ctty fork wait")),
     "ionice": _wrapper(
         _Spec(
             short_values="cnpPu",
             short_flags="th",
-            long={
-                "class": True,
-                "classdata": True,
-                "pid": True,
-                "pgid": True,
-                "uid": True,
-                "ignore": False,
-                "help": False,
-                "version": False,
-            },
+            long_values="class classdata pid pgid uid",
+            long_flags="ignore",
         )
-    ),  # fmt: skip
+    ),
     "taskset": _wrapper(
         _Spec(
             short_flags="acpVh",
-            long={"all-tasks": False, "cpu-list": False, "pid": False, "help": False, "version": False},
+            long_flags="all-tasks cpu-list pid",
         ),
         fixed_operands=1,
-    ),  # fmt: skip
+    ),
     "chrt": _wrapper(_Spec(short_values="TPD", short_flags="abdefimoprRvVh", strict=False), fixed_operands=1),
     "time": _wrapper(
         _Spec(
             short_values="fo",
             short_flags="apqv",
-            long={
-                "format": True,
-                "output": True,
-                "append": False,
-                "verbose": False,
-                "portability": False,
-                "quiet": False,
-                "help": False,
-                "version": False,
-            },
+            long_values="format output",
+            long_flags="append verbose portability quiet",
         )
-    ),  # fmt: skip
+    ),
     "command": _command,
     "builtin": _builtin,
     "exec": _exec,
@@ -2212,7 +2334,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "lua": _lua,
     "Rscript": _other_interpreter("e"),
     "R": _other_interpreter("e"),
-    "julia": _other_interpreter("eE", frozenset({"eval", "print"})),
+    "julia": _other_interpreter("eE", _names("eval print")),
     "tclsh": _other_interpreter(""),
     "wish": _other_interpreter(""),
     "expect": _other_interpreter("c"),
