@@ -26,7 +26,9 @@ jail's own. ``--new-session`` (no TIOCSTI into the daemon's terminal),
 ``--die-with-parent``, ``--disable-userns`` where bwrap has it, and every capability
 dropped. Limits, set by the jail's first process before it runs the command, bind
 every process in it: RLIMIT_NPROC (``pids_limit``; counted per user namespace, so only
-the jail's own processes count), RLIMIT_DATA (``memory_limit``: the heap and every
+the jail's own processes count; the kernel exempts root's processes from it, even in a
+user namespace, so it holds only for a daemon run as an unprivileged user, as the
+systemd unit runs it), RLIMIT_DATA (``memory_limit``: the heap and every
 private mapping), RLIMIT_AS (four times that, a backstop that still lets JIT runtimes
 reserve their address space), RLIMIT_CPU (the call's time limit times ``cpu_limit``),
 RLIMIT_FSIZE (``[sandbox.bubblewrap] file_size_limit``) and no core dumps. When the
@@ -331,7 +333,8 @@ class BubblewrapJail:
         tmp_size = str(config.memory_bytes)
         for tmp in ("/tmp", "/dev/shm"):
             args += [*(["--size", tmp_size] if "--size" in self._options else []), "--tmpfs", tmp]
-        args += ["--symlink", "/tmp", "/var/tmp"]
+        # /dev is a tmpfs of its own: read-only once its nodes (their own mounts) are in.
+        args += ["--remount-ro", "/dev", "--symlink", "/tmp", "/var/tmp"]
         for folder in config.bubblewrap.ro_binds:
             args += ["--ro-bind-try", os.path.realpath(folder), os.path.abspath(folder)]
         self._fixed = args
