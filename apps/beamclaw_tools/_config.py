@@ -7,9 +7,10 @@ is checked the same way and every error reads the same.
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, TypeVar, get_origin
 
 import cattrs
+from cattrs.cols import list_structure_factory
 
 from ._secret import Secret
 
@@ -50,6 +51,21 @@ def _converter() -> cattrs.Converter:
             raise TypeError(f"expected a number, got {value!r}")
         return float(value)
 
+    def strict_list_factory(type_: Any, converter_: cattrs.Converter) -> Any:
+        # cattrs takes any iterable for a list, so a string ("PATH") would become its letters.
+        structure = list_structure_factory(type_, converter_)
+
+        def strict_list(value: Any, cl: Any) -> Any:
+            if not isinstance(value, list):
+                raise TypeError(f"expected a list, got {value!r}")
+            return structure(value, cl)
+
+        return strict_list
+
+    def is_list(type_: Any) -> bool:
+        return get_origin(type_) is list
+
+    converter.register_structure_hook_factory(is_list, strict_list_factory)
     converter.register_structure_hook(Secret, secret)
     converter.register_structure_hook(str, strict_str)
     converter.register_structure_hook(bool, strict_bool)
