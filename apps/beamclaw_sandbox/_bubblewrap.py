@@ -94,7 +94,6 @@ ETC_FILES: Final = (
 )
 #: The top-level system links or folders of a merged-/usr (or not) system.
 _SYSTEM_DIRS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
-_HOSTNAME: Final = "beamclaw"
 _PROBE_RETRY: Final = 30.0
 _INSTALL_HINT: Final = (
     "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or set "
@@ -227,6 +226,16 @@ class BubblewrapJail:
                 self._probed_at = now
             return self._problem
 
+    def limits_warning(self) -> str | None:
+        """What of the jail's limits does not hold on this machine (for ``doctor``), or None."""
+        if os.geteuid() == 0:
+            return (
+                "BeamClaw runs as root: the kernel exempts root's processes from RLIMIT_NPROC, so "
+                "[sandbox] pids_limit does not bind the jail (memory, CPU time, file size and the timeout "
+                "still do); run BeamClaw as an unprivileged user"
+            )
+        return None
+
     async def _probe(self) -> str | None:
         wanted = self._config.bubblewrap.bwrap
         found = shutil.which(wanted) or shutil.which(wanted, path="/usr/bin:/bin:/usr/local/bin")
@@ -321,7 +330,9 @@ class BubblewrapJail:
             args.append("--share-net")
         if "--disable-userns" in self._options:
             args.append("--disable-userns")
-        args += ["--die-with-parent", "--new-session", "--hostname", _HOSTNAME]
+        # No --hostname: sethostname is what systemd's ProtectHostname= and most seccomp
+        # profiles refuse, and the uts namespace alone already keeps a change inside.
+        args += ["--die-with-parent", "--new-session"]
         args += ["--ro-bind", "/usr", "/usr"]
         for name in _SYSTEM_DIRS:
             path = Path("/", name)
