@@ -44,7 +44,6 @@ import math
 import os
 import shutil
 import tempfile
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, final
@@ -114,7 +113,7 @@ class _EtcCopy:
 
     def __init__(self, names: Sequence[str]) -> None:
         self._names = tuple(names)
-        self._lock = threading.Lock()
+        self._lock = trio.Lock()
         self._root: Path | None = None
         self._stamp: tuple[object, ...] | None = None
         self._current: Path | None = None
@@ -131,12 +130,13 @@ class _EtcCopy:
                 stamp.append((st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size))
         return tuple(stamp)
 
-    def path(self) -> Path:
-        """The current copy (made or remade now if a source changed)."""
-        with self._lock:
-            stamp = self._fingerprint()
+    async def path(self) -> Path:
+        """The current copy, made again first (in a worker thread) if a source has changed."""
+        async with self._lock:
+            stamp = self._fingerprint()  # some thirty stats: cheap enough for the event loop
             if self._current is None or stamp != self._stamp:
-                self._replace(self._build(), stamp)
+                new = await trio.to_thread.run_sync(self._build)
+                self._replace(new, stamp)
             assert self._current is not None
             return self._current
 
@@ -304,7 +304,8 @@ class BubblewrapJail:
         passwd, group = _passwd(os.getuid(), os.getgid(), home)
         fds = [_memfd("passwd", passwd), _memfd("group", group)]
         try:
-            options = self._options_for(workspace, cwd, readonly, passwd_fd=fds[0], group_fd=fds[1])
+            etc = await self._etc.path()
+            options = self._options_for(workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1])
             fds.append(_memfd("bwrap-args", b"".join(arg.encode() + b"\0" for arg in options)))
             command = ["/bin/bash", "-c", _INIT, "beamclaw-jail", *self._limits(timeout), *argv]
             return await run_captured(
@@ -365,10 +366,10 @@ class BubblewrapJail:
         return self._env
 
     def _options_for(
-        self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], *, passwd_fd: int, group_fd: int
+        self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], etc: Path, *, passwd_fd: int, group_fd: int
     ) -> list[str]:
         """bwrap's options, given to it through ``--args`` (the command follows on its command line)."""
-        args = [*self._fixed_options(), "--ro-bind", str(self._etc.path()), "/etc"]
+        args = [*self._fixed_options(), "--ro-bind", str(etc), "/etc"]
         args += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
         for folder in readonly:
             dest = os.path.abspath(folder)
