@@ -411,6 +411,7 @@ def _stdin_after(redirects: Iterable[tree_sitter.Node], stdin: _Stdin) -> _Stdin
 # --- The walk ---------------------------------------------------------------------------
 
 _REDIRECTS: Final = _names("file_redirect heredoc_redirect herestring_redirect")
+_BLANKS: Final = frozenset({b" ", b"\t", b"\n", b";", b"|", b"&", b"(", b")"})
 _WORDISH: Final = _names(
     "word number string raw_string ansi_c_string translated_string concatenation simple_expansion "
     "expansion command_substitution process_substitution arithmetic_expansion brace_expression "
@@ -433,10 +434,10 @@ def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
     root = _parse(text)
     if root.has_error:
         _refuse(f"the command cannot be parsed as bash ({_first_error(root)}), so it cannot be checked")
-    _walk(root, depth, stdin)
+    _walk(root, depth, stdin, text.encode("utf-8", "surrogatepass"))
 
 
-def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
+def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> None:
     stack: list[tuple[tree_sitter.Node, int, _Stdin]] = [(root, 0, stdin)]
     while stack:
         node, level, inp = stack.pop()
@@ -445,6 +446,12 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
         kind = node.type
         children = node.children
         child_inputs = [inp] * len(children)
+        if kind == "comment" and node.start_byte > 0 and source[node.start_byte - 1 : node.start_byte] not in _BLANKS:
+            # bash starts a comment only at the start of a word (``X=1#x`` is one word).
+            _refuse("the parser read a comment inside a word, where bash reads on")
+        if kind == "number" and (node.named_child_count or any(c.isspace() for c in _text(node))):
+            # tree-sitter reads ``1# `cmd``` as a based number; bash reads a word, then a command.
+            _refuse("the parser read a number spanning other syntax, where bash reads separate words")
         if kind == "word" and "\n" in _text(node):
             # bash never reads a bare newline inside a word: tree-sitter glued two lines.
             _refuse("the parser read a newline inside a word, where bash would see two commands")
@@ -978,6 +985,14 @@ def _xargs(call: _Call) -> _Next | None:
     return _Next(argv, _NO_INPUT, fed=replace is None)
 
 
+_FIND_ONE_ARGUMENT: Final = _names(
+    "-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -perm -type -xtype -user -group "
+    "-uid -gid -size -mtime -mmin -atime -amin -ctime -cmin -used -links -inum -samefile -fstype -maxdepth -mindepth "
+    "-printf -context -files0-from -regextype -D -O"
+)
+"""find's tests and options that take one argument (a computed one is fine there)."""
+
+
 def _find(call: _Call) -> _Next | None:
     args = list(call.args)
     i = 0
@@ -992,7 +1007,9 @@ def _find(call: _Call) -> _Next | None:
     while i < len(args):
         text = args[i].value
         if text is None:
-            i += 1
+            _refuse(f"find: the computed word {args[i].raw!r} stands where an action such as -exec could be")
+        if text in _FIND_ONE_ARGUMENT or text.startswith("-newer"):
+            i += 2
             continue
         if text == "-delete" and risky_start:
             _refuse("find -delete from the root, home or a system directory is destructive")
@@ -1545,6 +1562,13 @@ def _check_python(call: _Call, code: str) -> None:
 # --- Commands that run commands through their options --------------------------------------
 
 
+def _no_computed(call: _Call, args: Sequence[_Word]) -> None:
+    """Refuse computed arguments of a command whose options can run commands: one could be such an option."""
+    for word in args:
+        if word.value is None:
+            _refuse(f"{call.name}: the computed argument {word.raw!r} could be an option that runs a command")
+
+
 def _option_values(args: Sequence[_Word], names: Iterable[str]) -> Iterator[tuple[str, _Word]]:
     """Values of long options (``--name=v``, ``--name v``; any prefix counts) and short ones (``-x v``)."""
     names = tuple(names)
@@ -1569,6 +1593,11 @@ def _option_values(args: Sequence[_Word], names: Iterable[str]) -> Iterator[tupl
                         yield name, args[i + 1]
 
 
+_GIT_RISKY_SUBCOMMANDS: Final = _names(
+    "clone fetch pull ls-remote push archive remote rebase submodule bisect difftool mergetool grep send-email "
+    "filter-branch config"
+)
+"""git subcommands with options that run commands: a computed argument there could be one."""
 _GIT_SHELL_KEYS: Final = re.compile(
     r"core\.(?:pager|editor|sshcommand|askpass|gitproxy)|pager\..*|sequence\.editor|credential\.(?:.*\.)?helper|"
     r"diff\.external|diff\..*\.(?:textconv|command)|merge\..*\.driver|filter\..*\.(?:clean|smudge|process)|"
@@ -1625,6 +1654,8 @@ def _git(call: _Call) -> _Next | None:
         return None
     sub = args[i].value
     rest = args[i + 1 :]
+    if sub in _GIT_RISKY_SUBCOMMANDS:
+        _no_computed(call, rest)
     for word in rest:
         if word.value is not None and word.value.startswith(("ext::", "fd::")):
             _refuse("git: the ext:: and fd:: transports run commands")
@@ -1696,6 +1727,7 @@ def _ssh_option(call: _Call, setting: str) -> None:
 
 
 def _ssh(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     values = _SSH_VALUE_OPTIONS["ssh" if call.name == "ssh" else "scp"]
     args = list(call.args)
     i = 0
@@ -1721,12 +1753,14 @@ def _ssh(call: _Call) -> _Next | None:
 
 
 def _rsync(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     for option, value in _option_values(call.args, ("rsh", "rsync-path", "e")):
         _shell_code(call, value, f"{option} command")
     return None
 
 
 def _tar(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     args = list(call.args)
     for option, value in _option_values(
         args,
@@ -1742,7 +1776,7 @@ def _tar(call: _Call) -> _Next | None:
         ),
     ):
         _shell_code(call, value, f"{option} command")
-    for option, value in _option_values(args, ("checkpoint-action",)):
+    for _, value in _option_values(args, ("checkpoint-action",)):
         text = _static(call, value, "checkpoint action")
         if text.startswith("exec=") or text.startswith("exec"):
             _check_script(text.partition("=")[2], call.depth + 1, call.stdin)
@@ -1760,6 +1794,7 @@ def _tar(call: _Call) -> _Next | None:
 
 
 def _zip(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     args = list(call.args)
     for i, word in enumerate(args):
         text = word.value or ""
@@ -1773,6 +1808,7 @@ def _zip(call: _Call) -> _Next | None:
 
 
 def _less(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     for word in call.args:
         text = word.value
         if text is None:
@@ -1783,6 +1819,7 @@ def _less(call: _Call) -> _Next | None:
 
 
 def _man(call: _Call) -> _Next | None:
+    _no_computed(call, call.args)
     for option, value in _option_values(call.args, ("pager", "P", "html", "H")):
         if value.value:
             _shell_code(call, value, f"{option} command")
@@ -2123,6 +2160,8 @@ def _rm(call: _Call) -> _Next | None:
     options_done = False
     for word in call.args:
         text = word.value
+        if text is None and not options_done:
+            recursive = True  # a computed argument may expand to -r
         if not options_done and text is not None and text.startswith("-") and len(text) > 1:
             if text == "--":
                 options_done = True
@@ -2157,6 +2196,8 @@ def _chmod(call: _Call) -> _Next | None:
     operands: list[_Word] = []
     for word in call.args:
         text = word.value
+        if text is None:
+            recursive = True  # a computed argument may expand to -R
         if text is not None and text.startswith("--"):
             recursive = recursive or _could_be(text[2:].partition("=")[0], "recursive")
         elif text is not None and re.fullmatch(r"-[RcfvhHLP]+", text):

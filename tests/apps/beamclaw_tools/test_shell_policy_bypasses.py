@@ -299,6 +299,22 @@ BYPASSES = [
     "ls ~/.beamclaw",
     "cat $BEAMCLAW_HOME/config.toml",
     "strings /dev/mem",
+    # Where tree-sitter and bash once read differently (found by running real bash)
+    "cat <<-EOF\n\t$(sudo id)\n\tEOF",
+    "bash <<'EOF'\n\\sudo id\nEOF",
+    'echo a|"s"\\udo id',
+    'source <(echo "sudo id")""',
+    "env -i \n\\s\\u\\d\\o id",
+    " c\n\\\n$'\\x73udo' id",
+    "bash <<< 's\"u\"d'\\o' id'",
+    "X=\\\n `echo sudo` id",
+    "bash <<'EOF'}\ns\\udo id\nEOF",
+    "> o\rut sudo id",
+    "bash <<'EOF'''\nsudo id\nEOF",
+    "X=1# `echo sudo` id",
+    'find . -maxdepth 0 -exec$"" "s"udo id \\;',
+    'rm $opts "$dir"',
+    "tar -xf a.tar $opts",
 ]
 
 ORDINARY = [
