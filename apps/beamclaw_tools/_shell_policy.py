@@ -318,6 +318,12 @@ def _word_parts(node: tree_sitter.Node) -> tuple[str | None, str, bool, int]:
 
 _LANGUAGE: Final = tree_sitter.Language(tree_sitter_bash.language())
 _parsers = threading.local()
+_state = threading.local()  # per check: ``away`` once a ``cd`` may have left the workspace
+
+
+def _away() -> bool:
+    """Whether an earlier ``cd`` in this command may have left the workspace (relative paths then mean anything)."""
+    return bool(getattr(_state, "away", False))
 
 
 def _parse(text: str) -> tree_sitter.Node:
@@ -1003,7 +1009,10 @@ def _find(call: _Call) -> _Next | None:
         starts.append(args[i])
         i += 1
     starts = starts or [_literal(".")]
-    risky_start = call.fed or any(w.value is None or w.pattern or _is_rootish(w.value, strict=False) for w in starts)
+    risky_start = call.fed or any(
+        w.value is None or w.pattern or _is_rootish(w.value, strict=False) or (_away() and not w.value.startswith("/"))
+        for w in starts
+    )
     while i < len(args):
         text = args[i].value
         if text is None:
@@ -1326,16 +1335,23 @@ def _interpreter(
     value_options: str,
     long_code: frozenset[str] = frozenset(),
     long_values: frozenset[str] = frozenset(),
+    long_modules: frozenset[str] = frozenset(),
     module_options: str = "",
     interactive: str = "",
+    final: str = "",
 ) -> None:
-    """The common shape of interpreter command lines: options, inline code, a script or stdin."""
+    """The common shape of interpreter command lines: options, inline code, a script or stdin.
+
+    *code_options* take inline code, *module_options* a module to load (judged as
+    ``import``/``use`` of it), *value_options* some other value; options in *final*
+    end the interpreter's own options (Python's ``-c`` and ``-m``).
+    """
     args = list(call.args)
     codes: list[str] = []
     modules: list[str] = []
-    from_stdin = False
+    from_stdin = done = False
     i = 0
-    while i < len(args):
+    while i < len(args) and not done:
         text = args[i].value
         if text is None:
             _refuse(f"{call.name}: the argument {args[i].raw!r} is computed, so its program cannot be known")
@@ -1345,9 +1361,12 @@ def _interpreter(
             break
         if text.startswith("--"):
             given, eq, attached = text[2:].partition("=")
-            if given in long_code or given in long_values:
-                value = attached if eq else (_static(call, args[i + 1], "code") if i + 1 < len(args) else "")
-                (codes if given in long_code else modules).append(value)
+            if given in long_code or given in long_values or given in long_modules:
+                value = attached if eq else (_static(call, args[i + 1], "argument") if i + 1 < len(args) else "")
+                if given in long_code:
+                    codes.append(value)
+                elif given in long_modules:
+                    modules.append(value)
                 i += 1 if eq else 2
                 continue
             if given == "interactive":
@@ -1362,18 +1381,21 @@ def _interpreter(
                 if ch in code_options or ch in value_options or ch in module_options:
                     attached = text[j + 1 :]
                     if not attached and i + 1 < len(args):
-                        attached = _static(call, args[i + 1], "code")
+                        attached = _static(call, args[i + 1], "argument")
                         consumed = 2
                     if ch in code_options:
                         codes.append(attached)
                     elif ch in module_options:
                         modules.append(attached)
+                    done = ch in final
                     break
             i += consumed
             continue
         break
     for module in modules:
         _judge_code(call, language, f"import {module}" if language == "python" else f"use {module}")
+    if modules and final:
+        return  # ``python -m module args``: the rest belongs to the module
     if codes:
         for code in codes:
             _judge_code(call, language, code)
@@ -1395,6 +1417,7 @@ def _python(call: _Call) -> _Next | None:
         value_options="WXQ",
         long_values=frozenset({"check-hash-based-pycs"}),
         module_options="m",
+        final="cm",
     )
     return None
 
@@ -1416,7 +1439,7 @@ def _node(call: _Call) -> _Next | None:
         code_options="ep",
         value_options="C",
         long_code=_names("eval print"),
-        long_values=_names("require import loader experimental-loader"),
+        long_modules=_names("require import loader experimental-loader"),
         module_options="r",
         interactive="i",
     )
@@ -2027,12 +2050,17 @@ def _sed(call: _Call) -> _Next | None:
         strict=False,
     )
     options = _parse_options(call, spec, stop_at_operand=False)
-    if "sandbox" in options.flags:
-        return None
     scripts = [v for o, v in options.values if o in {"e", "expression"}]
     has_file = any(o in {"f", "file"} for o, _ in options.values)
-    if not scripts and not has_file and options.operands:
-        scripts = [options.operands[0]]
+    files = list(options.operands)
+    if not scripts and not has_file and files:
+        scripts = [files.pop(0)]
+    if any(o in {"i", "in-place"} for o, _ in options.values) or "in-place" in options.flags:
+        for word in files:
+            if word.value is not None:
+                _check_write_target(word.value, "sed -i")
+    if "sandbox" in options.flags:
+        return None
     for word in scripts:
         text = _static(call, word, "sed script")
         if _sed_runs_commands(text):
@@ -2184,6 +2212,8 @@ def _rm(call: _Call) -> _Next | None:
     for word in targets:
         if word.value is None:
             _refuse(f"the target {word.raw!r} of 'rm -r' is computed at run time (write the path out)")
+        if _away() and not word.value.startswith("/"):
+            _refuse("'rm -r' on a relative path after a cd that may leave the workspace (write the full path)")
         if _is_rootish(word.value):
             _refuse(
                 "'rm -r' on the root, home, a system or top-level directory, or all of the workspace is destructive"
@@ -2213,7 +2243,9 @@ def _chmod(call: _Call) -> _Next | None:
             if recursive:
                 _refuse(f"the target {word.raw!r} of '{call.name} -R' is computed at run time")
             continue
-        if _is_system_path(_normal(word.value)) or (recursive and _is_rootish(word.value, strict=False)):
+        if _is_system_path(_normal(word.value)) or (
+            recursive and (_is_rootish(word.value, strict=False) or (_away() and not word.value.startswith("/")))
+        ):
             _refuse(f"'{call.name}' on the root, home or system path {word.value!r} changes the whole system")
     if recursive and call.fed:
         _refuse(f"'{call.name} -R' takes its targets from the input of xargs or parallel")
@@ -2228,9 +2260,9 @@ def _dd(call: _Call) -> _Next | None:
 
 
 def _writer(call: _Call) -> _Next | None:
-    """tee, cp, mv, install, ln, truncate: a write to a system path is refused."""
+    """tee, cp, mv, install, ln, truncate: a write to (or, for mv, a move of) a system path is refused."""
     operands = [w for w in call.args if not (w.value or "").startswith("-")]
-    targets = operands if call.name in {"tee", "truncate"} else operands[-1:]
+    targets = operands if call.name in {"tee", "truncate", "mv"} else operands[-1:]
     for _, value in _option_values(call.args, ("target-directory", "t")):
         targets.append(value)
     for word in targets:
@@ -2290,6 +2322,16 @@ def _mapfile(call: _Call) -> _Next | None:
     spec = _Spec(short_values="dnOsuc", short_flags="t", strict=False)
     for word in _parse_options(call, spec).operands:
         _check_declared_name(_static(call, word, "array name"))
+    return None
+
+
+def _cd(call: _Call) -> _Next | None:
+    operands = [w for w in call.args if not (w.value or "x").startswith("-") or w.value == "-"]
+    if not operands:
+        return None  # home, which is the workspace
+    target = operands[0].value
+    if target is None or target == "-" or target.startswith(("/", "~")) or ".." in target.split("/"):
+        _state.away = True
     return None
 
 
@@ -2422,6 +2464,8 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "printf": _printf,
     "mapfile": _mapfile,
     "getopts": _getopts,
+    "cd": _cd,
+    "pushd": _cd,
     "hash": _refuse_option("p", "makes a command name run another program"),
     "enable": _refuse_option("f", "loads a builtin from a shared library"),
     "compgen": _refuse_option("C", "runs a command to generate completions"),
@@ -2436,6 +2480,7 @@ def check_command(command: str) -> str | None:
     """
     if not isinstance(command, str):
         raise TypeError(f"command must be a str, not {type(command).__name__}")
+    _state.away = False
     try:
         _check_script(command, 0, _NO_INPUT)
     except _Refused as refusal:

@@ -315,6 +315,13 @@ BYPASSES = [
     'find . -maxdepth 0 -exec$"" "s"udo id \\;',
     'rm $opts "$dir"',
     "tar -xf a.tar $opts",
+    # Relative paths after leaving the workspace; moves and in-place edits of system files
+    "cd / && rm -rf usr",
+    "cd /; find . -delete",
+    "cd / ; chmod -R 777 etc",
+    "mv /etc/passwd x",
+    "sed -i 's/root/toor/' /etc/passwd",
+    "node --require child_process app.js",
 ]
 
 ORDINARY = [
@@ -452,6 +459,11 @@ ORDINARY = [
     "base64 -d encoded.txt > decoded.bin",
     "openssl sha256 file",
     "git log --format='%H %s' | head",
+    "cd src && rm -rf build",
+    "rm -rf /tmp/build-cache",
+    "python3 -m pytest -c pytest.ini -k slow",
+    "node -r ./setup.js app.js",
+    "cd /tmp && ls",
 ]
 
 
