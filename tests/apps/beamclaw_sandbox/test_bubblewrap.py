@@ -374,3 +374,10 @@ async def test_the_jails_process_serves_every_session_the_same_bubblewrap_jail(d
 
 async def test_with_the_sandbox_app_down_there_are_no_jails() -> None:
     assert await sandbox.session_jails(SESSION) == {}
+
+
+async def test_a_cancelled_call_kills_its_jail(daemon: Daemon) -> None:
+    """A loop that crashes or is stopped mid-command leaves nothing running."""
+    with trio.move_on_after(1):
+        await attack(daemon, "sleep 500.8181 & sleep 500.8181\n", timeout=60)
+    assert await _gone("500.8181")
