@@ -11,7 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import trio
+
 import beamclaw
+import beamclaw_sandbox as sandbox
 
 from ._control_client import socket_path
 
@@ -47,6 +50,40 @@ def _provider(config: dict[str, Any]) -> list[Check]:
     if os.environ.get(key["env"]):
         return [("ok", f"provider {name!r}: {key['env']} is set", "")]
     return [("fail", f"provider {name!r}: {key['env']} is not set", f"export {key['env']}=... (then restart)")]
+
+
+def _isolations(config: dict[str, Any]) -> set[str]:
+    """The jails bash and terminal will use (``[tools.bash|terminal] isolation``)."""
+    tools = config.get("tools", {})
+    return {str(tools.get(name, {}).get("isolation", "bubblewrap")) for name in ("bash", "terminal")}
+
+
+def _jail(config: dict[str, Any]) -> list[Check]:
+    """Whether the jail the agent's commands will run in works here, with its limits."""
+    isolations = _isolations(config)
+    checks: list[Check] = []
+    if "none" in isolations:
+        checks.append((
+            "warn",
+            'bash or terminal runs commands unjailed ([tools.bash|terminal] isolation = "none"): '
+            "a prompt-injected model can read the daemon's secrets and other users' conversations",
+            'install bubblewrap and remove isolation = "none"',
+        ))  # fmt: skip
+    if "bubblewrap" in isolations:
+        jail = sandbox.BubblewrapJail(sandbox.parse_sandbox_config(config.get("sandbox", {})))
+        problem = trio.run(jail.check)
+        if problem is not None:
+            checks.append(("fail", f"the bubblewrap jail does not work: {problem}", "apt-get install bubblewrap"))
+        else:
+            checks.append(("ok", "bash and terminal run in a bubblewrap jail", ""))
+            warning = jail.limits_warning()
+            if warning:
+                checks.append(("warn", warning, "run BeamClaw as an unprivileged user"))
+    return checks
+
+
+def _uses_docker(config: dict[str, Any]) -> bool:
+    return bool(config.get("sandbox", {}).get("enabled", False)) or "docker" in _isolations(config)
 
 
 def _docker() -> list[Check]:
@@ -85,12 +122,15 @@ def doctor(args: argparse.Namespace) -> int:
     checks, config = _config(args, home or Path.cwd())
     if config is not None:
         checks += _provider(config)
+        checks += _jail(config)
     if home is None:
         what, _, fix = unusable.rpartition("; ")  # "the data dir ... is not a directory; point ..."
         checks.append(("fail", what, fix))
     else:
         checks += _data_dir(home)
-    steps: list[Callable[[], list[Check]]] = [_docker] if home is None else [_docker, _daemon]
+    steps: list[Callable[[], list[Check]]] = [_docker] if config is not None and _uses_docker(config) else []
+    if home is not None:
+        steps.append(_daemon)
     for step in steps:
         checks += step()
     marks = {"ok": "✓", "warn": "!", "fail": "✗"}

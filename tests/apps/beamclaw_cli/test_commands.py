@@ -96,6 +96,22 @@ def test_doctor_names_each_fix(home: Path, capsys: pytest.CaptureFixture[str], m
     assert code == 0 and out.endswith("all good\n")
 
 
+def test_doctor_checks_the_jail_commands_will_run_in(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test-1234567890")
+    config = tmp_path / "my.toml"
+    config.write_text('[sandbox.bubblewrap]\nbwrap = "/nonexistent/bwrap"\n')
+    code, out = run(capsys, "doctor", "--config", str(config))
+    assert code == 1 and "✗ the bubblewrap jail does not work" in out and "fix: apt-get install bubblewrap" in out
+    assert "Docker" not in out  # nothing uses it
+    config.write_text('[tools.bash]\nisolation = "none"\n[tools.terminal]\nisolation = "none"\n')
+    code, out = run(capsys, "doctor", "--config", str(config))
+    assert "! bash or terminal runs commands unjailed" in out and "bubblewrap jail" not in out
+    config.write_text("[sandbox]\nenabled = true\n")
+    assert "Docker" in run(capsys, "doctor", "--config", str(config))[1]
+
+
 def test_doctor_names_a_data_dir_that_is_a_file(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home.parent.mkdir(parents=True, exist_ok=True)
     home.write_text("")
