@@ -44,7 +44,7 @@ import posixpath
 import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Final, NoReturn
+from typing import Final, NamedTuple, NoReturn
 
 import attrs
 import tree_sitter
@@ -164,11 +164,15 @@ _PROC_GLOBAL: Final = re.compile(
 _ARITHMETIC_INJECTION: Final = re.compile(r"\[[^\]]{0,200}(?:\$\(|`)")
 
 
+_ANY_TEXT_PATTERN: Final = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _TEXT_PATTERNS))
+
+
 def _check_text(text: str) -> None:
     """Refuse *text* (a script or a literal value) when a tripwire pattern is in it."""
-    for pattern, reason in _TEXT_PATTERNS:
-        if pattern.search(text):
-            _refuse(f"the command {reason}")
+    if _ANY_TEXT_PATTERN.search(text):
+        for pattern, reason in _TEXT_PATTERNS:
+            if pattern.search(text):
+                _refuse(f"the command {reason}")
     if "/proc/" in text:
         for match in _PROC.finditer(text):
             path = match.group(1)
@@ -182,13 +186,13 @@ def _check_text(text: str) -> None:
 # --- Words -----------------------------------------------------------------------------
 
 
-@attrs.frozen
-class _Word:
+class _Word(NamedTuple):
     """One shell word as bash will see it, as far as the text alone tells.
 
     ``value`` is the literal value when the word is static (quotes removed, escapes
     undone), None when it is computed at run time. ``pattern`` marks an unquoted glob or
-    brace expansion, ``spliced`` a word glued from quoted and unquoted pieces.
+    brace expansion, ``spliced`` a word glued from quoted and unquoted pieces. (A named
+    tuple, not an attrs class: one is made for every word of every command checked.)
     """
 
     raw: str
@@ -209,6 +213,8 @@ _GLOB_SHAPE: Final = re.compile(r"[*?\[]|[@!+*?]\(|\{[^{}]{0,200}(?:,|\.\.)[^{}]
 
 def _unescape_unquoted(text: str) -> tuple[str, str]:
     """The value of an unquoted word and its *shape* (escaped characters replaced by 'Q')."""
+    if "\\" not in text:
+        return text, text
     value: list[str] = []
     shape: list[str] = []
     i = 0
@@ -451,7 +457,7 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
             _refuse(f"the command nests more than {MAX_SYNTAX_DEPTH} levels of syntax")
         kind = node.type
         children = node.children
-        child_inputs = [inp] * len(children)
+        child_inputs: list[_Stdin] | None = None  # None: every child reads the node's input
         if kind == "comment" and node.start_byte > 0 and source[node.start_byte - 1 : node.start_byte] not in _BLANKS:
             # bash starts a comment only at the start of a word (``X=1#x`` is one word).
             _refuse("the parser read a comment inside a word, where bash reads on")
@@ -466,6 +472,7 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
         elif kind == "redirected_statement":
             redirects = [c for c in children if c.type in _REDIRECTS]
             body_input = _stdin_after(redirects, inp)
+            child_inputs = [inp] * len(children)
             for i, child in enumerate(children):
                 if child.type not in _REDIRECTS:
                     child_inputs[i] = body_input
@@ -476,6 +483,7 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
                         child_inputs[i] = _Stdin("skip")
         elif kind == "pipeline":
             piped = False
+            child_inputs = [inp] * len(children)
             for i, child in enumerate(children):
                 if child.type in {"|", "|&"}:
                     piped = True
@@ -498,9 +506,12 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
             types = [c.type for c in children]
             if "@" in types and types[types.index("@") + 1 : types.index("@") + 2] == ["P"]:
                 _refuse("the ${var@P} expansion runs the command substitutions held in a variable")
-        for child, child_input in zip(reversed(children), reversed(child_inputs), strict=True):
-            if child_input.kind != "skip":
-                stack.append((child, level + 1, child_input))
+        if child_inputs is None:
+            stack.extend((child, level + 1, inp) for child in reversed(children))
+        else:
+            for child, child_input in zip(reversed(children), reversed(child_inputs), strict=True):
+                if child_input.kind != "skip":
+                    stack.append((child, level + 1, child_input))
 
 
 def _unquoted_delimiter(text: str) -> str:
@@ -702,8 +713,7 @@ def _is_system_path(normal: str) -> bool:
 # --- Judging one simple command -----------------------------------------------------------
 
 
-@attrs.frozen
-class _Call:
+class _Call(NamedTuple):
     """A command about to be judged: its name, its arguments and what surrounds it."""
 
     name: str
@@ -713,8 +723,7 @@ class _Call:
     fed: bool = False  # more arguments arrive from input (xargs, parallel)
 
 
-@attrs.frozen
-class _Next:
+class _Next(NamedTuple):
     """What a wrapper runs: judged in turn."""
 
     argv: Sequence[_Word]
@@ -944,7 +953,7 @@ def _env(call: _Call) -> _Next | None:
     args = list(call.args)
     while args and args[0].value == "-":  # ``env -`` is ``env -i``
         args.pop(0)
-    options = _parse_options(attrs.evolve(call, args=args), spec)
+    options = _parse_options(call._replace(args=args), spec)
     operands = list(options.operands)
     for option, value in options.values:
         if option in {"S", "split-string"}:
@@ -1066,7 +1075,7 @@ def _parallel(call: _Call) -> _Next | None:
         long_values=_PARALLEL_LONG_VALUES,
         long_flags=_PARALLEL_LONG_FLAGS,
     )
-    options = _parse_options(attrs.evolve(call, args=args[:cut]), spec)
+    options = _parse_options(call._replace(args=args[:cut]), spec)
     for option, value in options.values:
         if option == "ssh":
             _shell_code(call, value, "--ssh command")
