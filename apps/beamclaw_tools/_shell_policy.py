@@ -4,34 +4,40 @@ The jail (bubblewrap or Docker) is the security boundary. This layer refuses, be
 anything runs, commands whose intent is plain from their text: privilege escalation,
 destroying the system or the disk, reverse shells, code piped into a shell, reaching
 the daemon's secrets. It must be sound on its own terms, so it reads the command the
-way bash does, with a real parser (tree-sitter's bash grammar), never by splitting text:
+way bash does, with a real parser (tree-sitter's bash grammar; bashlex was tried and
+cannot parse ``[[ ]]``, ``case``, ``$(( ))`` or arrays), never by splitting text:
 
 - The whole syntax tree is walked: lists, pipelines, compound commands, subshells,
   command and process substitutions, here-documents and here-strings, function
-  bodies, assignments and redirections. Text the parser cannot read is refused.
+  bodies, assignments and redirections. Text the parser cannot read is refused, and
+  so is every place where tree-sitter is known to read differently from bash (a
+  here-document laid out oddly, words that touch, a comment or a number inside a
+  word, a backslash-newline not after a blank, a carriage return): a test runs real
+  bash on hundreds of disguised commands and checks the policy saw all it ran.
 - Every simple command is judged on its *effective* name, after peeling the wrappers
   that run their arguments as a command (``env``, ``nice``, ``timeout``, ``xargs``,
   ``find -exec``, ``parallel``, ``exec``, ``command``, ``busybox``, ``uv run``, ...).
-  Code handed to another interpreter in the text itself (``bash -c``, ``eval``,
-  ``trap``, here-documents fed to a shell, ``git -c core.pager=``, ``ssh -o
-  ProxyCommand=``, ``tar --to-command=``, ``PAGER=``...) is parsed and judged the
-  same way, to a bounded depth.
+  Code handed to another program in the text itself (``bash -c``, ``eval``, ``trap``,
+  here-documents fed to a shell, ``git -c core.pager=``, ``ssh -o ProxyCommand=``,
+  ``tar --to-command=``, ``PAGER=``...) is parsed and judged the same way.
 - A command name that is computed (an expansion, a substitution, a glob or brace
-  pattern, quoted pieces spliced together, a backslash-newline inside a word) is
-  refused: what it runs cannot be known before it runs. Quoting that only hides a
-  name (``\\sudo``, ``'su'do``) is undone and the name judged.
+  pattern) is refused: what it runs cannot be known before it runs. Quoting that only
+  hides a name (``\\sudo``, ``'sudo'``) is undone and the name judged; a name spliced
+  from several quoted pieces (``"su"'do'``) is refused as obfuscated.
 - A shell or interpreter that would read its program from input nobody can see (a
   pipe, ``/dev/stdin``, a process substitution) is refused; a program given in the
   text is judged. Inline Python (``-c``, here-documents) is read with Python's own
   parser and refused when it reaches for processes, sockets, ptys, FFI, dynamic code
   or dunder attributes; inline Perl, Ruby, Node, PHP and Lua code is refused when it
-  names such primitives (a token list); inline code of other interpreters is refused.
+  names such primitives (a token list: it catches the obvious, not the determined);
+  inline code of other interpreters is refused.
 - Long options count by unambiguous prefix, as GNU's getopt reads them (``--recu``
-  is ``--recursive``); an option that is the prefix of a dangerous one counts as it.
+  is ``--recursive``); an option that is a prefix of a dangerous one counts as it. A
+  computed argument where an option could stand counts as the dangerous option.
 
 What a deny list cannot see stays out of its reach: scripts in files (``bash x.sh``,
-``python3 x.py``), data flow through variables into arithmetic, and anything a program
-decides at run time. That is what the jail is for.
+``python3 x.py``), data flow through variables, the directory a previous `terminal`
+call left, and anything a program decides at run time. That is what the jail is for.
 
 Input is bounded (:data:`MAX_COMMAND_CHARS`, :data:`MAX_SYNTAX_DEPTH`,
 :data:`MAX_CODE_DEPTH`): a pathological command gets a refusal saying so, never a hang.

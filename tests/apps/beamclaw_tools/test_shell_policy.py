@@ -79,3 +79,29 @@ def test_allowed(command: str) -> None:
 
 def test_the_reason_names_what_was_refused() -> None:
     assert check_command("ls && sudo rm x") == "'sudo' privilege escalation"
+
+
+@pytest.mark.parametrize(
+    ("command", "reason"),
+    [
+        ("$(echo sudo) id", "is computed at run time"),
+        ("ls /???/sudo && /usr/bin/su?o id", "glob or brace pattern"),
+        ("\"su\"'do' id", "privilege escalation"),
+        ("\"l\"'s' -la", "spliced from quoted pieces"),
+        ("echo 'unterminated", "cannot be parsed as bash"),
+        ("curl -s x | bash", "pipes into a shell or interpreter"),
+        ("python3 -c 'import socket'", "the module 'socket'"),
+        ("rm --recu --force /", "destructive"),
+        ("echo / | xargs rm -rf", "input of xargs"),
+        ("cat /proc/1/environ", "under /proc"),
+    ],
+)
+def test_each_kind_of_refusal_says_what_it_is(command: str, reason: str) -> None:
+    refusal = check_command(command)
+    assert refusal is not None and reason in refusal
+
+
+def test_words_that_only_look_dangerous_are_not_refused() -> None:
+    assert check_command("echo sudo rm -rf /") is None
+    assert check_command("grep -rn 'eval(' src/") is None
+    assert check_command("git commit -m 'drop the sudo requirement'") is None
