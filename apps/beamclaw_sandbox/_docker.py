@@ -10,10 +10,10 @@ touches another daemon's.
 from __future__ import annotations
 
 import hashlib
+import os
 import secrets
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -33,6 +33,17 @@ TOOLS_DIR: Final = "/tools"
 WORKSPACE_DIR: Final = "/workspace"
 #: The image's unprivileged user (sandbox-image/Dockerfile).
 SANDBOX_USER: Final = "1000:1000"
+
+
+def container_user() -> str:
+    """Who the container's processes are: the daemon's own user, so files they write in
+    a ``rw`` workspace are the daemon's, as with the bubblewrap jail; never root: a
+    daemon running as root gets the image's unprivileged user (which can then write
+    only where that uid may)."""
+    uid, gid = os.getuid(), os.getgid()
+    return SANDBOX_USER if uid == 0 else f"{uid}:{gid}"
+
+
 #: Fixed inside the container whatever the host's values: the host's PATH and HOME mean nothing there.
 CONTAINER_ENV: Final = {
     "PATH": "/usr/local/bin:/usr/bin:/bin",
@@ -86,6 +97,7 @@ class ContainerSpec:
     pids_limit: int
     network: str = "none"
     working_dir: str = "/tmp"
+    user: str = SANDBOX_USER
 
     def run_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``client.containers.run``."""
@@ -97,7 +109,7 @@ class ContainerSpec:
             "init": True,
             "labels": self.labels,
             "environment": self.environment,
-            "user": SANDBOX_USER,
+            "user": self.user,
             "working_dir": self.working_dir,
             "network_mode": self.network,
             "cap_drop": ["ALL"],
@@ -225,20 +237,24 @@ class DockerEngine:
         *max_output_bytes* together (the rest is read and dropped, so the command is never
         blocked on a full pipe). With *abandon_on_cancel*, a cancelled wait returns at
         once and leaves the worker thread to finish on its own."""
+        docker = _sdk()
 
         def run(client: Any) -> ExecOutput:
             api = client.api
             exec_id = api.exec_create(name, command, environment=environment, workdir=workdir)["Id"]
             out, err = bytearray(), bytearray()
             truncated = False
-            for chunk_out, chunk_err in _chunks(api.exec_start(exec_id, stream=True, demux=True)):
-                for chunk, kept in ((chunk_out, out), (chunk_err, err)):
-                    if not chunk:
-                        continue
+            # The raw socket rather than stream=True: the SDK's stream never closes its
+            # connection; this one is closed here however the read ends.
+            sock = api.exec_start(exec_id, socket=True)
+            try:
+                for stream, chunk in docker.utils.socket.frames_iter(sock, False):
                     room = max_output_bytes - len(out) - len(err)
                     if len(chunk) > room:
                         truncated = True
-                    kept.extend(chunk[: max(room, 0)])
+                    (err if stream == docker.utils.socket.STDERR else out).extend(chunk[: max(room, 0)])
+            finally:
+                _close(sock)
             exit_code = api.exec_inspect(exec_id)["ExitCode"]
             return ExecOutput(-1 if exit_code is None else int(exit_code), bytes(out), bytes(err), truncated)
 
@@ -300,9 +316,9 @@ def _sdk() -> Any:
     return docker
 
 
-def _chunks(stream: Any) -> Iterator[tuple[bytes | None, bytes | None]]:
-    for item in stream:
-        if isinstance(item, tuple):
-            yield item[0], item[1]
-        else:
-            yield item, None
+def _close(sock: Any) -> None:
+    """Close an attach socket: the file object the SDK returns and the socket under it."""
+    raw = getattr(sock, "_sock", None)
+    sock.close()
+    if raw is not None:
+        raw.close()

@@ -102,7 +102,7 @@ class ExecTool:
         except SandboxUnavailable as exc:
             raise ToolError(str(exc)) from None
         request = ExecRequest(
-            args.get("language", "python"), args["code"], timeout, getattr(context, "call_tool", None),
+            args.get("language", "python"), args["code"], timeout, context.call_tool,
             await tool_definitions(),
         )  # fmt: skip
         try:

@@ -78,6 +78,11 @@ class SandboxRegistry(sv.GenServer):
                 return sv.Reply(runtime, state)
         raise ValueError(f"unknown sandbox registry request {request!r}")
 
+    def terminate(self, reason: Any, state: _State) -> None:
+        # The registry is the app's first child, so it stops last: nobody uses the
+        # engine's connections after this (a restarted user simply reconnects).
+        state.runtime.engine.close()
+
     async def _ensure(self, state: _State, key: str, workspace: Path | None) -> sv.ViaName:
         runtime = state.runtime
         via = runtime.registry.via(key)

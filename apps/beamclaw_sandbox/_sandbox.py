@@ -44,6 +44,7 @@ from ._docker import (
     ContainerSpec,
     EngineUnavailable,
     Mount,
+    container_user,
 )
 from ._env import container_environment
 from ._pii import PiiTokenizer
@@ -109,26 +110,31 @@ class Sandbox(sv.GenServer):
         *,
         task_status: Any = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Run one sandbox: its container exists exactly while this runs."""
+        """Run one sandbox: its container and its bridge socket exist exactly while this runs."""
         name = runtime.container_name()
+        host = runtime.host_dir(name)
+        listener = None
         try:
-            await super().start(runtime, key, workspace, tokenizer, name, task_status=task_status)
+            (host / "bridge" / "scripts").mkdir(parents=True, mode=0o755)
+            (host / "tools").mkdir(mode=0o755)
+            host.chmod(0o755)
+            listener = await _listen(host / "bridge" / "bridge.sock")
+            await super().start(runtime, key, workspace, tokenizer, name, listener, task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):
+                if listener is not None:
+                    listener.socket.close()
                 await _remove(runtime, name)
 
-    async def init(
-        self, runtime: SandboxRuntime, key: str, workspace: Path | None, tokenizer: PiiTokenizer | None, name: str
-    ) -> _State:
+    async def init(  # noqa: PLR0917 - GenServer passes the start arguments positionally
+        self, runtime: SandboxRuntime, key: str, workspace: Path | None, tokenizer: PiiTokenizer | None, name: str,
+        listener: trio.SocketListener,
+    ) -> _State:  # fmt: skip
         config = runtime.config
         mounted = workspace is not None and config.workspace_mount != "none"
         info = SandboxInfo(name, key, str(workspace) if mounted else "")
         runtime.registry.register(key, info)  # before the container exists, so the reaper never takes it
         host = runtime.host_dir(name)
-        (host / "bridge" / "scripts").mkdir(parents=True, mode=0o755)
-        (host / "tools").mkdir(mode=0o755)
-        host.chmod(0o755)
-        listener = await _listen(host / "bridge" / "bridge.sock")
         mounts = [Mount(host / "bridge", BRIDGE_DIR), Mount(host / "tools", TOOLS_DIR)]
         if mounted and workspace is not None:
             workspace.mkdir(parents=True, exist_ok=True)
@@ -144,13 +150,10 @@ class Sandbox(sv.GenServer):
             pids_limit=config.pids_limit,
             network=config.network,
             working_dir=WORKSPACE_DIR if mounted else "/tmp",
+            user=container_user(),
         )
         started = time.perf_counter()
-        try:
-            await runtime.engine.run(spec)
-        except BaseException:
-            listener.socket.close()
-            raise
+        await runtime.engine.run(spec)
         emit("sandbox_created", name=name, key=key, image=config.docker_image,
              duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
         return _State(runtime, info, tokenizer, host, listener)
@@ -211,9 +214,6 @@ class Sandbox(sv.GenServer):
              duration_ms=duration_ms, timed_out=result.timed_out, truncated=result.truncated,
              bridge_calls=result.bridge_calls, bridge_denied=result.bridge_denied)  # fmt: skip
         return result
-
-    def terminate(self, reason: Any, state: _State) -> None:
-        state.listener.socket.close()
 
 
 async def _listen(path: Path) -> trio.SocketListener:
