@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -94,6 +95,28 @@ async def _tool_event(run: Run, method: str, *args: Any) -> None:
     action = getattr(run.channel, method, None)
     if action is not None:
         await tell(action, *args)
+
+
+def _script_dispatcher(
+    data: _Data, tools: dict[str, Tool], session: ToolSession, context: ToolContext
+) -> Callable[[str, dict[str, Any]], Awaitable[ToolResult]]:
+    """What a sandboxed script's ``call_tool`` reaches (``exec``'s bridge; its policy has
+    already allowed the tool): this turn's tools, under the autonomy and approvals of the
+    model's own calls. A tool that would need the user's approval is refused, since a
+    script cannot ask; *context* has no dispatcher, so a tool never re-enters one."""
+
+    async def call_tool(name: str, arguments: dict[str, Any]) -> ToolResult:
+        tool = tools.get(name)
+        if tool is None:
+            return ToolResult(f"no tool {name!r} in this conversation", is_error=True)
+        decision, reason = decide(tool, data.runtime.config.autonomy, await sv.call(data.session, "allowlist"))
+        if decision is not Decision.APPROVE:
+            return ToolResult(reason or f"{name} needs the user's approval, which a script cannot ask for", True)
+        emit("tool_call_start", session_id=data.info.id, tool=name, via="sandbox")
+        result = await run_tool(tool, arguments, session, context)
+        return ToolResult(scrub(result.text), result.is_error)
+
+    return call_tool
 
 
 def _skill_dirs(data: _Data) -> tuple[Path, ...]:
@@ -323,6 +346,7 @@ class Loop(sv.StateMachine):
             jails=await session_jails(session),
             readonly_dirs=_skill_dirs(data),
         )
+        context = attrs.evolve(context, call_tool=_script_dispatcher(data, tools, session, context))
         results = []
         for call in turn.pending:
             approved, reason = turn.decisions.get(call.id, (False, "not approved"))
