@@ -206,6 +206,7 @@ class _Word(NamedTuple):
     pattern: bool = False
     spliced: bool = False
     procsub: bool = False  # holds a command or process substitution
+    optionlike: bool = False  # computed, and could begin with '-' or split into several words
     start: int = 0
     end: int = 0
 
@@ -263,6 +264,7 @@ def _word(node: tree_sitter.Node) -> _Word:
         value=value,
         pattern=bool(_GLOB_SHAPE.search(shape)) or node.type == "brace_expression",
         spliced=quoted and pieces > 1,
+        optionlike=value is None and _optionlike(node),
         procsub=node.type in _SUBSTITUTIONS
         or (node.type == "concatenation" and any(c.type in _SUBSTITUTIONS for c in node.children)),
         start=node.start_byte,
@@ -271,6 +273,37 @@ def _word(node: tree_sitter.Node) -> _Word:
 
 
 _SUBSTITUTIONS: Final = _names("process_substitution command_substitution")
+
+
+_EXPANSIONS: Final = _names(
+    "simple_expansion expansion command_substitution process_substitution arithmetic_expansion ansi_c_string "
+    "translated_string"
+)
+_NUMERIC_SPECIALS: Final = _names("$$ $! $# $?")
+
+
+def _optionlike(node: tree_sitter.Node) -> bool:
+    """Whether a computed word could expand to an option: it starts computed, or it splits.
+
+    ``/tmp/x.$$`` cannot (a fixed start, a number); ``"$d"``, ``$x`` and ``/a/$x`` can
+    (an unquoted expansion splits into words, the later ones possibly ``-r``).
+    """
+    pieces = node.children if node.type == "concatenation" else [node]
+    first = pieces[0] if pieces else node
+    if first.type in _EXPANSIONS or (
+        first.type == "string" and first.named_child_count and _string_starts_computed(first)
+    ):
+        return True
+    if first.type in {"word", "raw_string", "string"} and _text(first).lstrip("'\"").startswith("-"):
+        return True
+    return any(
+        p.type in _EXPANSIONS and p.type != "arithmetic_expansion" and _text(p) not in _NUMERIC_SPECIALS for p in pieces
+    )
+
+
+def _string_starts_computed(node: tree_sitter.Node) -> bool:
+    inner = [c for c in node.children if c.type != '"']
+    return bool(inner) and inner[0].type != "string_content"
 
 
 def _merged(words: list[_Word]) -> list[_Word]:
@@ -286,6 +319,7 @@ def _merged(words: list[_Word]) -> list[_Word]:
                 pattern=last.pattern or word.pattern,
                 spliced=True,
                 procsub=last.procsub or word.procsub,
+                optionlike=last.optionlike or word.optionlike,
                 start=last.start,
                 end=word.end,
             )
@@ -2203,7 +2237,7 @@ def _rm(call: _Call) -> _Next | None:
     options_done = False
     for word in call.args:
         text = word.value
-        if text is None and not options_done:
+        if text is None and not options_done and word.optionlike:
             recursive = True  # a computed argument may expand to -r
         if not options_done and text is not None and text.startswith("-") and len(text) > 1:
             if text == "--":
@@ -2226,7 +2260,9 @@ def _rm(call: _Call) -> _Next | None:
         _refuse("'rm -r' takes its targets from the input of xargs or parallel, so they cannot be checked")
     for word in targets:
         if word.value is None:
-            _refuse(f"the target {word.raw!r} of 'rm -r' is computed at run time (write the path out)")
+            _refuse(
+                f"the target {word.raw!r} of rm (recursive, or maybe so) is computed at run time (write the path out)"
+            )
         if _away() and not word.value.startswith("/"):
             _refuse("'rm -r' on a relative path after a cd that may leave the workspace (write the full path)")
         if _is_rootish(word.value):
@@ -2241,7 +2277,7 @@ def _chmod(call: _Call) -> _Next | None:
     operands: list[_Word] = []
     for word in call.args:
         text = word.value
-        if text is None:
+        if text is None and word.optionlike:
             recursive = True  # a computed argument may expand to -R
         if text is not None and text.startswith("--"):
             recursive = recursive or _could_be(text[2:].partition("=")[0], "recursive")

@@ -464,6 +464,8 @@ ORDINARY = [
     "python3 -m pytest -c pytest.ini -k slow",
     "node -r ./setup.js app.js",
     "cd /tmp && ls",
+    "trap 'rm -f /tmp/x.$$' EXIT; touch /tmp/x.$$",
+    'rm -f "build/$name.o"',
 ]
 
 
