@@ -23,14 +23,16 @@ the tool gets the real value.
 
 from __future__ import annotations
 
-import itertools
-import json
 import os
-import runpy
-import socket
 import sys
 import threading
-from typing import Any
+
+# json and socket are imported at the first call: most scripts never call a tool, and
+# every millisecond of start-up is paid on each exec.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from typing import Any
 
 SOCKET_PATH = os.environ.get("BEAMCLAW_BRIDGE_SOCKET", "/run/beamclaw/bridge.sock")
 
@@ -51,13 +53,15 @@ class ToolCallError(Exception):
 
 
 _lock = threading.Lock()
-_ids = itertools.count(1)
+_last_id = 0
 _connection: tuple[socket.socket, Any] | None = None
 
 
 def _connect() -> tuple[socket.socket, Any]:
     global _connection
     if _connection is None:
+        import socket  # noqa: PLC0415
+
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             sock.connect(SOCKET_PATH)
@@ -69,10 +73,13 @@ def _connect() -> tuple[socket.socket, Any]:
 
 
 def _request(method: str, params: dict[str, Any]) -> Any:
-    global _connection
+    global _connection, _last_id
+    import json  # noqa: PLC0415
+
     with _lock:
         sock, reader = _connect()
-        request_id = next(_ids)
+        _last_id += 1
+        request_id = _last_id
         payload = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
         try:
             sock.sendall(json.dumps(payload).encode() + b"\n")
@@ -123,15 +130,17 @@ def call_tool(name: str, /, **arguments: Any) -> str:
 
 
 def _run_script(path: str) -> None:
+    """Run the script at *path* as ``__main__`` with the bridge's names defined (not
+    through runpy, whose imports would cost every exec 10 ms)."""
     sys.argv = [path]
-    runpy.run_path(
-        path,
-        init_globals={
-            "search_tools": search_tools, "get_tool": get_tool, "call_tool": call_tool,
-            "BridgeError": BridgeError, "ToolCallError": ToolCallError,
-        },
-        run_name="__main__",
-    )  # fmt: skip
+    with open(path, encoding="utf-8") as file:
+        code = compile(file.read(), path, "exec")
+    namespace = {
+        "__name__": "__main__", "__file__": path, "__builtins__": __builtins__,
+        "search_tools": search_tools, "get_tool": get_tool, "call_tool": call_tool,
+        "BridgeError": BridgeError, "ToolCallError": ToolCallError,
+    }  # fmt: skip
+    exec(code, namespace)
 
 
 def main(argv: list[str]) -> int:
@@ -149,9 +158,13 @@ def main(argv: list[str]) -> int:
                 print(f"{tool['name']}: {tool['description'].splitlines()[0] if tool['description'] else ''}")
             return 0
         if command == "get" and len(args) == 1:
+            import json  # noqa: PLC0415
+
             print(json.dumps(get_tool(args[0]), indent=2))
             return 0
         if command == "call" and len(args) in (1, 2):
+            import json  # noqa: PLC0415
+
             arguments = json.loads(args[1]) if len(args) == 2 else {}
             if not isinstance(arguments, dict):
                 print("the arguments must be a JSON object", file=sys.stderr)

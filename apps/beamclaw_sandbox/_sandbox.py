@@ -56,6 +56,11 @@ _REMOVE_TIMEOUT: Final = 30.0
 _ENGINE_GRACE: Final = 20.0
 #: The in-container ``timeout`` sends TERM at the limit, then KILL this many seconds later.
 _KILL_AFTER: Final = 2
+#: How a Python script runs: the image's bridge module (compiled in the image) runs it
+#: with search_tools, get_tool and call_tool defined; `python3 -m` would cost runpy.
+_PYTHON_RUNNER: Final = (
+    "python3", "-c", "import sys, beamclaw_bridge; sys.exit(beamclaw_bridge.main(sys.argv[1:]))", "run",
+)  # fmt: skip
 #: Exit statuses of GNU timeout: the command timed out (124) or had to be killed (137).
 _TIMED_OUT: Final = frozenset({124, 137})
 
@@ -182,7 +187,7 @@ class Sandbox(sv.GenServer):
             script.write_text(code)
             script.chmod(0o644)
             inside = f"{BRIDGE_DIR}/scripts/{script.name}"
-            runner = ["python3", "-m", "beamclaw_bridge", "run", inside] if suffix == "py" else ["bash", inside]
+            runner = [*_PYTHON_RUNNER, inside] if suffix == "py" else ["bash", inside]
             timeout = max(1, round(request.timeout))
             command = ["timeout", "-k", str(_KILL_AFTER), str(timeout), *runner]
             started = time.perf_counter()
