@@ -538,7 +538,7 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
         elif kind == "file_redirect":
             _check_redirect(node)
         elif kind == "heredoc_redirect":
-            _check_heredoc(node, depth, inp)
+            _check_heredoc(node, depth, inp, source)
         elif kind == "command_substitution":
             if _text(node).startswith("`") and "\\" in _text(node):
                 _refuse("a backquoted substitution holds backslashes (nested backquotes cannot be read reliably)")
@@ -558,13 +558,14 @@ def _unquoted_delimiter(text: str) -> str:
     return re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", text)
 
 
-def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
+def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> None:
     """Refuse a here-document whose reading by tree-sitter may differ from bash's; judge its substitutions.
 
     tree-sitter's bash grammar misreads some here-documents (a body starting with a
     backslash, ``<<-`` bodies indented with tabs), so its reading is checked against
-    bash's rules: the body starts a line, ends at the first line equal to the delimiter,
-    and nothing else of the statement spans those lines.
+    bash's rules, on the source lines: the body is whole lines, it ends at the first
+    line equal to the delimiter (tabs stripped for ``<<-``), and nothing else of the
+    statement spans those lines.
     """
     children = node.children
     strip_tabs = bool(children) and children[0].type == "<<-"
@@ -575,7 +576,7 @@ def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
         _refuse("a here-document without a body or an end line cannot be checked")
     raw_delimiter = _text(start)
     delimiter = _unquoted_delimiter(raw_delimiter)
-    after = (node.text or b"")[start.end_byte - node.start_byte : start.end_byte - node.start_byte + 1]
+    after = source[start.end_byte : start.end_byte + 1]
     if after and after not in b" \t\n;|&<>()":
         _refuse("a here-document's delimiter runs into other text (bash reads a different delimiter)")
     for child in children:
@@ -583,19 +584,19 @@ def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
             "\n" in _text(child) or child.start_point[0] > start.start_point[0]
         ):
             _refuse("a here-document is laid out in a way the checker cannot read reliably")
-    source = node.text or b""
-    whole = _text(node.parent) if node.parent is not None else ""
-    del source, whole
-    body_text = _text(body)
+    # The lines as bash reads them: tree-sitter's body node may skip the first line's blanks.
+    body_begin = source.rfind(b"\n", 0, body.start_byte) + 1 if body.end_byte > body.start_byte else body.start_byte
+    end_begin = source.rfind(b"\n", 0, end.start_byte) + 1
+    end_stop = source.find(b"\n", end.start_byte)
+    end_line = source[end_begin : len(source) if end_stop < 0 else end_stop].decode("utf-8", "surrogatepass")
+    if source[body_begin : body.start_byte].strip(b" \t") or body_begin > end_begin:
+        _refuse("a here-document's body does not start a line (a reading bash may not share)")
+    if (end_line.lstrip("\t") if strip_tabs else end_line) != delimiter:
+        _refuse("a here-document's end line does not match its delimiter")
+    body_text = source[body_begin:end_begin].decode("utf-8", "surrogatepass")
     lines = body_text.split("\n")
     if any((line.lstrip("\t") if strip_tabs else line) == delimiter for line in lines):
         _refuse("a here-document's end line appears inside its body (a reading bash may not share)")
-    if (_text(end).lstrip("\t") if strip_tabs else _text(end)) != delimiter or end.start_point[1] != (
-        len(_text(end)) - len(_text(end).lstrip("\t")) if strip_tabs else 0
-    ):
-        _refuse("a here-document's end line does not match its delimiter")
-    if body.start_point[1] != 0 and body_text:
-        _refuse("a here-document's body does not start a line (a reading bash may not share)")
     quoted = any(q in raw_delimiter for q in "'\"\\")
     if not quoted and strip_tabs and any(c in body_text for c in "$`"):
         # tree-sitter does not parse substitutions in tab-indented ``<<-`` bodies: re-read the
@@ -604,7 +605,7 @@ def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin) -> None:
         marker = "BEAMCLAW_EOF"
         while marker in stripped:
             marker += "_"
-        _check_script(f"cat <<{marker}\n{stripped}\n{marker}\n", depth + 1, stdin)
+        _check_script(f"cat <<{marker}\n{stripped}{marker}\n", depth + 1, stdin)
 
 
 def _command_words(

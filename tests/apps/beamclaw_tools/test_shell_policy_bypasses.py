@@ -466,6 +466,8 @@ ORDINARY = [
     "cd /tmp && ls",
     "trap 'rm -f /tmp/x.$$' EXIT; touch /tmp/x.$$",
     'rm -f "build/$name.o"',
+    "cat <<-EOF\n\thello $HOME\n\tEOF",
+    "build() {\n  cat > out.txt <<EOF\n  indented\nEOF\n}",
 ]
 
 
