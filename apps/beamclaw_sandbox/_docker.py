@@ -98,11 +98,13 @@ class ContainerSpec:
     network: str = "none"
     working_dir: str = "/tmp"
     user: str = SANDBOX_USER
+    #: The container's command: a warm sandbox sleeps and is exec'd into; a jail runs one command.
+    command: tuple[str, ...] = ("sleep", "infinity")
 
     def run_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``client.containers.run``."""
         return {
-            "command": ["sleep", "infinity"],
+            "command": list(self.command),
             "name": self.name,
             "detach": True,
             # tini as pid 1 reaps what scripts leave behind, so zombies never fill pids_limit.
@@ -228,6 +230,31 @@ class DockerEngine:
 
         container_id: str = await self._run(run)
         return container_id
+
+    async def run_to_exit(self, spec: ContainerSpec, timeout: float) -> tuple[int | None, bytes, bytes]:
+        """Run *spec*'s command in a new container, wait for it (at most *timeout* seconds),
+        and remove the container; its exit status (None if it had to be stopped), stdout
+        and stderr."""
+        docker = _sdk()
+
+        def run(client: Any) -> tuple[int | None, bytes, bytes]:
+            try:
+                client.images.get(spec.image)
+            except docker.errors.ImageNotFound:
+                raise ImageMissing(f"the sandbox image {spec.image} is not built") from None
+            container = client.containers.run(spec.image, **spec.run_kwargs())
+            try:
+                try:
+                    code: int | None = int(container.wait(timeout=timeout)["StatusCode"])
+                except OSError:  # requests' read time-out: the command outlived its limit
+                    container.kill()
+                    code = None
+                return code, container.logs(stdout=True, stderr=False), container.logs(stdout=False, stderr=True)
+            finally:
+                container.remove(force=True)
+
+        result: tuple[int | None, bytes, bytes] = await self._run(run)
+        return result
 
     async def exec(
         self, name: str, command: list[str], *, environment: dict[str, str] | None = None, workdir: str | None = None,

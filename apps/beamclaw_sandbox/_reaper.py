@@ -27,6 +27,7 @@ import supervision as sv
 from beamclaw_obs import emit
 
 from ._docker import LABEL_BOOT, LABEL_INSTANCE, LABEL_KEY, LABEL_SANDBOX, EngineUnavailable
+from ._docker_jail import JAIL_KEY
 from ._registry import live_sandboxes
 from ._runtime import SANDBOXES, SandboxRuntime
 
@@ -65,7 +66,10 @@ async def reap(runtime: SandboxRuntime) -> list[str]:
     for container in containers:
         if container.name in owned:
             continue
-        if container.label(LABEL_BOOT) == runtime.boot and time.time() - container.created < ORPHAN_GRACE:
+        if container.label(LABEL_BOOT) == runtime.boot and (
+            container.label(LABEL_KEY) == JAIL_KEY  # a jail's command of this boot; it removes its container
+            or time.time() - container.created < ORPHAN_GRACE
+        ):
             continue
         if await runtime.engine.remove(container.name):
             emit("sandbox_reaped", name=container.name, key=container.label(LABEL_KEY), reason="orphan")

@@ -362,3 +362,46 @@ async def test_a_missing_image_is_a_tool_error_that_names_the_fix(tmp_path: Path
     async with sandbox_app(home, docker_image="beamclaw-sandbox:never-built") as runtime:
         with pytest.raises(ToolError, match="beamclaw sandbox build"):
             await sandbox.ExecTool(runtime.config).execute({"code": "print(1)"}, _session(), _context(home))
+
+
+async def test_the_docker_jail_runs_each_command_in_a_fresh_locked_down_container(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test0123456789abcdefghij")
+    home = tmp_path / "home"
+    workspace = home / "agents" / "default"
+    skills = home / "skills" / "demo"
+    for folder in (workspace / "sub", skills):
+        folder.mkdir(parents=True)
+    (skills / "run.sh").write_text("echo skill ran\n")
+    if os.getuid() == 0:  # a root daemon's containers run as uid 1000: the workspace must let it write
+        for folder in (workspace, workspace / "sub"):
+            os.chown(folder, 1000, 1000)
+    async with sandbox_app(home) as runtime:
+        jail = (await sandbox.session_jails(_session()))["docker"]
+        assert jail.backend == "docker" and await jail.check() is None
+        script = (
+            "pwd; echo made > here.txt; bash " + str(skills / "run.sh") + "; touch " + str(skills / "x") +
+            " 2>&1 | grep -o 'Read-only file system'; touch /etc/x 2>&1 | grep -o 'Read-only file system';"
+            " echo key=${OPENAI_API_KEY:-none}; cat /sys/class/net/*/operstate | wc -l"
+        )  # fmt: skip
+        result = await jail.run(
+            ["bash", "-c", script], workspace=workspace, cwd=workspace / "sub", timeout=20, output_limit=10_000,
+            readonly=[skills],
+        )  # fmt: skip
+        lines = result.stdout.decode().splitlines()
+        assert result.exit_code == 0, result
+        assert lines[:2] == [str(workspace / "sub"), "skill ran"]
+        assert lines[2:4] == ["Read-only file system"] * 2 and lines[4] == "key=none" and lines[5] == "1"  # lo only
+        assert (workspace / "sub" / "here.txt").read_text() == "made\n"
+
+        slow = await jail.run(["sleep", "30"], workspace=workspace, timeout=1, output_limit=100)
+        assert slow.timed_out and slow.exit_code is None
+        loud = await jail.run(["python3", "-c", "print('x' * 5000)"], workspace=workspace, timeout=20, output_limit=100)
+        assert loud.truncated and b"bytes left out" in loud.stdout and len(loud.stdout) < 200
+        client = docker_client()
+        try:
+            left = client.containers.list(all=True, filters={"label": f"{LABEL_INSTANCE}={runtime.instance}"})
+        finally:
+            client.close()
+        assert left == []  # every command's container is gone
