@@ -45,11 +45,18 @@ def write_discovery(directory: Path, tools: Sequence[ToolDefinition]) -> bool:
     for tool in ordered:
         summary = tool.description.strip().splitlines()[0] if tool.description.strip() else ""
         lines.append(f"{tool.name}: {summary}")
-        if _SAFE_NAME.match(tool.name) and tool.name not in {".", ".."}:
+        if _SAFE_NAME.match(tool.name):
             folder = directory / tool.name
             folder.mkdir()
-            (folder / "description.txt").write_text(tool.description + "\n")
-            (folder / "schema.json").write_text(json.dumps(tool.parameters, indent=2, sort_keys=True) + "\n")
-    (directory / "index.txt").write_text("".join(line + "\n" for line in lines))
+            folder.chmod(0o755)
+            _write(folder / "description.txt", tool.description + "\n")
+            _write(folder / "schema.json", json.dumps(tool.parameters, indent=2, sort_keys=True) + "\n")
+    _write(directory / "index.txt", "".join(line + "\n" for line in lines))
     stamp.write_text(digest)
     return True
+
+
+def _write(path: Path, text: str) -> None:
+    # Readable by the container's user whatever the daemon's umask.
+    path.write_text(text)
+    path.chmod(0o644)

@@ -120,9 +120,12 @@ class Sandbox(sv.GenServer):
         host = runtime.host_dir(name)
         listener = None
         try:
-            (host / "bridge" / "scripts").mkdir(parents=True, mode=0o755)
-            (host / "tools").mkdir(mode=0o755)
-            host.chmod(0o755)
+            (host / "bridge" / "scripts").mkdir(parents=True)
+            (host / "tools").mkdir()
+            # Readable by the container's user whatever the daemon's umask (a root
+            # daemon's containers run as another uid); nothing secret is kept here.
+            for folder in (host, host / "bridge", host / "bridge" / "scripts", host / "tools"):
+                folder.chmod(0o755)
             listener = await _listen(host / "bridge" / "bridge.sock")
             await super().start(runtime, key, workspace, tokenizer, name, listener, task_status=task_status)
         finally:
