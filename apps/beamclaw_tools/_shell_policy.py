@@ -40,7 +40,7 @@ What a deny list cannot see stays out of its reach: scripts in files (``bash x.s
 call left, and anything a program decides at run time. That is what the jail is for.
 
 Input is bounded (:data:`MAX_COMMAND_CHARS`, :data:`MAX_SYNTAX_DEPTH`,
-:data:`MAX_CODE_DEPTH`): a pathological command gets a refusal saying so, never a hang.
+:data:`MAX_SYNTAX_NODES`, :data:`MAX_CODE_DEPTH`): a pathological command gets a refusal saying so, never a hang.
 """
 
 from __future__ import annotations
@@ -60,6 +60,8 @@ MAX_COMMAND_CHARS: Final = 100_000
 """Longer commands are refused unread (a here-document of that size belongs in a file)."""
 MAX_SYNTAX_DEPTH: Final = 256
 """Deeper syntax trees are refused (an honest command nests a few dozen levels at most)."""
+MAX_SYNTAX_NODES: Final = 40_000
+"""Larger syntax trees are refused (several thousand simple commands: a script belongs in a file)."""
 MAX_CODE_DEPTH: Final = 8
 """How deep code inside code is followed (``bash -c 'sh -c "eval ..."'``) before refusing."""
 
@@ -491,8 +493,12 @@ def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
 
 def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> None:
     stack: list[tuple[tree_sitter.Node, int, _Stdin]] = [(root, 0, stdin)]
+    visited = 0
     while stack:
         node, level, inp = stack.pop()
+        visited += 1
+        if visited > MAX_SYNTAX_NODES:
+            _refuse(f"the command has more than {MAX_SYNTAX_NODES} syntax nodes (put long scripts in a file)")
         if level > MAX_SYNTAX_DEPTH:
             _refuse(f"the command nests more than {MAX_SYNTAX_DEPTH} levels of syntax")
         kind = node.type

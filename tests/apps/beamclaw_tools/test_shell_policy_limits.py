@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from beamclaw_tools import check_command
-from beamclaw_tools._shell_policy import MAX_CODE_DEPTH, MAX_COMMAND_CHARS, MAX_SYNTAX_DEPTH
+from beamclaw_tools._shell_policy import MAX_CODE_DEPTH, MAX_COMMAND_CHARS, MAX_SYNTAX_DEPTH, MAX_SYNTAX_NODES
 
 
 def test_a_command_over_the_size_limit_is_refused_unread() -> None:
@@ -70,6 +70,13 @@ def test_many_ordinary_commands_in_one_script_are_checked_in_full() -> None:
     script = "ls -la; " * 5_000 + "sudo id"
     assert check_command(script) == "'sudo' privilege escalation"
     assert check_command("ls -la; " * 5_000) is None
+
+
+def test_too_many_commands_in_one_call_are_refused() -> None:
+    script = "ls -la; " * (MAX_SYNTAX_NODES // 4)
+    assert len(script) < MAX_COMMAND_CHARS
+    reason = check_command(script)
+    assert reason is not None and "syntax nodes" in reason
 
 
 def test_inline_python_too_deep_for_its_parser_is_refused() -> None:
