@@ -693,6 +693,8 @@ def _assignment_name(node: tree_sitter.Node) -> str:
 
 
 def _check_variable(name: str, value: _Word | None, depth: int, stdin: _Stdin) -> None:
+    if name in {"CDPATH", "OLDPWD", "PWD"}:
+        _state.away = True  # a later relative ``cd`` may now land anywhere
     if name in _DANGEROUS_VARIABLES or name.startswith("BASH_FUNC_"):
         _refuse(f"setting {name} makes the shell or a program run code from it")
     if name in _COMMAND_VARIABLES:

@@ -322,6 +322,9 @@ BYPASSES = [
     "mv /etc/passwd x",
     "sed -i 's/root/toor/' /etc/passwd",
     "node --require child_process app.js",
+    "CDPATH=/ cd usr && rm -rf lib",
+    "(cd / && rm -rf usr)",
+    "builtin cd /; rm -rf usr",
 ]
 
 ORDINARY = [
