@@ -13,7 +13,7 @@ import trio
 import beamclaw
 import supervision as sv
 
-from . import _agents, _daemon_commands, _pairing_commands, _skills_commands
+from . import _agents, _daemon_commands, _pairing_commands, _sandbox_commands, _skills_commands
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._stderr_log import log_to_stderr
@@ -57,6 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
+    _sandbox_commands.add_parser(commands)
     doctor_parser = commands.add_parser("doctor", help="check the configuration, data dir, keys and Docker")
     doctor_parser.add_argument("--config", metavar="PATH", help="configuration file")
     commands.add_parser("version", help="print the version")
@@ -153,6 +154,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _skills_commands.run(args)
         case "pair":
             return _pairing_commands.run(args)
+        case "sandbox":
+            return _sandbox_commands.run(args)
         case "doctor":
             return doctor(args)
         case "version":

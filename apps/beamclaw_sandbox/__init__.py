@@ -5,6 +5,7 @@ Two backends behind the `beamclaw_tools.Jail` interface: bubblewrap (the light j
 container per scope, the tool bridge, the PII tokenizer, the tool policy).
 """
 
+from ._admin import build_image, containers_of, engine_status, remove_container
 from ._bridge import Bridge, ToolCaller
 from ._bubblewrap import ETC_FILES, BubblewrapJail
 from ._config import (
@@ -55,7 +56,11 @@ __all__ = [
     "SandboxRuntime",
     "SandboxUnavailable",
     "ToolCaller",
+    "build_image",
     "container_environment",
+    "containers_of",
+    "engine_status",
+    "remove_container",
     "ensure_sandbox",
     "kill_sandbox",
     "list_sandboxes",

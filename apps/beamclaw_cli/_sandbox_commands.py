@@ -1,0 +1,102 @@
+"""`beamclaw sandbox status|list|kill ID|build`: the Docker sandbox, straight from the engine.
+
+No daemon is needed: containers are found by the label of this data dir, so ``list``
+and ``kill`` also reach what a crashed daemon left behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any
+
+import trio
+
+import beamclaw
+import beamclaw_sandbox as sandbox
+
+
+def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:
+    return sandbox.parse_sandbox_config(beamclaw.load_config(args.config).get("sandbox", {}))
+
+
+async def _status(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    status = await sandbox.engine_status(_config(args), beamclaw.data_dir(), engine)
+    engine_line = f"Docker {status['engine']}" if status["engine"] else "no Docker engine answers"
+    print(f"sandbox: {'enabled' if status['enabled'] else 'disabled'}, scope {status['scope']}, {engine_line}")
+    if status["engine"]:
+        print(f"image {status['image']}: {'built' if status['image_built'] else 'not built'}")
+        print(f"containers of this data dir: {status['containers']}")
+    if "problem" in status:
+        print(f"! {status['problem']}")
+        return 1
+    return 0
+
+
+async def _list(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    found = await sandbox.containers_of(beamclaw.data_dir(), engine)
+    for container in sorted(found, key=lambda c: c.created):
+        age = _age(time.time() - container.created)
+        print(f"{container.name}  {container.label('beamclaw.key'):<30} {container.status:<8} {age}")
+    if not found:
+        print("no sandbox containers for this data dir")
+    return 0
+
+
+async def _kill(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    name = await sandbox.remove_container(beamclaw.data_dir(), args.id, engine)
+    if name is None:
+        print(f"beamclaw: no sandbox container {args.id!r} for this data dir (see `beamclaw sandbox list`)")
+        return 1
+    print(f"removed {name}")
+    return 0
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+_ENGINE_COMMANDS: dict[str, Any] = {"status": _status, "list": _list, "kill": _kill}
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = commands.add_parser("sandbox", help="the Docker sandbox: status, list, kill ID, build")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    helps = {
+        "status": "is the engine up, the image built, Docker code execution on",
+        "list": "the sandbox containers of this data dir",
+        "kill": "remove a sandbox container (by name or key, e.g. session:<id>)",
+        "build": "build the sandbox image (no image registry needed; a no-op when up to date)",
+    }
+    for action, text in helps.items():
+        sub = actions.add_parser(action, help=text)
+        sub.add_argument("--config", metavar="PATH", help="configuration file")
+        if action == "kill":
+            sub.add_argument("id", help="container name or key")
+        if action == "build":
+            sub.add_argument("--force", action="store_true", help="rebuild even when up to date")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "build":
+        try:
+            return sandbox.build_image(_config(args).docker_image, force=args.force)
+        except FileNotFoundError as exc:
+            print(f"beamclaw: {exc}")
+            return 1
+    engine = sandbox.DockerEngine()
+
+    async def main() -> int:
+        code: int = await _ENGINE_COMMANDS[args.action](args, engine)
+        return code
+
+    try:
+        return trio.run(main)
+    except sandbox.EngineUnavailable as exc:
+        print(f"beamclaw: {exc}: install Docker (docker.io) and start dockerd")
+        return 1
+    finally:
+        engine.close()
