@@ -341,7 +341,10 @@ class BubblewrapJail:
                 args += ["--symlink", os.readlink(path), str(path)]
             elif path.is_dir():
                 args += ["--ro-bind", str(path), str(path)]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        # /proc read-only: a daemon run as root maps the jail's root to the host's, and the
+        # kernel checks /proc/sys writes by owner and mode, not capabilities, so a writable
+        # /proc/sys (kernel.core_pattern!) would be a way out of every namespace.
+        args += ["--proc", "/proc", "--remount-ro", "/proc", "--dev", "/dev"]
         tmp_size = str(config.memory_bytes)
         for tmp in ("/tmp", "/dev/shm"):
             args += [*(["--size", tmp_size] if "--size" in self._options else []), "--tmpfs", tmp]

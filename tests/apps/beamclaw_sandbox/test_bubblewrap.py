@@ -254,6 +254,16 @@ async def test_writes_outside_the_workspace_fail(daemon: Daemon) -> None:
     assert unjailed.text == "exit code: 0\n0" and (daemon.home / "x").exists()
 
 
+async def test_kernel_settings_are_out_of_reach(daemon: Daemon) -> None:
+    """A daemon run as root maps the jail's root to the host's: /proc/sys must not be writable
+    (kernel.core_pattern would run a program of the workspace as the host's root)."""
+    targets = ["/proc/sys/kernel/core_pattern", "/proc/sys/kernel/printk_ratelimit", "/proc/sys/vm/drop_caches"]
+    # Opened for appending and closed, nothing written: a regression must not change the host.
+    script = "".join(f"(exec 3>>{t}) 2>/dev/null; echo {t}=$?\n" for t in targets)
+    result = await attack(daemon, script)
+    assert result.text.splitlines()[1:] == [f"{t}=1" for t in targets]
+
+
 async def test_the_workspace_is_writable_and_keeps_its_files(daemon: Daemon) -> None:
     await attack(daemon, "mkdir -p notes && echo kept > notes/a.txt && echo scratch > /tmp/b.txt\n")
     assert (daemon.workspace / "notes" / "a.txt").read_text() == "kept\n"
