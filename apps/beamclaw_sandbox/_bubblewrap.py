@@ -333,7 +333,9 @@ class BubblewrapJail:
             args.append("--disable-userns")
         # No --hostname: sethostname is what systemd's ProtectHostname= and most seccomp
         # profiles refuse, and the uts namespace alone already keeps a change inside.
-        args += ["--die-with-parent", "--new-session"]
+        # bwrap keeps every capability in the jail's namespaces unless told (seen: CapEff all
+        # ones for a daemon run as root); none is needed to run a command.
+        args += ["--die-with-parent", "--new-session", "--cap-drop", "ALL"]
         args += ["--ro-bind", "/usr", "/usr"]
         for name in _SYSTEM_DIRS:
             path = Path("/", name)

@@ -264,6 +264,11 @@ async def test_kernel_settings_are_out_of_reach(daemon: Daemon) -> None:
     assert result.text.splitlines()[1:] == [f"{t}=1" for t in targets]
 
 
+async def test_the_jail_has_no_capabilities(daemon: Daemon) -> None:
+    result = await attack(daemon, "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status\n")
+    assert [line.split()[1] for line in result.text.splitlines()[1:]] == ["0000000000000000"] * 3
+
+
 async def test_the_workspace_is_writable_and_keeps_its_files(daemon: Daemon) -> None:
     await attack(daemon, "mkdir -p notes && echo kept > notes/a.txt && echo scratch > /tmp/b.txt\n")
     assert (daemon.workspace / "notes" / "a.txt").read_text() == "kept\n"
