@@ -6,6 +6,7 @@ against the tool's JSON schema before it runs, and turns every failure into an
 error result the model can read.
 """
 
+from ._beneath import Beneath, Excerpt, PathRefused, split_path
 from ._config import ConfigError, structure_config
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
@@ -29,16 +30,19 @@ __all__ = [
     "SYSTEM_PATH",
     "Autonomy",
     "BashTool",
+    "Beneath",
     "ConfigError",
     "Credential",
     "CurlTool",
     "DeleteFileTool",
+    "Excerpt",
     "Isolation",
     "Jail",
     "JailResult",
     "JailUnavailable",
     "JqTool",
     "MissingSecret",
+    "PathRefused",
     "ReadFileTool",
     "Secret",
     "TerminalTool",
@@ -65,6 +69,7 @@ __all__ = [
     "resolve_in_workspace",
     "run_captured",
     "run_tool",
+    "split_path",
     "structure_config",
     "supervision_tree",
     "tool_definitions",

@@ -1,51 +1,60 @@
 """`read_file`, `write_file` and `delete_file`, confined to the agent's workspace.
 
-A path is resolved first (symlinks and ``..`` included), and only then compared with
-the workspace, so neither ``../../etc/passwd`` nor a symlink planted in the workspace
-reaches outside it. The daemon's own files in the data dir (the session database,
-logs, the control socket) are refused even when a workspace would contain them.
+A path is normalised as text (``..`` and all) and must stay inside the workspace; it is
+then reached through `Beneath`, one component at a time from the workspace's fd, never
+following a symbolic link. So neither ``../../etc/passwd`` nor a symlink planted in the
+workspace, nor a folder swapped for a symlink while the tool runs, reaches outside it.
+A link can be deleted (the link itself, never its target) but not read or written
+through. The daemon's own files in the data dir (the session database, logs, the
+control socket) are refused even when a workspace would contain them.
 """
 
 from __future__ import annotations
 
+import errno
 import os
-import tempfile
 from pathlib import Path
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
 
+from ._beneath import Beneath, PathRefused
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
+
+T = TypeVar("T")
 
 INTERNAL_NAMES: Final = frozenset(
     {"sessions.db", "sessions.db-wal", "sessions.db-shm", "logs", "control.sock", "config.toml"}
 )
 
 
-def resolve_in_workspace(context: ToolContext, path: str, *, follow_last: bool = True) -> Path:
-    """The real path *path* names, which must lie inside the workspace; else `ToolError`.
+def resolve_in_workspace(context: ToolContext, path: str) -> str:
+    """*path* relative to the workspace (``""`` for the workspace itself); else `ToolError`.
 
-    With ``follow_last=False`` a final symlink is the path itself (to delete a link,
-    never its target); everything before it is still resolved.
+    Only text is looked at here (no file is touched, no link followed): ``..`` is
+    resolved lexically, and an absolute path must name a place inside the workspace.
     """
     if "\x00" in path:
         raise ToolError("the path contains a NUL character")
-    root = Path(os.path.realpath(context.workspace))
+    root = Path(os.path.abspath(context.workspace))
+    real_root = Path(os.path.realpath(context.workspace))
     raw = Path(path).expanduser() if path.startswith("~") else Path(path)
-    full = raw if raw.is_absolute() else root / raw
-    if follow_last or full.name in {"", ".", ".."}:
-        real = Path(os.path.realpath(full))
+    full = Path(os.path.normpath(raw if raw.is_absolute() else root / raw))
+    for base in (root, real_root):
+        if full == base or full.is_relative_to(base):
+            relative = full.relative_to(base)
+            break
     else:
-        real = Path(os.path.realpath(full.parent)) / full.name
-    if real != root and not real.is_relative_to(root):
         raise ToolError(f"the path {path!r} is outside the workspace")
     data = Path(os.path.realpath(context.data_dir))
-    if real.is_relative_to(data):
-        parts = real.relative_to(data).parts
+    inside = real_root / relative
+    if inside.is_relative_to(data):
+        parts = inside.relative_to(data).parts
         if parts and parts[0] in INTERNAL_NAMES:
             raise ToolError(f"the path {path!r} is one of BeamClaw's internal files")
-    return real
+    return relative.as_posix() if relative.parts else ""
 
 
 def _path_parameter(
@@ -56,32 +65,49 @@ def _path_parameter(
     )
 
 
-def _read(path: Path, limit: int) -> str:
-    if path.is_dir():
-        entries = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
-        return "directory:\n" + "\n".join(entries)
-    with path.open("rb") as f:
-        data = f.read(limit + 1)
-    text = data[:limit].decode("utf-8", errors="replace")
-    return text + (f"\n[... truncated at {limit} bytes]" if len(data) > limit else "")
+async def _in_workspace(context: ToolContext, shown: str, fn: Callable[..., T], *args: Any) -> T:
+    """Run *fn(Beneath(workspace), *args)* in a worker thread; a refusal or a missing file is a `ToolError`."""
 
+    def run() -> T:
+        with Beneath(context.workspace) as workspace:
+            result: T = fn(workspace, *args)
+            return result
 
-def _write(path: Path, content: str, append: bool) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if append:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            return f.write(content)
-    # Write beside the target and rename over it: a reader never sees half a file.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            written = f.write(content)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        return await trio.to_thread.run_sync(run)
+    except PathRefused as exc:
+        raise ToolError(str(exc)) from None
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {shown}") from None
+    except NotADirectoryError:
+        raise ToolError(f"{shown}: a part of the path is not a directory") from None
+
+
+def _read(workspace: Beneath, path: str, limit: int) -> str:
+    if workspace.kind(path) == "directory":
+        entries = [name + ("/" if kind == "directory" else "") for name, kind in workspace.list_dir(path)]
+        return "directory:\n" + "\n".join(entries)
+    excerpt = workspace.read_text(path, limit=limit)
+    return excerpt.head + (f"\n[... truncated at {limit} bytes]" if excerpt.truncated else "")
+
+
+def _write(workspace: Beneath, path: str, content: str, append: bool) -> int:
+    if workspace.kind(path) == "directory":
+        raise PathRefused(path, "directory", f"{path} is a directory")
+    if append:
+        workspace.append(path, content.encode(), parents=True)
+    else:
+        workspace.write(path, content.encode(), parents=True)  # a reader never sees half a file
+    return len(content)
+
+
+def _delete(workspace: Beneath, path: str) -> None:
+    try:
+        workspace.remove(path)
+    except OSError as exc:
+        if exc.errno == errno.ENOTEMPTY:
+            raise ToolError(f"{path} is a directory that is not empty") from None
         raise
-    return written
 
 
 @attrs.define
@@ -100,9 +126,7 @@ class ReadFileTool:
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
         path = resolve_in_workspace(context, args["path"])
-        if not path.exists():
-            raise ToolError(f"no such file: {args['path']}")
-        return await trio.to_thread.run_sync(_read, path, self.max_bytes)
+        return await _in_workspace(context, args["path"], _read, path, self.max_bytes)
 
 
 @attrs.define
@@ -128,9 +152,9 @@ class WriteFileTool:
         if len(content.encode()) > self.max_bytes:
             raise ToolError(f"content is larger than {self.max_bytes} bytes")
         path = resolve_in_workspace(context, args["path"])
-        if path.is_dir():
+        if not path:
             raise ToolError(f"{args['path']} is a directory")
-        written = await trio.to_thread.run_sync(_write, path, content, bool(args.get("append", False)))
+        written = await _in_workspace(context, args["path"], _write, path, content, bool(args.get("append")))
         return f"wrote {written} characters to {args['path']}"
 
 
@@ -148,16 +172,8 @@ class DeleteFileTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
-        path = resolve_in_workspace(context, args["path"], follow_last=False)
-        if path == Path(os.path.realpath(context.workspace)):
+        path = resolve_in_workspace(context, args["path"])
+        if not path:
             raise ToolError("the workspace itself cannot be deleted")
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.is_dir():
-            try:
-                path.rmdir()
-            except OSError:
-                raise ToolError(f"{args['path']} is a directory that is not empty") from None
-        else:
-            raise ToolError(f"no such file: {args['path']}")
+        await _in_workspace(context, args["path"], _delete, path)
         return f"deleted {args['path']}"
