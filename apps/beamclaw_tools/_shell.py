@@ -16,6 +16,7 @@ import signal
 from typing import Any, Final, Literal
 
 import attrs
+import trio
 
 from ._jail import Jail, JailResult, JailUnavailable
 from ._shell_policy import check_command
@@ -27,6 +28,8 @@ ISOLATIONS: Final = ("bubblewrap", "docker", "none")
 
 _CWD_MARK: Final = "\n__BEAMCLAW_CWD__"
 _UNJAILED: Final = Unjailed()
+#: Commands up to this length are judged on the event loop (tens of microseconds).
+_INLINE_CHECK_CHARS: Final = 2_000
 
 
 def _exit_text(code: int) -> str:
@@ -95,13 +98,20 @@ class BashTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
-        command, timeout = self._checked(args)
+        command, timeout = await self._checked(args)
         return _report(await self._run(command, context, timeout), timeout)
 
-    def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
-        """The command, refused by the deny list if it must be, and its time limit."""
+    async def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
+        """The command, refused by the deny list if it must be, and its time limit.
+
+        A long command is judged in a worker thread: parsing a hostile 100 kB script takes
+        about a second, which the event loop (every other conversation) must not wait for.
+        """
         command: str = args["command"]
-        reason = check_command(command)
+        if len(command) > _INLINE_CHECK_CHARS:
+            reason = await trio.to_thread.run_sync(check_command, command)
+        else:
+            reason = check_command(command)
         if reason is not None:
             raise ToolError(f"command refused: {reason}")
         return command, min(float(args.get("timeout_seconds", self.timeout)), self.timeout)
@@ -144,7 +154,7 @@ class TerminalTool(BashTool):
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
-        command, timeout = self._checked(args)
+        command, timeout = await self._checked(args)
         workspace = str(context.workspace)
         # The jail starts in the workspace; the script goes back to where the last call
         # left off (a folder that has gone since means the workspace), and prints where

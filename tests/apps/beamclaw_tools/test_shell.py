@@ -5,6 +5,7 @@ names the fix when no jail can run."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import attrs
@@ -13,6 +14,7 @@ import trio
 
 from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config
 from beamclaw_tools import BashTool, TerminalTool, ToolContext, ToolSession, builtin_tools, run_tool
+from beamclaw_tools import _shell as shell
 from beamclaw_tools._tree import ToolsConfig
 from tests.support.bubblewrap import bubblewrap_problem
 
@@ -168,3 +170,22 @@ def test_isolation_is_configured_per_tool() -> None:
         structure_config({"terminal": {"isolation": "chroot"}}, ToolsConfig, "tools")
     with pytest.raises(ValueError, match="isolation must be one of bubblewrap, docker, none"):
         BashTool(isolation="chroot")  # type: ignore[arg-type]
+
+
+async def test_a_long_command_is_judged_off_the_event_loop(
+    context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parsing a hostile 100 kB script takes about a second: never on the event loop."""
+    judged_in: list[str] = []
+    real = shell.check_command
+
+    def recording(command: str) -> str | None:
+        judged_in.append(threading.current_thread().name)
+        return real(command)
+
+    monkeypatch.setattr(shell, "check_command", recording)
+    tool = BashTool(isolation="none")
+    await run_tool(tool, {"command": "echo short"}, session, context)
+    await run_tool(tool, {"command": "echo long; " * 1000}, session, context)
+    main = threading.main_thread().name
+    assert judged_in[0] == main and judged_in[1] != main
