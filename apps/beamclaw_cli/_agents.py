@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import sqlite3
 
@@ -13,6 +14,14 @@ import beamclaw_core as core
 def _workspace(name: str, create: bool = False) -> core.Workspace:
     """The agent's workspace; with *create*, the data dir is made first (or refused in one line)."""
     return core.Workspace.of(beamclaw.data_dir(create=create), name)
+
+
+def _read(ws: core.Workspace, name: str) -> str | None:
+    """The file's text, or None when BeamClaw refuses it (a symbolic link, a FIFO...)."""
+    try:
+        return ws.read(name)
+    except OSError:
+        return None
 
 
 def create(args: argparse.Namespace) -> int:
@@ -33,7 +42,7 @@ def list_agents(args: argparse.Namespace) -> int:
         print("no agents yet: `beamclaw agent create NAME`, or just start chatting (the default agent is made then)")
     for name in names:
         ws = core.Workspace(name, folder / name)
-        note = "  (first-run ritual pending)" if ws.read("BOOTSTRAP.md") else ""
+        note = "  (first-run ritual pending)" if _read(ws, "BOOTSTRAP.md") else ""
         print(f"{name}{note}")
     return 0
 
@@ -45,11 +54,17 @@ def show(args: argparse.Namespace) -> int:
         return 1
     print(f"agent {ws.name}: {ws.root}")
     for name in core.SEEDED_FILES:
-        text = ws.read(name)
-        print(f"  {name:<13} {'missing' if not (ws.root / name).exists() else f'{len(text):>6} chars'}")
-    logs = ws.daily_logs()
+        text = _read(ws, name)
+        if text is None:
+            print(f"  {name:<13} refused (a symbolic link or not a regular file)")
+            continue
+        print(f"  {name:<13} {'missing' if not os.path.lexists(ws.root / name) else f'{len(text):>6} chars'}")
+    try:
+        logs = ws.daily_logs()
+    except OSError:
+        logs = []
     print(f"  daily logs    {len(logs)}" + (f" (latest {logs[0]})" if logs else ""))
-    identity = [line for line in ws.read("IDENTITY.md").splitlines() if line.startswith("- Name:")]
+    identity = [line for line in (_read(ws, "IDENTITY.md") or "").splitlines() if line.startswith("- Name:")]
     if identity:
         print(f"  {identity[0].lstrip('- ')}")
     return 0

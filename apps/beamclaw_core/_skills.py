@@ -6,6 +6,11 @@ earlier one. A skill's requirements (binaries, environment variables, operating
 systems) decide whether it is eligible; an ineligible skill is listed with the
 reason and left out of prompts. ``{baseDir}`` in a skill's text becomes its folder.
 
+The agent's folder is written by the model, so every place is read through
+`beamclaw_tools.Beneath`: a skill folder or SKILL.md that is a symbolic link, a FIFO or
+over SKILL_LIMIT bytes is skipped with the reason among the problems (shown by
+``beamclaw skills status``), and never blocks or fails the others.
+
     ---
     name: git-digest
     description: Summarise a git repository's recent activity.
@@ -31,8 +36,11 @@ from typing import Any, Final, final
 import attrs
 import yaml
 
+from beamclaw_tools import Beneath, PathRefused
+
 from ._messages import Message, estimate_tokens
 
+SKILL_LIMIT: Final = 256_000
 INLINE_MAX_SKILLS: Final = 20
 INLINE_MAX_TOKENS: Final = 3_500
 _FRONT_MATTER: Final = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.S)
@@ -117,12 +125,31 @@ def _install(value: Any, where: str) -> tuple[InstallStep, ...]:
     return tuple(steps)
 
 
+def _read_skill(folder: Beneath, path: str, skill_md: Path) -> str:
+    try:
+        excerpt = folder.read_text(path, limit=SKILL_LIMIT)
+    except PathRefused as exc:
+        raise SkillError(f"{skill_md}: cannot read: {exc}") from None
+    except OSError as exc:
+        raise SkillError(f"{skill_md}: cannot read: {exc.strerror or exc}") from None
+    if excerpt.truncated:
+        raise SkillError(f"{skill_md}: larger than {SKILL_LIMIT} bytes")
+    if "\ufffd" in excerpt.text:
+        raise SkillError(f"{skill_md}: not valid UTF-8")
+    return excerpt.text
+
+
 def parse_skill(skill_md: Path, source: str) -> Skill:
     """Read one SKILL.md; raises `SkillError` naming the file and what is wrong."""
     try:
-        text = skill_md.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        with Beneath(skill_md.parent) as folder:
+            text = _read_skill(folder, skill_md.name, skill_md)
+    except OSError as exc:  # the folder itself: missing, or a link
         raise SkillError(f"{skill_md}: cannot read: {exc}") from None
+    return _parse(text, skill_md, source)
+
+
+def _parse(text: str, skill_md: Path, source: str) -> Skill:
     match = _FRONT_MATTER.match(text)
     if match is None:
         raise SkillError(f"{skill_md}: no front matter (a '---' block at the top)")
@@ -173,16 +200,36 @@ def discover(places: Iterable[tuple[str, Path]]) -> tuple[dict[str, Skill], list
     skills: dict[str, Skill] = {}
     problems: list[str] = []
     for source, folder in places:
-        if not folder.is_dir():
+        try:
+            # The bundled folder is the project's own (trusted, maybe reached by a link);
+            # the home and agent folders are opened without following one.
+            with Beneath(folder, follow_root=source == "bundled") as place:
+                found = _discover_in(place, folder, source, problems)
+        except (FileNotFoundError, NotADirectoryError):
             continue
-        for skill_md in sorted(folder.glob("*/SKILL.md")):
-            try:
-                skill = parse_skill(skill_md, source)
-            except SkillError as exc:
-                problems.append(str(exc))
-                continue
-            skills[skill.name] = skill
+        except OSError as exc:
+            problems.append(f"{folder}: skipped: {exc}")
+            continue
+        skills.update((skill.name, skill) for skill in found)
     return skills, problems
+
+
+def _discover_in(place: Beneath, folder: Path, source: str, problems: list[str]) -> list[Skill]:
+    found = []
+    for name, kind in place.list_dir():
+        if name.startswith("."):
+            continue
+        if kind == "link":
+            problems.append(f"{folder / name}: skipped: a symbolic link; BeamClaw does not follow links here")
+            continue
+        if kind != "directory" or place.kind(f"{name}/SKILL.md") is None:
+            continue
+        skill_md = folder / name / "SKILL.md"
+        try:
+            found.append(_parse(_read_skill(place, f"{name}/SKILL.md", skill_md), skill_md, source))
+        except SkillError as exc:
+            problems.append(str(exc))
+    return found
 
 
 def prompt_block(skills: Iterable[Skill]) -> str:

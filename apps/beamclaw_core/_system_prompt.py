@@ -2,10 +2,14 @@
 
 Order: the configured base prompt; then IDENTITY, SOUL, USER, TOOLS, AGENTS,
 BOOTSTRAP and MEMORY; then today's and yesterday's daily logs; then the skills.
-Empty or missing files are skipped. A file over 20,000 characters keeps its head
+Empty or missing files are skipped; a file BeamClaw refuses to read (a symbolic link, a
+FIFO, a folder: see `Workspace`) is replaced by a one-line note, so a planted link never
+brings another file into the prompt and never fails the turn. A file over 20,000 characters keeps its head
 (70%) and tail (20%) around a marker naming the file to read in full, and all the
 files together stay within 24,000 characters (each cut in proportion to its size). The files are wrapped in tags, with a
 preamble saying they are context, not instructions that override the model's rules.
+The files are read in a worker thread, and the assembled prompt is scrubbed of
+credentials before it is sent.
 """
 
 from __future__ import annotations
@@ -13,7 +17,11 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
+import trio
+
+import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_tools import PathRefused
 
 from ._runtime import Runtime
 from ._skill_catalog import agent_skills
@@ -42,19 +50,34 @@ def truncate(text: str, name: str, limit: int = FILE_LIMIT) -> str:
 
 
 def context_files(workspace: Workspace, today: datetime.date) -> list[tuple[str, str]]:
-    """(name, text) of every non-empty context file, in prompt order."""
+    """(name, text) of every non-empty context file, in prompt order.
+
+    Blocks (file I/O): call it from a worker thread. A file that is refused or cannot
+    be read gets a note instead of its text.
+    """
     names = [*CONTEXT_FILES, Workspace.daily_name(today), Workspace.daily_name(today - datetime.timedelta(days=1))]
     files = []
     for name in names:
-        text = workspace.read(name).strip()
+        try:
+            text = workspace.read(name).strip()
+        except PathRefused as exc:
+            text = f"[BeamClaw skipped this file: {exc}]"
+        except OSError as exc:
+            text = f"[BeamClaw could not read this file: {exc.strerror or type(exc).__name__}]"
         if text:
             files.append((name, text))
     return files
 
 
 def assemble(base: str, workspace: Workspace | None, today: datetime.date, skills: str = "") -> str:
+    """The prompt from *base*, the workspace's files as of *today*, and the skills block (blocks: file I/O)."""
+    return assemble_files(base, context_files(workspace, today) if workspace else [], skills)
+
+
+def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "") -> str:
+    """The prompt from *base*, the (name, text) of the context files, and the skills block."""
     parts = [base.strip()]
-    files = [(name, truncate(text, name)) for name, text in context_files(workspace, today)] if workspace else []
+    files = [(name, truncate(text, name)) for name, text in files]
     total = sum(len(text) for _, text in files)
     if total > TOTAL_LIMIT:
         # Every file keeps a share in proportion to its size: none (MEMORY.md, say) vanishes
@@ -75,5 +98,7 @@ async def system_prompt(runtime: Runtime, agent_id: str) -> str:
     except sv.NoProc:
         skills = {}  # the catalog is restarting: this one call goes without skills
     workspace = Workspace.of(runtime.data_dir, agent_id)
-    # The workspace files are small and local (and each is capped), so they are read here.
-    return assemble(runtime.config.system_prompt, workspace, datetime.date.today(), prompt_block(skills.values()))
+    # The model writes the workspace: its files are read off the event loop (each capped,
+    # none a FIFO), and what comes back is scrubbed like every other text sent out.
+    files = await trio.to_thread.run_sync(context_files, workspace, datetime.date.today(), abandon_on_cancel=True)
+    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills.values())))

@@ -3,19 +3,27 @@
 Seeding never overwrites a file the user has written: each template is created with
 ``O_EXCL``, so a file that exists (even an empty one) is left as it is. Names are
 checked before they become paths, and every file name the code touches is one of a
-fixed set, so nothing here can reach outside the workspace.
+fixed set.
+
+The model writes this folder too (bash runs in a jail whose only writable place is the
+workspace), so every access goes through `beamclaw_tools.Beneath`: no symbolic link is
+followed (``MEMORY.md -> /proc/self/environ``, ``memory -> ../other/memory``), a FIFO or
+device is refused without blocking, and reads stop at a cap. A refusal raises
+`beamclaw_tools.PathRefused`; the methods block, so the daemon calls them from a
+worker thread.
 """
 
 from __future__ import annotations
 
 import datetime
-import os
 import re
 from importlib import resources
 from pathlib import Path
 from typing import Final, final
 
 import attrs
+
+from beamclaw_tools import Beneath
 
 #: The context files, in the order they go into the system prompt.
 CONTEXT_FILES: Final = ("IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", "BOOTSTRAP.md", "MEMORY.md")
@@ -24,8 +32,9 @@ BOOTSTRAP: Final = "BOOTSTRAP.md"
 MEMORY: Final = "MEMORY.md"
 _AGENT_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _DAY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
-_READ_CACHE_SIZE: Final = 1024
-_READ_CACHE: dict[Path, tuple[tuple[int, int], str]] = {}
+#: What `Workspace.read` keeps of a larger file: its first READ_HEAD and last READ_TAIL bytes.
+READ_HEAD: Final = 80_000
+READ_TAIL: Final = 20_000
 
 
 class InvalidAgentName(ValueError):
@@ -66,69 +75,57 @@ class Workspace:
         return self.root.is_dir()
 
     def seed(self) -> list[str]:
-        """Create the workspace and every missing template file; return the files created."""
+        """Create the workspace and every missing template file; return the files created.
+
+        A name already taken (by a file, a folder or a link) is left alone.
+        """
         self.root.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.root.chmod(0o700)  # memory and persona are private, whoever made the folder
-        (self.root / "memory").mkdir(mode=0o700, exist_ok=True)
         created = []
-        for name in SEEDED_FILES:
-            if self.create(name, template(name)):
-                created.append(name)
+        with self._open() as root:
+            if root.kind("memory") is None:
+                root.mkdir("memory")
+            for name in SEEDED_FILES:
+                if root.create(name, template(name).encode()):
+                    created.append(name)
         return created
 
     def create(self, name: str, text: str) -> bool:
         """Write *name* only if it does not exist (atomically); return whether it was written."""
-        try:
-            fd = os.open(self._path(name), os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        return True
+        with self._open() as root:
+            return root.create(self._check(name), text.encode(), parents=True)
 
     def read(self, name: str) -> str:
         """The file's text, or "" when it is missing.
 
-        The system prompt reads every context file before every model call; a file whose
-        size and modification time have not changed is served from memory.
+        At most READ_HEAD + READ_TAIL bytes are read: a longer file gives its head and its
+        tail around a marker. Bytes that are not UTF-8 become U+FFFD.
+
+        Raises:
+            PathRefused: the file (or a folder on its way) is a link, a FIFO, a directory...
         """
-        path = self._path(name)
+        name = self._check(name)
         try:
-            stat = path.stat()
+            with self._open() as root:
+                excerpt = root.read_text(name, limit=READ_HEAD + READ_TAIL, tail=READ_TAIL)
         except FileNotFoundError:
             return ""
-        key = (stat.st_mtime_ns, stat.st_size)
-        cached = _READ_CACHE.get(path)
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            return ""
-        if len(_READ_CACHE) >= _READ_CACHE_SIZE:
-            _READ_CACHE.clear()
-        _READ_CACHE[path] = (key, text)
-        return text
+        if not excerpt.truncated:
+            return excerpt.text
+        return f"{excerpt.head}\n[...{name} is {excerpt.size} bytes; only its head and tail were read...]\n{excerpt.tail}"
 
     def write(self, name: str, text: str) -> None:
         """Replace *name*. An empty BOOTSTRAP.md is deleted instead: the first-run ritual is over."""
-        path = self._path(name)
-        if name == BOOTSTRAP and not text.strip():
-            path.unlink(missing_ok=True)
-            return
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
+        name = self._check(name)
+        with self._open() as root:
+            if name == BOOTSTRAP and not text.strip():
+                root.remove(name, missing_ok=True)
+                return
+            root.write(name, text.encode(), parents=True)
 
     def append(self, name: str, text: str) -> None:
-        path = self._path(name)
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-        with os.fdopen(fd, "a", encoding="utf-8") as f:
-            f.write(text)
+        with self._open() as root:
+            root.append(self._check(name), text.encode(), parents=True)
 
     @staticmethod
     def daily_name(day: datetime.date) -> str:
@@ -136,14 +133,20 @@ class Workspace:
 
     def daily_logs(self) -> list[str]:
         """The dates that have a daily log, newest first."""
-        folder = self.root / "memory"
-        if not folder.is_dir():
+        try:
+            with self._open() as root:
+                entries = root.list_dir("memory")
+        except FileNotFoundError:
             return []
-        days = [p.stem for p in folder.glob("*.md") if _DAY.fullmatch(p.stem)]
-        return sorted(days, reverse=True)
+        days = [n.removesuffix(".md") for n, kind in entries if kind == "file" and n.endswith(".md")]
+        return sorted((d for d in days if _DAY.fullmatch(d)), reverse=True)
 
-    def _path(self, name: str) -> Path:
-        # Only the fixed file names and memory/YYYY-MM-DD.md are ever joined to the root.
+    def _open(self) -> Beneath:
+        return Beneath(self.root)
+
+    @staticmethod
+    def _check(name: str) -> str:
+        # Only the fixed file names and memory/YYYY-MM-DD.md are ever used below the root.
         if name in SEEDED_FILES or (name.startswith("memory/") and _DAY.fullmatch(name[7:].removesuffix(".md"))):
-            return self.root / name
+            return name
         raise ValueError(f"{name!r} is not a workspace file")

@@ -2,7 +2,9 @@
 
 The workspace comes from the session's agent (the tool context), never from the
 arguments, and only named files are reachable: MEMORY.md, the daily logs and
-BOOTSTRAP.md. It needs no approval and works at every autonomy level.
+BOOTSTRAP.md. It needs no approval and works at every autonomy level. The files are
+reached without following links (see `Workspace`): a ``memory`` folder or MEMORY.md
+replaced by a symlink is refused with an error, never written through.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any, Final
 import attrs
 import trio
 
-from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
+from beamclaw_tools import Autonomy, PathRefused, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._workspace import BOOTSTRAP, MEMORY, Workspace, parse_day
 
@@ -75,4 +77,7 @@ class WorkspaceMemoryTool:
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
         workspace = Workspace(session.agent_id, context.workspace)
         day = parse_day(args["date"]) if "date" in args else datetime.date.today()
-        return await trio.to_thread.run_sync(_run, workspace, args["action"], args.get("content"), day)
+        try:
+            return await trio.to_thread.run_sync(_run, workspace, args["action"], args.get("content"), day)
+        except PathRefused as exc:
+            raise ToolError(str(exc)) from None
