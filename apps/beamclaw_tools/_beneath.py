@@ -21,6 +21,7 @@ Every method blocks (it is plain file I/O): call it from a worker thread
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import secrets
@@ -193,10 +194,9 @@ class Beneath:
                 except FileNotFoundError:
                     if not create:
                         raise
-                    try:
+                    # Made meanwhile (or a link put there): the open below decides.
+                    with contextlib.suppress(FileExistsError):
                         os.mkdir(name, 0o700, dir_fd=fd)
-                    except FileExistsError:
-                        pass  # made meanwhile (or a link put there): the open below decides
                     try:
                         next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                     except OSError as exc:
@@ -337,10 +337,8 @@ class Beneath:
             except IsADirectoryError:
                 raise PathRefused(path, "directory", f"{path} is a directory") from None
         except BaseException:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp, dir_fd=parent)
-            except OSError:
-                pass
             raise
         finally:
             os.close(parent)
