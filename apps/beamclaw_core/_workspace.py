@@ -112,7 +112,9 @@ class Workspace:
             return ""
         if not excerpt.truncated:
             return excerpt.text
-        return f"{excerpt.head}\n[...{name} is {excerpt.size} bytes; only its head and tail were read...]\n{excerpt.tail}"
+        return (
+            f"{excerpt.head}\n[...{name} is {excerpt.size} bytes; only its head and tail were read...]\n{excerpt.tail}"
+        )
 
     def write(self, name: str, text: str) -> None:
         """Replace *name*. An empty BOOTSTRAP.md is deleted instead: the first-run ritual is over."""
