@@ -7,6 +7,8 @@ from typing import Any, Final, Literal, final
 
 import attrs
 
+from beamclaw_obs import scrub, scrub_data
+
 #: The stored format's version; a record of a newer version is refused, never misread.
 RECORD_VERSION: Final = 1
 
@@ -90,3 +92,28 @@ class Message:
 def estimate_tokens(messages: list[Message]) -> int:
     """Tokens estimated at four characters each, plus a little per message for its framing."""
     return sum(m.chars // 4 + 4 for m in messages)
+
+
+def _scrubbed_arguments(arguments: str) -> str:
+    """*arguments* with credentials redacted, still the same JSON when it was JSON.
+
+    Scrubbing the parsed value keeps the text valid JSON (a redaction can never cut an
+    escape or a quote); the original text is kept when nothing was redacted.
+    """
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return scrub(arguments)
+    cleaned = scrub_data(value)
+    return arguments if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
+
+
+def scrubbed(message: Message) -> Message:
+    """*message* as it may be kept: credentials redacted from its text and tool arguments.
+
+    The session applies it to every message it stores, whichever path produced it, so
+    history, the ``history`` command and every later request to a model never hold a
+    secret the scrubber recognises.
+    """
+    calls = tuple(attrs.evolve(call, arguments=_scrubbed_arguments(call.arguments)) for call in message.tool_calls)
+    return attrs.evolve(message, content=scrub(message.content), tool_calls=calls)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import beamclaw_core as core
@@ -48,3 +49,28 @@ async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: R
     later = repr(r.model.requests[1:])
     assert SECRET not in later and "[REDACTED]" in later
     assert {"tool_call_start", "tool_call_result", "compaction_complete"} <= names
+
+
+async def test_tool_call_arguments_are_stored_scrubbed_but_run_as_sent(run_core: RunCore, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    steps = [
+        Reply(tool_calls=(Call("write_file", {"path": "creds.env", "content": f"api_key={SECRET}\n"}, id="w"),)),
+        Reply("saved"),
+    ]
+    async with run_core(*steps, home=home) as r:
+        session = await r.open()
+        result = await core.send_message(session, "keep my key", core.CollectingChannel())
+        history = await core.history(session)
+        await r.settle()
+        events = repr([e.data for e in r.events])
+
+    assert result.ok
+    # The tool ran with the arguments the model sent ...
+    assert SECRET in (home / "agents" / "default" / "creds.env").read_text()
+    # ... while what is kept of the call, and what goes back to the model, is scrubbed.
+    (call,) = history[1].tool_calls
+    assert SECRET not in call.arguments and "[REDACTED]" in call.arguments
+    assert json.loads(call.arguments)["path"] == "creds.env"
+    assert SECRET.encode() not in b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
+    assert SECRET not in events
+    assert SECRET not in repr(r.model.requests[1:])
