@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
+
+from beamclaw_obs import register_secret
 
 from ._apps import APPS
+
+#: Words of an environment variable's name (split at ``_``) that mark it as holding a
+#: credential: ``OPENAI_API_KEY``, ``BEAMCLAW_GATEWAY_TOKEN``, ``AWS_SECRET_ACCESS_KEY``.
+_SECRET_WORDS: Final = frozenset({"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIALS", "PAT"})
+#: Endings that do the same inside one word: ``PGPASSWORD``, ``HFTOKEN``.
+_SECRET_ENDINGS: Final = ("PASSWORD", "PASSWD", "TOKEN", "SECRET", "APIKEY")
+
+
+def _names_a_secret(name: str) -> bool:
+    words = name.upper().split("_")
+    return any(word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS) for word in words)
 
 
 class ConfigError(Exception):
@@ -73,3 +87,32 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         if not isinstance(enabled, bool):
             raise ConfigError(f"{config_path}: {table}.enabled must be true or false, got {enabled!r}")
     return config
+
+
+def _env_references(value: Any) -> Iterator[str]:
+    """The variable of every ``{ env = "VAR" }`` table anywhere in *value*."""
+    if isinstance(value, Mapping):
+        if set(value) == {"env"} and isinstance(value["env"], str):
+            yield value["env"]
+            return
+        for item in value.values():
+            yield from _env_references(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _env_references(item)
+
+
+def register_secrets(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> int:
+    """Register with the scrubber every secret the daemon holds; return how many.
+
+    Those are the values of the variables the configuration names (``{ env = ... }``)
+    and of every variable whose name says it is a credential, whether or not anything
+    uses it yet: a key the daemon could read must never come back out of it, in a tool
+    result, a log line or an event, in any encoding the scrubber knows.
+    """
+    names = set(_env_references(config))
+    names.update(name for name in environ if _names_a_secret(name))
+    values = [environ[name] for name in sorted(names) if environ.get(name)]
+    for value in values:
+        register_secret(value)
+    return len(values)

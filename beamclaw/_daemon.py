@@ -19,7 +19,7 @@ from loguru import logger
 import supervision as sv
 
 from ._apps import build_tree
-from ._config import data_dir
+from ._config import data_dir, register_secrets
 
 
 @attrs.define
@@ -44,6 +44,7 @@ def run_daemon(config: dict[str, Any]) -> Any:
     `sv.MaxIntensity` (each with a one-line note) when the tree fails.
     """
     home = data_dir(create=True)
+    register_secrets(config)
     tree = build_tree(config, home)
     logger.info(
         "BeamClaw starting: apps {} (data dir {}); stop with Ctrl-C",
