@@ -26,7 +26,6 @@ over SKILL_LIMIT bytes is skipped with the reason among the problems (shown by
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import sys
 from collections.abc import Iterable
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final, final
 
 import attrs
+import re2
 import yaml
 
 from beamclaw_tools import Beneath, PathRefused
@@ -43,8 +43,9 @@ from ._messages import Message, estimate_tokens
 SKILL_LIMIT: Final = 256_000
 INLINE_MAX_SKILLS: Final = 20
 INLINE_MAX_TOKENS: Final = 3_500
-_FRONT_MATTER: Final = re.compile(r"\A---\s*\n(.*?)\n---\s*(?:\n|\Z)(.*)\Z", re.S)
-_NAME: Final = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+#: RE2, linear time: a SKILL.md may be written by the agent, so by a hostile model.
+_FRONT_MATTER: Final = re2.compile(r"(?s)\A---\s*\n(.*?)\n---\s*(?:\n|\z)(.*)\z")
+_NAME: Final = re2.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 _INSTALL_KINDS: Final = {"pip": "python -m pip install {}", "apt": "apt-get install -y {}", "npm": "npm install -g {}"}
 
 

@@ -4,22 +4,36 @@ The order is fixed: native tool calls; then ``<tool_call>``, ``<toolcall>`` or
 ``<invoke>`` XML; then fenced ```json blocks; then nothing. JSON is never picked out
 of free text, because prose that merely shows an example would run a tool.
 Thinking and reasoning blocks are stripped from what the user sees.
+
+The patterns run on model output, which a hostile model shapes at will: they are RE2
+patterns (linear time), so a reply of ``<tool_call>`` repeated 20,000 times costs
+milliseconds where a backtracking engine took 20 s with the event loop held.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Final
+
+import re2
 
 from ._messages import ToolCall
 
-_THINKING: Final = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|\Z)\s*", re.S | re.I)
-_TAGGED: Final = re.compile(r"<(tool_call|toolcall)>\s*(.*?)\s*</\1>", re.S | re.I)
-_INVOKE: Final = re.compile(r"<invoke\s+name=\"([^\"]+)\"\s*>(.*?)</invoke>", re.S | re.I)
-_PARAMETER: Final = re.compile(r"<parameter\s+name=\"([^\"]+)\"\s*>(.*?)</parameter>", re.S | re.I)
-_FUNCTION_CALLS: Final = re.compile(r"</?(?:antml:)?function_calls>", re.I)
-_FENCED: Final = re.compile(r"```json\s*\n(.*?)\n?```", re.S | re.I)
+
+def _either_tag(*names: str, body: str) -> str:
+    """One alternative per tag name, each closed by its own end tag (RE2 has no backreferences)."""
+    return "|".join(f"<{name}>{body}</{name}>" for name in names)
+
+
+#: A closed block and the space after it, or an unclosed one to the end of the text.
+_THINKING: Final = re2.compile(
+    r"(?is)(?:" + _either_tag("think", "thinking", "reasoning", body=".*?") + r")\s*|<(?:think|thinking|reasoning)>.*"
+)
+_TAGGED: Final = re2.compile(r"(?is)" + _either_tag("tool_call", "toolcall", body=r"\s*(.*?)\s*"))
+_INVOKE: Final = re2.compile(r"(?is)<invoke\s+name=\"([^\"]+)\"\s*>(.*?)</invoke>")
+_PARAMETER: Final = re2.compile(r"(?is)<parameter\s+name=\"([^\"]+)\"\s*>(.*?)</parameter>")
+_FUNCTION_CALLS: Final = re2.compile(r"(?i)</?(?:antml:)?function_calls>")
+_FENCED: Final = re2.compile(r"(?is)```json\s*\n(.*?)\n?```")
 
 
 def strip_thinking(text: str) -> str:
@@ -53,7 +67,8 @@ def parse_text_tool_calls(text: str) -> tuple[list[ToolCall], str]:
     calls: list[ToolCall] = []
     for match in _TAGGED.finditer(text):
         try:
-            call = _call_from_json(json.loads(match.group(2)), len(calls))
+            body = next(group for group in match.groups() if group is not None)
+            call = _call_from_json(json.loads(body), len(calls))
         except ValueError:
             call = None
         if call is not None:

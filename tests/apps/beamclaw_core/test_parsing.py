@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import beamclaw_core as core
 
@@ -86,3 +88,40 @@ def test_bad_core_config_names_the_key() -> None:
         core.parse_core_config({**base, "default_provider": "q"})
     with pytest.raises(ValueError, match=r"unknown autonomy level 'yolo'"):
         core.parse_core_config({**base, "autonomy_level": "yolo"})
+
+
+_FRAGMENTS = (
+    "<tool_call>", "</tool_call>", "<toolcall>", "</toolcall>", "<think>", "</think>", "<THINKING>", "</reasoning>",
+    '<invoke name="jq">', "</invoke>", '<parameter name="filter">', "</parameter>", "```json\n", "```", "\n",
+    '{"name": "jq", "arguments": {}}', "{", "x", " ", "\\",
+)  # fmt: skip
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=60))
+def test_any_mix_of_tags_parses_and_hides_every_thinking_block(parts: list[str]) -> None:
+    text = "".join(parts)
+    calls, rest = core.parse_text_tool_calls(text)
+    visible = core.strip_thinking(text)
+    assert all(call.name == "jq" and isinstance(json.loads(call.arguments), dict) for call in calls)
+    assert len(calls) <= text.count('"name": "jq"') + text.count('name="jq"')
+    assert len(rest) <= len(text)
+    # Whatever follows an opening thinking tag is hidden, closed or not.
+    lowered = visible.lower()
+    assert "<think>" not in lowered and "<thinking>" not in lowered and "<reasoning>" not in lowered
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "<tool_call>" * 100_000,  # each one unclosed: a backtracking engine scans to the end from every one
+        "<toolcall> " * 100_000 + "</tool_call>",
+        '<invoke name="a">' * 60_000,
+        "```json\n" * 120_000,
+        "<think>" + "</thinkin" * 100_000,
+    ],
+)
+def test_hostile_megabyte_replies_are_parsed_in_one_pass(text: str) -> None:
+    calls, rest = core.parse_text_tool_calls(text)
+    assert calls == []
+    assert rest == text.strip()
+    assert core.strip_thinking(text) in ("", text.strip())
