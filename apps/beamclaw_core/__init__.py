@@ -54,7 +54,7 @@ from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA_VERSION, StoreError, open_database
-from ._tool_parsing import parse_text_tool_calls, strip_thinking
+from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name, template
 
@@ -132,6 +132,7 @@ __all__ = [
     "stop_session",
     "stop_turn",
     "strip_thinking",
+    "ThinkingFilter",
     "submit",
     "supervision_tree",
     "sweep_expired",

@@ -95,3 +95,70 @@ def parse_text_tool_calls(text: str) -> tuple[list[ToolCall], str]:
     for start, end in reversed(sorted(set(fenced_spans))):
         rest = rest[:start] + rest[end:]
     return calls, rest.strip()
+
+
+_THINKING_TAGS: Final = ("think", "thinking", "reasoning")
+_OPENINGS: Final = tuple(f"<{tag}>" for tag in _THINKING_TAGS)
+_LONGEST_TAG: Final = max(len(f"</{tag}>") for tag in _THINKING_TAGS)
+_SPACE: Final = " \t\n\f\r"  # RE2's \s, which `strip_thinking` drops after a block
+#: Lower-cases ASCII only, so indexes in the lowered text are indexes in the text.
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+class ThinkingFilter:
+    """`strip_thinking` for a stream: text in, in pieces, and what may be shown out.
+
+    Each piece is looked at once, with at most one tag's length held back (the start
+    of a tag cut by the chunking), so a streamed reply costs time linear in its length.
+    Like `strip_thinking`, a block runs from its opening tag to the matching closing
+    tag and the space after it, or to the end of the reply if it is never closed.
+    """
+
+    def __init__(self) -> None:
+        self._pending = ""
+        self._inside: str | None = None  # the closing tag awaited
+        self._skip_space = False
+
+    def feed(self, text: str) -> str:
+        """The part of the reply, after what came before, now known to be shown."""
+        text = self._pending + text
+        lowered = text.translate(_ASCII_LOWER)
+        shown: list[str] = []
+        at, self._pending = 0, ""
+        while at < len(text):
+            if self._skip_space:
+                while at < len(text) and text[at] in _SPACE:
+                    at += 1
+                if at == len(text):
+                    break
+                self._skip_space = False
+            if self._inside is not None:
+                end = lowered.find(self._inside, at)
+                if end < 0:
+                    self._pending = text[max(at, len(text) - len(self._inside) + 1) :]
+                    break
+                at, self._inside, self._skip_space = end + len(self._inside), None, True
+                continue
+            start = lowered.find("<", at)
+            if start < 0:
+                shown.append(text[at:])
+                break
+            shown.append(text[at:start])
+            tail = lowered[start : start + _LONGEST_TAG]
+            opening = next((tag for tag in _OPENINGS if tail.startswith(tag)), None)
+            if opening is not None:
+                self._inside = "</" + opening[1:]
+                at = start + len(opening)
+            elif start + len(tail) == len(text) and any(tag.startswith(tail) for tag in _OPENINGS):
+                self._pending = text[start:]  # perhaps a tag cut by the chunking: wait for more
+                break
+            else:
+                shown.append("<")
+                at = start + 1
+        return "".join(shown)
+
+    def flush(self) -> str:
+        """What is left to show at the end of the reply (an unclosed block shows nothing)."""
+        rest = "" if self._inside is not None else self._pending
+        self._pending = ""
+        return rest

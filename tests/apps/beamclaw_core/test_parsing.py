@@ -125,3 +125,16 @@ def test_hostile_megabyte_replies_are_parsed_in_one_pass(text: str) -> None:
     assert calls == []
     assert rest == text.strip()
     assert core.strip_thinking(text) in ("", text.strip())
+
+
+@given(
+    st.lists(st.sampled_from((*_FRAGMENTS[4:8], "<", "<thi", "nk>", "</th", "ink>", "a", " ", "\n", "İ")), max_size=40),
+    st.data(),
+)
+def test_streamed_thinking_is_hidden_as_in_the_whole_reply(parts: list[str], data: st.DataObject) -> None:
+    text = "".join(parts)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=8)))
+    pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+    stream = core.ThinkingFilter()
+    shown = "".join(stream.feed(piece) for piece in pieces) + stream.flush()
+    assert shown.strip() == core.strip_thinking(text)
