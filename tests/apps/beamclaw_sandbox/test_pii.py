@@ -155,3 +155,24 @@ def test_random_texts_round_trip_and_hide_every_value(case: int) -> None:
         assert value not in tokenized, replay
     assert pii.tokenize(tokenized) == tokenized, replay  # tokens are never tokenized again
     assert pii.tokenize(text) == tokenized, replay  # stable
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "1-" * 400_000,
+        "12 " * 300_000,
+        "+1 " * 300_000,
+        "(12) " * 200_000,
+        "a@" + "xx." * 300_000 + "1",
+        "a@b." * 250_000,
+        "DE89 " * 200_000,
+        "1" * 1_000_000 + "x",
+        ("1" * 20 + "x") * 50_000,
+    ],
+)
+def test_megabyte_runs_of_near_misses_are_read_in_one_pass(text: str) -> None:
+    """The shapes closest to a backtracking blow-up of the tokenizer's patterns, a
+    megabyte each: each is read (a quadratic pattern would not finish) and round-trips."""
+    tokenizer = PiiTokenizer()
+    assert tokenizer.restore(tokenizer.tokenize(text)) == text
