@@ -43,6 +43,21 @@ class CurlConfig:
 
 
 @attrs.frozen
+class JqConfig:
+    """``[tools.jq]``: each filter runs in a process of its own, killed after
+    ``timeout_seconds`` (wall clock; the CPU limit is the same, rounded up) or when it
+    needs more than ``memory_mib`` of address space; ``output_limit`` characters of
+    output are kept, ``max_input`` characters of JSON accepted, and at most
+    ``max_concurrent`` filters run at once."""
+
+    timeout_seconds: float = 5.0
+    memory_mib: int = 256
+    output_limit: int = 100_000
+    max_input: int = 2_000_000
+    max_concurrent: int = 4
+
+
+@attrs.frozen
 class WebSearchConfig:
     api_key: Secret = Secret("BRAVE_API_KEY")
     base_url: str = "https://api.search.brave.com/res/v1/web/search"
@@ -57,6 +72,7 @@ class ToolsConfig:
     bash: ShellConfig = ShellConfig()
     terminal: ShellConfig = ShellConfig()
     curl: CurlConfig = CurlConfig()
+    jq: JqConfig = JqConfig()
     web_search: WebSearchConfig = WebSearchConfig()
 
 
@@ -74,7 +90,13 @@ def builtin_tools(config: ToolsConfig) -> list[Tool]:
             allowed_hosts=frozenset(curl.allowed_hosts),
             credentials=dict(curl.credentials),
         ),
-        JqTool(),
+        JqTool(
+            timeout=config.jq.timeout_seconds,
+            memory_mib=config.jq.memory_mib,
+            output_limit=config.jq.output_limit,
+            max_input=config.jq.max_input,
+            max_concurrent=config.jq.max_concurrent,
+        ),
         ReadFileTool(),
         WriteFileTool(),
         DeleteFileTool(),
