@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection
+from typing import Any
 
-from beamclaw_tools import Autonomy, Tool
+from beamclaw_tools import Autonomy, Tool, approval_reason
 
 
 class Decision(enum.Enum):
@@ -14,12 +15,24 @@ class Decision(enum.Enum):
     ASK = "ask"
 
 
-def decide(tool: Tool, autonomy: Autonomy, allowlist: Collection[str]) -> tuple[Decision, str]:
-    """The decision for one call, and the reason given to the model when it is denied.
+def decide(
+    tool: Tool, autonomy: Autonomy, allowlist: Collection[str], args: str | dict[str, Any] | None = None
+) -> tuple[Decision, str]:
+    """The decision for one call, and its reason: given to the model when the call is
+    denied, and, when the user is asked, why (empty when it is just the tool's setting).
 
-    A tool needing more autonomy than the agent has is denied; a tool that needs no
-    approval runs; then the session allowlist approves, ``full`` autonomy approves,
-    ``read_only`` denies, and anything else asks the user.
+    A tool needing more autonomy than the agent has is denied. Then the call itself, by
+    its *args* (the raw JSON text or the parsed object): a call the tool marks as
+    needing approval (`beamclaw_tools.approval_reason`: ``write_file`` or
+    ``delete_file`` of a file that enters the system prompt, ``AGENTS.md``,
+    ``skills/x/SKILL.md``...) asks the user under ``supervised`` *every time*: the
+    session allowlist does not cover it, since "always allow write_file" given for notes
+    must not let a hostile model rewrite the agent's own rules. ``full`` autonomy
+    approves it (the user asked never to be asked, and bash writes the workspace
+    anyway) and ``read_only`` denies it.
+
+    Otherwise a tool that needs no approval runs; then the session allowlist approves,
+    ``full`` autonomy approves, ``read_only`` denies, and anything else asks the user.
     """
     name = tool.definition.name
     if autonomy < tool.min_autonomy:
@@ -27,6 +40,13 @@ def decide(tool: Tool, autonomy: Autonomy, allowlist: Collection[str]) -> tuple[
             Decision.DENY,
             f"{name} needs autonomy {tool.min_autonomy.name.lower()}; this agent is {autonomy.name.lower()}",
         )
+    reason = approval_reason(tool, args) if args is not None else None
+    if reason is not None:
+        if autonomy is Autonomy.FULL:
+            return Decision.APPROVE, ""
+        if autonomy is Autonomy.READ_ONLY:
+            return Decision.DENY, f"{reason}, and this agent is read_only"
+        return Decision.ASK, reason
     if not tool.requires_approval or name in allowlist or autonomy is Autonomy.FULL:
         return Decision.APPROVE, ""
     if autonomy is Autonomy.READ_ONLY:

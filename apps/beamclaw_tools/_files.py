@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import errno
 import os
+import posixpath
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
 import attrs
+import re2
 import trio
 
 from ._beneath import Beneath, PathRefused
@@ -28,6 +31,56 @@ T = TypeVar("T")
 INTERNAL_NAMES: Final = frozenset(
     {"sessions.db", "sessions.db-wal", "sessions.db-shm", "logs", "control.sock", "config.toml"}
 )
+
+
+#: The workspace files read into the agent's system prompt or run as its instructions
+#: (beamclaw_core's context files and HEARTBEAT.md), compared case-folded: on a
+#: case-insensitive file system ``agents.md`` is ``AGENTS.md``.
+_PROMPT_NAMES: Final = ("IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", "BOOTSTRAP.md", "MEMORY.md")
+PROMPT_FILES: Final = frozenset(name.casefold() for name in (*_PROMPT_NAMES, "HEARTBEAT.md"))
+#: The workspace folder of the agent's own skills (each SKILL.md goes into the prompt,
+#: each script may be run) and the daily logs (today's and yesterday's go into it).
+SKILLS_DIR: Final = "skills"
+_DAILY_LOG: Final = re2.compile(r"memory/[0-9]{4}-[0-9]{2}-[0-9]{2}\.md")
+
+
+def _prompt_path(parts: tuple[str, ...]) -> bool:
+    if not parts:
+        return False
+    if parts[0] == SKILLS_DIR:
+        return True
+    return (len(parts) == 1 and parts[0] in PROMPT_FILES) or bool(_DAILY_LOG.fullmatch("/".join(parts)))
+
+
+def prompt_file(path: str) -> bool:
+    """Whether *path*, however it is spelled, may name a workspace file that enters the system prompt.
+
+    The check is on text alone and errs towards yes: ``./AGENTS.md``,
+    ``skills/../AGENTS.md``, ``AGENTS.md/``, ``agents.md``, a full-width or otherwise
+    compatible spelling, and any absolute or ``..`` path that ends in such a place (the
+    workspace could be any folder above it) all count. See `resolve_in_workspace` for
+    how the tools read a path.
+    """
+    return any(_spelled_prompt_file(spelling) for spelling in {path, unicodedata.normalize("NFKC", path)})
+
+
+def _spelled_prompt_file(path: str) -> bool:
+    if path.startswith("~"):
+        path = "/" + path  # whatever it expands to, it is a full path
+    normal = posixpath.normpath(path)
+    parts = tuple(p.casefold() for p in normal.split("/") if p not in ("", "."))
+    if not normal.startswith("/") and ".." not in parts:
+        return _prompt_path(parts)
+    return any(_prompt_path(parts[i:]) for i in range(len(parts)) if parts[i] != "..")
+
+
+def _prompt_file_reason(path: str) -> str | None:
+    if not isinstance(path, str) or not prompt_file(path):
+        return None
+    return (
+        f"{path} is (or may be) read into the agent's system prompt or its skills: "
+        "changing it needs the user's approval every time"
+    )
 
 
 def resolve_in_workspace(context: ToolContext, path: str) -> str:
@@ -157,6 +210,10 @@ class WriteFileTool:
         written = await _in_workspace(context, args["path"], _write, path, content, bool(args.get("append")))
         return f"wrote {written} characters to {args['path']}"
 
+    def approval_reason(self, args: dict[str, Any]) -> str | None:
+        """A file that enters the system prompt asks every time: else a hostile model writes its own rules."""
+        return _prompt_file_reason(args["path"])
+
 
 @attrs.define
 class DeleteFileTool:
@@ -177,3 +234,7 @@ class DeleteFileTool:
             raise ToolError("the workspace itself cannot be deleted")
         await _in_workspace(context, args["path"], _delete, path)
         return f"deleted {args['path']}"
+
+    def approval_reason(self, args: dict[str, Any]) -> str | None:
+        """Deleting a prompt file (the rules in AGENTS.md, a skill) asks every time, allowlisted or not."""
+        return _prompt_file_reason(args["path"])

@@ -37,6 +37,30 @@ def parse_arguments(tool_name: str, raw: str | dict[str, Any] | None) -> dict[st
     return value
 
 
+def approval_reason(tool: Tool, raw_args: str | dict[str, Any] | None) -> str | None:
+    """Why this call of *tool* needs the user's approval whatever the tool's own setting, or None.
+
+    The tool's optional ``approval_reason(args)`` hook decides, on the arguments exactly
+    as `run_tool` will parse them. Arguments that do not parse or fail the schema give
+    None: such a call never runs. A hook that raises fails closed (it gives a reason).
+    """
+    hook = getattr(tool, "approval_reason", None)
+    if hook is None:
+        return None
+    try:
+        args = parse_arguments(tool.definition.name, raw_args)
+    except ToolError:
+        return None
+    if _schema_errors(tool.definition.parameters, args):
+        return None
+    try:
+        reason: str | None = hook(args)
+    except Exception as exc:  # noqa: BLE001 - a broken hook must ask, not approve
+        logger.opt(exception=exc).warning("approval_reason of {} failed", tool.definition.name)
+        return f"BeamClaw could not check the arguments of this {tool.definition.name} call"
+    return reason
+
+
 async def run_tool(
     tool: Tool, raw_args: str | dict[str, Any] | None, session: ToolSession, context: ToolContext
 ) -> ToolResult:

@@ -97,7 +97,14 @@ class ToolError(Exception):
 @runtime_checkable
 class Tool(Protocol):
     """The tool behaviour. ``execute`` returns the result text or a `ToolResult`, and
-    raises `ToolError` for a failure the model should see."""
+    raises `ToolError` for a failure the model should see.
+
+    ``requires_approval`` is the tool's risk as a whole. A tool whose risk depends on the
+    call may also define ``approval_reason(args) -> str | None``: given arguments that
+    passed its schema, why this one call needs the user's approval even where the tool
+    would not (``write_file`` of ``AGENTS.md``), or None. It is optional (a Protocol
+    cannot say so: read it with `approval_reason`), must not block and must not raise.
+    """
 
     @property
     def definition(self) -> ToolDefinition: ...
