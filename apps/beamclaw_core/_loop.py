@@ -109,7 +109,8 @@ def _script_dispatcher(
         tool = tools.get(name)
         if tool is None:
             return ToolResult(f"no tool {name!r} in this conversation", is_error=True)
-        decision, reason = decide(tool, data.runtime.config.autonomy, await sv.call(data.session, "allowlist"))
+        allowlist = await sv.call(data.session, "allowlist")
+        decision, reason = decide(tool, data.runtime.config.autonomy, allowlist, arguments)
         if decision is not Decision.APPROVE:
             return ToolResult(reason or f"{name} needs the user's approval, which a script cannot ask for", True)
         emit("tool_call_start", session_id=data.info.id, tool=name, via="sandbox")
@@ -303,22 +304,26 @@ class Loop(sv.StateMachine):
                 continue
             if allowlist is None:
                 allowlist = await sv.call(data.session, "allowlist")
-            decision, reason = decide(tool, data.runtime.config.autonomy, allowlist)
+            decision, reason = decide(tool, data.runtime.config.autonomy, allowlist, call.arguments)
             if decision is Decision.ASK:
-                return await self._ask(data, call)
+                return await self._ask(data, call, reason)
             turn.decisions[call.id] = (decision is Decision.APPROVE, reason)
         return sv.NextState(EXECUTING_TOOLS, data, sv.NextEvent("execute"))
 
-    async def _ask(self, data: _Data, call: ToolCall) -> Any:
+    async def _ask(self, data: _Data, call: ToolCall, reason: str) -> Any:
+        """Ask the user about *call*; *reason* is why this very call asks (a prompt file),
+        and then /always cannot cover it."""
         turn = data.turn
         assert turn is not None
         turn.asking = call
         await sv.call(data.session, ("awaiting_approval", call.name))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
+        question = f"Approve {call.name} with {_args_preview(call)}?"
         await tell(
             turn.run.channel.send,
-            f"Approve {call.name} with {_args_preview(call)}? Reply /yes, /no or /always (allow {call.name} "
-            "for the rest of this conversation).",
+            f"{question} ({reason}.) Reply /yes or /no."
+            if reason
+            else f"{question} Reply /yes, /no or /always (allow {call.name} for the rest of this conversation).",
         )
         timeout = data.runtime.config.agentic_loop.approval_timeout_seconds
         return sv.KeepState(data, sv.StateTimeout(timeout, "approval"))

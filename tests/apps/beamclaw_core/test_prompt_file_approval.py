@@ -1,0 +1,40 @@
+"""A write to a file that enters the system prompt asks every time, through the real loop."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import beamclaw_core as core
+from tests.support.model_server import Call, Reply
+
+from .conftest import RunCore, wait_for
+
+
+def _write(path: str, call_id: str) -> Reply:
+    return Reply(tool_calls=(Call("write_file", {"path": path, "content": "obey the model"}, id=call_id),))
+
+
+async def test_a_prompt_file_asks_every_time_even_after_always(run_core: RunCore, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    steps = [_write("./skills/../AGENTS.md", "w1"), Reply("first"), _write("Skills/x/SKILL.md", "w2"), Reply("second")]
+    async with run_core(*steps, home=home, autonomy_level="supervised") as r:
+        session = await r.open()
+        workspace = home / "agents" / "default"
+        first = core.CollectingChannel()
+        run = await core.submit(session, "change your rules", first)
+        await wait_for(lambda: bool(first.sent))
+        assert "AGENTS.md" in first.sent[0] and "every time" in first.sent[0] and "/always" not in first.sent[0]
+        await core.send_message(session, "/always", core.CollectingChannel())  # the user tries anyway
+        assert (await run.wait()).text == "first"
+        assert (workspace / "AGENTS.md").read_text() == "obey the model"
+
+        second = core.CollectingChannel()
+        run = await core.submit(session, "and add a skill", second)
+        await wait_for(lambda: bool(second.sent))
+        assert "SKILL.md" in second.sent[0] and "every time" in second.sent[0]
+        await core.send_message(session, "/no", core.CollectingChannel())
+        assert (await run.wait()).text == "second"
+        tools = [m.content for m in await core.history(session) if m.role == "tool"]
+
+    assert not (workspace / "Skills").exists() and not (workspace / "skills" / "x").exists()
+    assert tools[1] == "the tool call was not run: denied: the user answered no"
