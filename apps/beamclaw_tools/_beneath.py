@@ -10,10 +10,14 @@ relative to the previous directory's fd (``openat``): each directory with
 ever opened again by name from the root, so there is no window in which a swapped
 component could be followed. ``..`` and absolute paths are refused outright.
 
-The final file must be a regular file (checked with ``fstat`` on the opened fd, so it is
-the file that will be read), reads stop at a cap the caller gives, text is decoded with
-``errors="replace"``, writes go to a new file in the same directory fd and are renamed
-over the target, and unlinking removes a symlink itself, never what it points to.
+The final file must be a regular file with exactly one name (checked with ``fstat`` on
+the opened fd, so it is the file that will be read or appended to): a hard link made in
+the workspace to a file outside it (``ln ~/.beamclaw/sessions.db notes``) has two names
+and is refused, where no check on the path could tell it from a file of its own. Reads
+stop at a cap the caller gives, text is decoded with ``errors="replace"``, writes go to
+a new file in the same directory fd and are renamed over the target (so a hard link
+there keeps its old content), and unlinking removes a symlink itself, never what it
+points to.
 
 Every method blocks (it is plain file I/O): call it from a worker thread
 (``trio.to_thread.run_sync``), never on the event loop.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import secrets
 import stat
@@ -37,13 +42,13 @@ _FILE_FLAGS: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _CHUNK: Final = 1 << 16
 
 EntryKind = Literal["file", "directory", "link", "other"]
-RefusalReason = Literal["link", "special", "directory", "not_a_directory", "outside", "invalid"]
+RefusalReason = Literal["link", "hard_link", "special", "directory", "not_a_directory", "outside", "invalid"]
 
 
 class PathRefused(OSError):
     """A path BeamClaw will not use: a link, a special file, ``..``, a directory where a file belongs.
 
-    ``reason`` names the refusal (``"link"``, ``"special"``, ``"directory"``,
+    ``reason`` names the refusal (``"link"``, ``"hard_link"``, ``"special"``, ``"directory"``,
     ``"not_a_directory"``, ``"outside"``, ``"invalid"``) so callers can act on it; the
     message says it in words and names the path as the caller gave it.
     """
@@ -102,6 +107,11 @@ def _special_refusal(shown: str) -> PathRefused:
     return PathRefused(shown, "special", f"{shown} is not a regular file (a FIFO, socket or device); BeamClaw skips it")
 
 
+def _hard_link_refusal(shown: str, links: int) -> PathRefused:
+    what = f"has {links} names (hard links)" if links != 1 else "was replaced while BeamClaw opened it"
+    return PathRefused(shown, "hard_link", f"{shown} {what}; BeamClaw only uses a file that has one name")
+
+
 def _classify(dir_fd: int, name: str, shown: str, exc: OSError) -> OSError:
     """Turn an ``openat`` failure on *name* into the refusal it stands for (or *exc* itself)."""
     if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.ENXIO, errno.EISDIR, errno.EMLINK):
@@ -118,6 +128,28 @@ def _classify(dir_fd: int, name: str, shown: str, exc: OSError) -> OSError:
         case "file":
             return PathRefused(shown, "not_a_directory", f"{shown} is a file, not a directory")
     return _special_refusal(shown)
+
+
+def _name_gone(fd: int, dir_fd: int, name: str, st: os.stat_result) -> bool:
+    """Whether the name *fd* was opened by has been removed since (``st`` is its fstat, taken before).
+
+    ``st_nlink == 1`` alone proves nothing about a file that had two names: open
+    ``notes`` (a hard link to a file outside), then the other side removes ``notes``
+    and the count drops to 1, the outside name. So after the count, the name the fd was
+    opened by must still be there. The kernel knows it: a removed name reads
+    ``"... (deleted)"`` in /proc/self/fd, and a removed name never comes back (a new
+    link is a new name). Still there now means it was there when the count was taken,
+    so the file's one name then was this one. Without /proc, the name must still give
+    the same file, which narrows the race without closing it.
+    """
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}").endswith(" (deleted)")
+    except OSError:
+        try:
+            now = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            return True
+        return (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino)
 
 
 def _read_upto(fd: int, limit: int) -> bytes:
@@ -218,7 +250,7 @@ class Beneath:
         return self._directory(parts[:-1], create=create), parts[-1]
 
     def _open_file(self, path: str, flags: int, mode: int = 0o600, *, create_parents: bool = False) -> int:
-        """An fd on the regular file *path*, opened without following a link or blocking."""
+        """An fd on the regular file *path* with one name, opened without following a link or blocking."""
         parent, name = self._parent(path, create=create_parents)
         try:
             try:
@@ -226,10 +258,12 @@ class Beneath:
             except OSError as exc:
                 raise _classify(parent, name, path, exc) from None
             st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
+            if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or _name_gone(fd, parent, name, st):
                 os.close(fd)
                 if stat.S_ISDIR(st.st_mode):
                     raise PathRefused(path, "directory", f"{path} is a directory")
+                if stat.S_ISREG(st.st_mode):
+                    raise _hard_link_refusal(path, st.st_nlink)
                 raise _special_refusal(path)
             return fd
         finally:
@@ -267,7 +301,8 @@ class Beneath:
 
         Raises:
             FileNotFoundError: *path* (or a folder on the way) does not exist.
-            PathRefused: a link, a special file or a directory is in the way.
+            PathRefused: a link, a special file or a directory is in the way, or the
+                file has more than one name (a hard link).
         """
         if limit < 0 or not 0 <= tail <= limit:
             raise ValueError(f"need 0 <= tail <= limit, not tail={tail}, limit={limit}")
@@ -288,12 +323,18 @@ class Beneath:
         truncated = size > len(head) + len(end)
         return Excerpt(head.decode("utf-8", "replace"), end.decode("utf-8", "replace"), size, truncated)
 
-    def list_dir(self, path: str = "") -> list[tuple[str, EntryKind]]:
-        """(name, kind) of every entry of the folder *path*, sorted by name; links are not followed."""
+    def list_dir(self, path: str = "", *, limit: int | None = None) -> list[tuple[str, EntryKind]]:
+        """(name, kind) of the entries of the folder *path*, sorted by name; links are not followed.
+
+        With *limit*, at most that many entries are read (which ones is up to the file
+        system): a folder of a million files costs no more than *limit* of them.
+        """
         fd = self._directory(split_path(path))
         try:
             with os.scandir(fd) as entries:
-                found = [(e.name, _kind(e.stat(follow_symlinks=False).st_mode)) for e in entries]
+                found = [
+                    (e.name, _kind(e.stat(follow_symlinks=False).st_mode)) for e in itertools.islice(entries, limit)
+                ]
         finally:
             os.close(fd)
         return sorted(found)
@@ -344,7 +385,7 @@ class Beneath:
             os.close(parent)
 
     def append(self, path: str, data: bytes, *, mode: int = 0o600, parents: bool = False) -> None:
-        """Add *data* at the end of the regular file *path* (created if missing)."""
+        """Add *data* at the end of the regular file *path* (created if missing); it must have one name."""
         fd = self._open_file(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, mode, create_parents=parents)
         try:
             _write_all(fd, data)

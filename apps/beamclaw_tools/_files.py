@@ -5,8 +5,15 @@ then reached through `Beneath`, one component at a time from the workspace's fd,
 following a symbolic link. So neither ``../../etc/passwd`` nor a symlink planted in the
 workspace, nor a folder swapped for a symlink while the tool runs, reaches outside it.
 A link can be deleted (the link itself, never its target) but not read or written
-through. The daemon's own files in the data dir (the session database, logs, the
-control socket) are refused even when a workspace would contain them.
+through, and a file with more than one name (a hard link, which may be a file outside
+the workspace under a name inside it) is neither read nor appended to; replacing it
+writes a new file in its place and leaves the other name alone. FIFOs, sockets and
+devices are refused without blocking; every read is capped in size and in time. The
+daemon's own files in the data dir (the session database, logs, the control socket)
+are refused even when a workspace would contain them.
+
+Writing or deleting a file that enters the system prompt (``AGENTS.md``, a skill...)
+needs the user's approval on every call: see `prompt_file` and ``approval_reason``.
 """
 
 from __future__ import annotations
@@ -32,6 +39,11 @@ INTERNAL_NAMES: Final = frozenset(
     {"sessions.db", "sessions.db-wal", "sessions.db-shm", "logs", "control.sock", "config.toml"}
 )
 
+
+#: How long one file operation may take (a read or write is capped in size as well).
+FILE_TIMEOUT: Final = 10.0
+#: How many entries of a directory `read_file` lists.
+MAX_ENTRIES: Final = 1000
 
 #: The workspace files read into the agent's system prompt or run as its instructions
 #: (beamclaw_core's context files and HEARTBEAT.md), compared case-folded: on a
@@ -119,7 +131,12 @@ def _path_parameter(
 
 
 async def _in_workspace(context: ToolContext, shown: str, fn: Callable[..., T], *args: Any) -> T:
-    """Run *fn(Beneath(workspace), *args)* in a worker thread; a refusal or a missing file is a `ToolError`."""
+    """Run *fn(Beneath(workspace), *args)* in a worker thread; a refusal or a missing file is a `ToolError`.
+
+    Every read and write is capped in size; this caps it in time too: a file system that
+    stops answering (a dead network mount) costs the call `FILE_TIMEOUT` seconds, and the
+    thread is left to finish on its own.
+    """
 
     def run() -> T:
         with Beneath(context.workspace) as workspace:
@@ -127,7 +144,10 @@ async def _in_workspace(context: ToolContext, shown: str, fn: Callable[..., T], 
             return result
 
     try:
-        return await trio.to_thread.run_sync(run)
+        with trio.fail_after(FILE_TIMEOUT):
+            return await trio.to_thread.run_sync(run, abandon_on_cancel=True)
+    except trio.TooSlowError:
+        raise ToolError(f"{shown}: the file system did not answer within {FILE_TIMEOUT:g} s") from None
     except PathRefused as exc:
         raise ToolError(str(exc)) from None
     except FileNotFoundError:
@@ -138,8 +158,10 @@ async def _in_workspace(context: ToolContext, shown: str, fn: Callable[..., T], 
 
 def _read(workspace: Beneath, path: str, limit: int) -> str:
     if workspace.kind(path) == "directory":
-        entries = [name + ("/" if kind == "directory" else "") for name, kind in workspace.list_dir(path)]
-        return "directory:\n" + "\n".join(entries)
+        found = workspace.list_dir(path, limit=MAX_ENTRIES + 1)
+        entries = [name + ("/" if kind == "directory" else "") for name, kind in found[:MAX_ENTRIES]]
+        more = f"\n[... more than {MAX_ENTRIES} entries; only some are listed]" if len(found) > MAX_ENTRIES else ""
+        return "directory:\n" + "\n".join(entries) + more
     excerpt = workspace.read_text(path, limit=limit)
     return excerpt.head + (f"\n[... truncated at {limit} bytes]" if excerpt.truncated else "")
 

@@ -84,3 +84,17 @@ def test_writes_are_atomic_and_stay_in_the_folder(root: Path) -> None:
         assert b.list_dir("a/b") == [("c.txt", "file")]  # no temporary file left behind
         assert b.remove("a/b/c.txt") == "file" and b.remove("a/b") == "directory"
         assert b.remove("missing", missing_ok=True) is None
+
+
+def test_a_file_with_two_names_is_not_read_or_appended_but_may_be_replaced(root: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside")
+    os.link(outside, root / "twin")
+    with Beneath(root) as b:
+        for use in (lambda: b.read_bytes("twin", limit=100), lambda: b.append("twin", b"+")):
+            with pytest.raises(PathRefused) as refused:
+                use()
+            assert refused.value.reason == "hard_link" and "2 names" in str(refused.value)
+        b.write("twin", b"mine")
+        assert b.read_text("twin", limit=100).text == "mine"
+    assert outside.read_text() == "outside"

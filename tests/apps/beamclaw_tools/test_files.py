@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import stat
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
+import trio
 
 from beamclaw_tools import DeleteFileTool, ReadFileTool, ToolContext, ToolSession, WriteFileTool, run_tool
+from beamclaw_tools._files import MAX_ENTRIES
 
 
 async def test_write_then_read(context: ToolContext, session: ToolSession) -> None:
@@ -64,3 +73,123 @@ async def test_delete_refuses_a_full_directory(context: ToolContext, session: To
     result = await run_tool(DeleteFileTool(), {"path": "d"}, session, context)
     assert result.is_error and "not empty" in result.text
     assert (await run_tool(DeleteFileTool(), {"path": "d/f"}, session, context)).text == "deleted d/f"
+
+
+# --- hard links, special files, a path swapped while the tools run -----------------------
+
+
+@pytest.fixture
+def outside(context: ToolContext) -> Path:
+    secret = context.data_dir.parent / "outside-secret.txt"
+    secret.write_text("OUTSIDE-CANARY")
+    return secret
+
+
+async def test_a_hard_link_to_an_outside_file_is_neither_read_nor_appended(
+    context: ToolContext, session: ToolSession, outside: Path
+) -> None:
+    os.link(outside, context.workspace / "notes.txt")
+    read = await run_tool(ReadFileTool(), {"path": "notes.txt"}, session, context)
+    assert read.is_error and "2 names (hard links)" in read.text and "CANARY" not in read.text
+    args = {"path": "notes.txt", "content": "appended", "append": True}
+    appended = await run_tool(WriteFileTool(), args, session, context)
+    assert appended.is_error and "hard links" in appended.text
+    assert outside.read_text() == "OUTSIDE-CANARY"
+    # Replacing it writes a new file under the workspace name; the other name keeps its content.
+    replaced = await run_tool(WriteFileTool(), {"path": "notes.txt", "content": "mine"}, session, context)
+    assert not replaced.is_error and outside.read_text() == "OUTSIDE-CANARY"
+    assert (await run_tool(ReadFileTool(), {"path": "notes.txt"}, session, context)).text == "mine"
+    assert os.stat(outside).st_nlink == 1
+
+
+async def test_special_files_are_refused_without_blocking(context: ToolContext, session: ToolSession) -> None:
+    os.mkfifo(context.workspace / "fifo")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(context.workspace / "sock"))
+    names = ["fifo", "sock"]
+    with contextlib.suppress(PermissionError):  # making a device needs root
+        os.mknod(context.workspace / "zero", stat.S_IFCHR | 0o600, os.makedev(1, 5))
+        names.append("zero")
+    try:
+        with trio.fail_after(10):
+            for name in names:
+                read = await run_tool(ReadFileTool(), {"path": name}, session, context)
+                assert read.is_error and "not a regular file" in read.text
+                args = {"path": name, "content": "x", "append": True}
+                appended = await run_tool(WriteFileTool(), args, session, context)
+                assert appended.is_error and "not a regular file" in appended.text
+    finally:
+        server.close()
+
+
+async def test_a_large_directory_is_listed_in_part(context: ToolContext, session: ToolSession) -> None:
+    folder = context.workspace / "many"
+    folder.mkdir()
+    for i in range(MAX_ENTRIES + 50):
+        (folder / f"f{i}").touch()
+    listing = await run_tool(ReadFileTool(), {"path": "many"}, session, context)
+    lines = listing.text.split("\n")
+    assert lines[0] == "directory:" and len(lines) == MAX_ENTRIES + 2
+    assert lines[-1] == f"[... more than {MAX_ENTRIES} entries; only some are listed]"
+
+
+@contextmanager
+def _swapping(path: Path, outside: Path) -> Iterator[list[int]]:
+    """Put at *path*, in a tight loop, a file of its own, a symlink to /proc/self/environ,
+    a symlink to *outside* and a hard link to *outside*, each renamed over the last."""
+    stop = threading.Event()
+    flips = [0]
+    spare = path.with_name(path.name + ".spare")
+
+    def make(i: int) -> None:
+        match i % 4:
+            case 0:
+                spare.write_text("inside")
+            case 1:
+                spare.symlink_to("/proc/self/environ")
+            case 2:
+                spare.symlink_to(outside)
+            case 3:
+                os.link(outside, spare)
+
+    def swap() -> None:
+        i = 0
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                make(i)
+                os.rename(spare, path)
+            with contextlib.suppress(FileNotFoundError):
+                spare.unlink()
+            i += 1
+            flips[0] += 1
+
+    thread = threading.Thread(target=swap, daemon=True)
+    thread.start()
+    try:
+        yield flips
+    finally:
+        stop.set()
+        thread.join()
+
+
+async def test_a_file_swapped_for_links_in_a_loop_never_lets_outside_content_through(
+    context: ToolContext, session: ToolSession, outside: Path
+) -> None:
+    before = (outside.read_text(), outside.stat().st_mtime_ns)
+    environ = Path("/proc/self/environ").read_bytes().decode(errors="replace").split("\0")[0]
+    assert environ  # what a read through the link would show
+    read, write = ReadFileTool(), WriteFileTool()
+    texts: list[str] = []
+    with trio.fail_after(120), _swapping(context.workspace / "f", outside) as flips:
+        for i in range(3000):
+            texts.append((await run_tool(read, {"path": "f"}, session, context)).text)
+            if i % 3 == 0:
+                args = {"path": "f", "content": "+", "append": True}
+                texts.append((await run_tool(write, args, session, context)).text)
+    assert flips[0] > 1000  # the race was really run
+    assert [t for t in texts if "CANARY" in t or environ in t] == []
+    assert (outside.read_text(), outside.stat().st_mtime_ns) == before
+    assert any(text.startswith("inside") for text in texts)  # reads did succeed between swaps
+    # and both kinds of link were met, and refused
+    assert any("is a symbolic link" in text for text in texts)
+    assert any("has 2 names (hard links)" in text or "was replaced" in text for text in texts)
