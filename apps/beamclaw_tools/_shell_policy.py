@@ -47,23 +47,31 @@ from __future__ import annotations
 
 import ast
 import posixpath
-import re
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Final, NamedTuple, NoReturn
 
 import attrs
+import re2
 import tree_sitter
 import tree_sitter_bash
 
-MAX_COMMAND_CHARS: Final = 100_000
-"""Longer commands are refused unread (a here-document of that size belongs in a file)."""
+MAX_COMMAND_CHARS: Final = 32_000
+"""Longer commands are refused unread (a here-document of that size belongs in a file). The
+same as the longest chat message the gateway takes (``gateway.http.max_user_chars``): a
+command is model text, and no command needs to be longer than what a user may type."""
 MAX_SYNTAX_DEPTH: Final = 256
 """Deeper syntax trees are refused (an honest command nests a few dozen levels at most)."""
 MAX_SYNTAX_NODES: Final = 40_000
 """Larger syntax trees are refused (several thousand simple commands: a script belongs in a file)."""
 MAX_CODE_DEPTH: Final = 8
 """How deep code inside code is followed (``bash -c 'sh -c "eval ..."'``) before refusing."""
+
+
+#: Python's ``\s`` for text (every Unicode blank), for RE2, whose ``\s`` is ASCII only:
+#: where a pattern looks for a blank between two tokens of code (JavaScript reads U+00A0
+#: as one), a blank it did not know would hide the tokens.
+_WS: Final = r"[\s\x{1c}-\x{1f}\x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}\x{feff}]"
 
 
 class _Refused(Exception):
@@ -132,7 +140,7 @@ _COMMAND_VARIABLES: Final = _names(
 
 _POSIX_SHELLS: Final = _names("sh bash dash ksh ksh93 mksh lksh ash yash rbash posh")
 _OTHER_SHELLS: Final = _names("zsh fish csh tcsh xonsh pwsh powershell nu elvish osh ysh rc es")
-_STDIN_PATHS: Final = re.compile(r"/dev/(?:stdin|fd/\d+|tty)|/proc/(?:self|thread-self|\d+)/fd/\d+")
+_STDIN_PATHS: Final = re2.compile(r"/dev/(?:stdin|fd/\d+|tty)|/proc/(?:self|thread-self|\d+)/fd/\d+")
 _BENIGN_DEVICES: Final = _names(
     "/dev/null /dev/zero /dev/stdout /dev/stderr /dev/stdin /dev/tty /dev/full /dev/random /dev/urandom"
 )
@@ -145,49 +153,61 @@ _SYSTEM_DIRS: Final = tuple(
 )
 
 # Raw-text tripwires: checked on every script text and every literal word value, so that
-# quoting cannot hide them. Every pattern is linear (no unbounded nested repetition).
+# quoting cannot hide them. Every pattern applied to a command is RE2 (``re2``): its time
+# is linear in the text whatever the pattern, where Python's ``re`` backtracks (a run of
+# 24,000 backslashes took seconds). RE2 has no look-around and its ``\w``, ``\s``, ``\b``
+# are ASCII: each pattern is written so that it matches at least what Python's did.
 _TEXT_PATTERNS: Final = (
-    (re.compile(r"/dev/(?:tcp|udp)/|/inet6?/(?:tcp|udp)/"), "opens a network socket from the shell (reverse shell)"),
+    (re2.compile(r"/dev/(?:tcp|udp)/|/inet6?/(?:tcp|udp)/"), "opens a network socket from the shell (reverse shell)"),
     (
-        re.compile(
+        re2.compile(
             r"/dev/(?:[shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|disk/|dm-\d|md\d|loop\d|mapper/|sg\d|sr\d|mtd|ram\d|"
             r"zram|nbd|rbd|root\b|mem\b|kmem\b|port\b|kmsg\b)"
         ),
         "reaches a raw disk or memory device",
     ),
     (
-        re.compile(
-            r"(?<![\w.-])(?:sessions\.db|gateway\.db|control\.sock|beamclaw\.key|beamclaw\.log)\b|"
+        re2.compile(
+            r"(?:^|[^\w.-])(?:sessions\.db|gateway\.db|control\.sock|beamclaw\.key|beamclaw\.log)\b|"
             r"\.beamclaw\b|BEAMCLAW_HOME"
         ),
         "reaches the daemon's own files (data dir, control socket, keys)",
     ),
-    (re.compile(r"--no-preserve-root"), "disables the root protection of rm, chmod or chown"),
+    (re2.compile(r"--no-preserve-root"), "disables the root protection of rm, chmod or chown"),
 )
-_PROC: Final = re.compile(r"/proc/+([^\s'\"`;|&<>()]{0,200})")
-_PROC_GLOBAL: Final = re.compile(
+_PROC: Final = re2.compile(r"/proc/+")
+_PROC_PATH: Final = re2.compile(r"[^\s'\"`;|&<>()]*")
+_PROC_GLOBAL: Final = re2.compile(
     r"(?:cpuinfo|meminfo|loadavg|uptime|version|stat|mounts|filesystems|partitions|devices|diskstats|"
     r"interrupts|swaps|vmstat|zoneinfo|cgroups|modules|crypto|sys/|net/|pressure/)(?:$|/)"
 )
-_ARITHMETIC_INJECTION: Final = re.compile(r"\[[^\]]{0,200}(?:\$\(|`)")
+_ARITHMETIC_INJECTION: Final = re2.compile(r"\[[^\]]{0,200}(?:\$\(|`)")
 
 
-_ANY_TEXT_PATTERN: Final = re.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _TEXT_PATTERNS))
+_ANY_TEXT_PATTERN: Final = re2.compile("|".join(f"(?:{pattern.pattern})" for pattern, _ in _TEXT_PATTERNS))
+
+
+_ENVIRON: Final = re2.compile(r"(?:^|/)environ\b")
 
 
 def _check_text(text: str) -> None:
     """Refuse *text* (a script or a literal value) when a tripwire pattern is in it."""
-    if _ANY_TEXT_PATTERN.search(text):
+    # Every tripwire holds one of these strings; most words hold none, and a substring
+    # test costs far less than a call into RE2.
+    hinted = "/" in text or "." in text or "BEAMCLAW_HOME" in text or "--no-preserve-root" in text
+    if hinted and _ANY_TEXT_PATTERN.search(text):
         for pattern, reason in _TEXT_PATTERNS:
             if pattern.search(text):
                 _refuse(f"the command {reason}")
     if "/proc/" in text:
+        # Two steps, not one pattern with a capture: RE2 finds a capture's bounds in a
+        # slower pass whose cost grows with the repetition bound.
         for match in _PROC.finditer(text):
-            path = match.group(1)
+            path = _PROC_PATH.match(text[match.end() : match.end() + 200]).group(0)
             first = path.split("/", 1)[0]
             if ".." in path or (first not in {"", "self", "thread-self"} and not _PROC_GLOBAL.match(path)):
                 _refuse("the command reads another process's memory, environment or files under /proc")
-    if "environ" in text and re.search(r"(?:^|/)environ\b", text):
+    if "environ" in text and _ENVIRON.search(text):
         _refuse("the command reads a process environment (where the daemon's secrets live)")
 
 
@@ -217,7 +237,7 @@ def _literal(value: str) -> _Word:
     return _Word(value, value)
 
 
-_GLOB_SHAPE: Final = re.compile(r"[*?\[]|[@!+*?]\(|\{[^{}]{0,200}(?:,|\.\.)[^{}]{0,200}\}")
+_GLOB_SHAPE: Final = re2.compile(r"[*?\[]|[@!+*?]\(|\{[^{}]{0,200}(?:,|\.\.)[^{}]{0,200}\}")
 
 
 def _unescape_unquoted(text: str) -> tuple[str, str]:
@@ -241,8 +261,11 @@ def _unescape_unquoted(text: str) -> tuple[str, str]:
     return "".join(value), "".join(shape)
 
 
+_DOUBLE_QUOTED_ESCAPE: Final = re2.compile(r'\\([$`"\\\n])')
+
+
 def _unescape_double_quoted(text: str) -> str:
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+    return _DOUBLE_QUOTED_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
 
 
 def _text(node: tree_sitter.Node) -> str:
@@ -393,7 +416,7 @@ def _first_error(root: tree_sitter.Node) -> str:
     return "an unknown place"
 
 
-_SPLICE: Final = re.compile(r"(\\+)\n")
+_SPLICE: Final = re2.compile(r"(\\+)\n")
 
 
 def _check_splices(text: str) -> None:
@@ -422,6 +445,7 @@ class _Stdin:
 
 
 _NO_INPUT: Final = _Stdin("none")
+_LEADING_TABS: Final = re2.compile(r"(?m)^\t+")
 _PIPE: Final = _Stdin("pipe")
 
 
@@ -431,7 +455,7 @@ def _heredoc_text(node: tree_sitter.Node) -> _Stdin:
     text = _text(body) if body is not None else ""
     delimiter = _text(start) if start is not None else ""
     if node.children and node.children[0].type == "<<-":
-        text = re.sub(r"(?m)^\t+", "", text)
+        text = _LEADING_TABS.sub("", text)
     if any(q in delimiter for q in "'\"\\") or not any(c in text for c in "$`\\"):
         return _Stdin("text", text)
     return _Stdin("text", None)  # the body expands at run time
@@ -560,8 +584,11 @@ def _walk(root: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> N
                     stack.append((child, level + 1, child_input))
 
 
+_DELIMITER_QUOTING: Final = re2.compile(r"""\\(.)|['"]""")
+
+
 def _unquoted_delimiter(text: str) -> str:
-    return re.sub(r"""\\(.)|['"]""", lambda m: m.group(1) or "", text)
+    return _DELIMITER_QUOTING.sub(lambda m: m.group(1) or "", text)
 
 
 def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> None:
@@ -607,7 +634,7 @@ def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin, source: by
     if not quoted and strip_tabs and any(c in body_text for c in "$`"):
         # tree-sitter does not parse substitutions in tab-indented ``<<-`` bodies: re-read the
         # body, tabs stripped as bash strips them, as a plain here-document.
-        stripped = re.sub(r"(?m)^\t+", "", body_text)
+        stripped = _LEADING_TABS.sub("", body_text)
         marker = "BEAMCLAW_EOF"
         while marker in stripped:
             marker += "_"
@@ -687,8 +714,13 @@ def _check_function(node: tree_sitter.Node) -> None:
         stack.extend(current.children)
 
 
+_NAME: Final = re2.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ASSIGNMENT: Final = re2.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+_FD_PATH: Final = re2.compile(r"/dev/fd/[0-9]+")
+
+
 def _assignment_name(node: tree_sitter.Node) -> str:
-    match = re.match(r"[A-Za-z_][A-Za-z0-9_]*", _text(node))
+    match = _NAME.match(_text(node))
     return match.group(0) if match else ""
 
 
@@ -749,7 +781,7 @@ def _normal(path: str) -> str:
 
 def _check_write_target(path: str, what: str) -> None:
     normal = _normal(path)
-    if normal.startswith("/dev/") and (normal in _BENIGN_DEVICES or re.fullmatch(r"/dev/fd/\d+", normal)):
+    if normal.startswith("/dev/") and (normal in _BENIGN_DEVICES or _FD_PATH.fullmatch(normal)):
         return
     if _is_system_path(normal):
         _refuse(f"{what} writes to the system path {path!r}")
@@ -801,13 +833,14 @@ _FAMILIES: Final[Mapping[str, str]] = {
     **_each("bsdtar gtar", "tar"),
 }
 """Names run by the same handler."""
-_VERSIONED: Final = re.compile(r"(python|pypy|perl|ruby|php|lua|node|pip|tclsh|wish)[\d.]*")
+_VERSIONED_NAMES: Final = ("python", "pypy", "perl", "ruby", "php", "lua", "node", "pip", "tclsh", "wish")
+_VERSIONED: Final = re2.compile(rf"({'|'.join(_VERSIONED_NAMES)})[0-9.]*")
 
 
 def _family(name: str) -> str:
     if name.startswith(("mkfs.", "mkfs_")):
         return "mkfs"
-    versioned = _VERSIONED.fullmatch(name)
+    versioned = _VERSIONED.fullmatch(name) if name.startswith(_VERSIONED_NAMES) else None
     base = versioned.group(1) if versioned else name
     return _FAMILIES.get(name, _FAMILIES.get(base, base))
 
@@ -1007,10 +1040,10 @@ def _env(call: _Call) -> _Next | None:
     for option, value in options.values:
         if option in {"S", "split-string"}:
             text = _static(call, value, "split string")
-            if re.search(r"[$\\'\"`]", text):
+            if any(c in text for c in "$\\'\"`"):
                 _refuse("env -S: the split string uses quoting or expansions, so what it runs cannot be checked")
             operands = [_literal(part) for part in text.split()] + operands
-    while operands and operands[0].value is not None and re.match(r"[A-Za-z_][A-Za-z0-9_]*=", operands[0].value):
+    while operands and operands[0].value is not None and _ASSIGNMENT.match(operands[0].value):
         name, _, assigned = operands[0].value.partition("=")
         _check_variable(name, _literal(assigned), call.depth, call.stdin)
         operands.pop(0)
@@ -1115,6 +1148,10 @@ _PARALLEL_LONG_FLAGS: Final = (
 )
 
 
+#: A parallel replacement string (``{}``, ``{1}``, ``{.}``...).
+_REPLACEMENT_STRING: Final = re2.compile(r"\{[^{}\s]{0,20}\}")
+
+
 def _parallel(call: _Call) -> _Next | None:
     args = list(call.args)
     cut = next((i for i, w in enumerate(args) if w.value in {":::", "::::", ":::+", "::::+"}), len(args))
@@ -1135,7 +1172,7 @@ def _parallel(call: _Call) -> _Next | None:
     if "{=" in script:
         _refuse("parallel: a {= perl expression =} replacement string runs Perl code")
     # A replacement string becomes an input: make it an expansion, so it counts as computed.
-    script = re.sub(r"\{[^{}\s]{0,20}\}", '"$PARALLEL_INPUT"', script)
+    script = _REPLACEMENT_STRING.sub(lambda _: '"$PARALLEL_INPUT"', script)
     _check_script(script, call.depth + 1, call.stdin)
     return None
 
@@ -1540,38 +1577,58 @@ def _other_interpreter(code_options: str, long_code: frozenset[str] = frozenset(
 
 
 # The primitives that turn interpreter code into processes, sockets, FFI or dynamic code.
-_CODE_TOKENS: Final[Mapping[str, re.Pattern[str]]] = {
-    "perl": re.compile(
+_CODE_TOKENS: Final = {
+    "perl": re2.compile(
         r"\b(?:system|exec|fork|qx|readpipe|syscall|socket\w*|Socket|IO::Pty|pty|eval|open[23]?|pipe|dl_load\w*|"
-        r"DynaLoader|XSLoader|FFI|Inline|require)\b|`|->\s*\$|&\s*[$\{]|\*\s*\{|\bdo\s*['\"$]"
+        rf"DynaLoader|XSLoader|FFI|Inline|require)\b|`|->{_WS}*\$|&{_WS}*[$\{{]|\*{_WS}*\{{|\bdo{_WS}*['\"$]"
     ),
-    "ruby": re.compile(
+    "ruby": re2.compile(
         r"\b(?:system|exec|spawn|fork|syscall|\w*[Ss]ocket\w*|PTY|pty|Open3|open3|popen\w*|IO\.\w+|Kernel|eval|"
         r"instance_eval|class_eval|module_eval|binding|send|__send__|public_send|method|const_get|Fiddle|FFI|DL|"
         r"open|require|load|ObjectSpace|Process)\b|`|%x"
     ),
-    "node": re.compile(
+    "node": re2.compile(
         r"\b(?:child_process|exec\w*|spawn\w*|fork|execFile\w*|net|dgram|tls|http2?|https|vm|worker_threads|"
         r"cluster|eval|Function|constructor|process\.binding|binding|dlopen|_load|globalThis|global|Reflect|"
-        r"import|Deno|Bun|ffi|FFI|inspector|module)\b|require\s*\(\s*(?!['\"][\w./@-]+['\"]\s*\))|`"
+        r"import|Deno|Bun|ffi|FFI|inspector|module)\b|`"
     ),
-    "php": re.compile(
+    "php": re2.compile(
         r"\b(?:system|exec|shell_exec|passthru|popen|proc_open|pcntl_\w+|fsockopen|pfsockopen|socket_\w+|"
         r"stream_socket_\w+|eval|assert|create_function|call_user_func\w*|array_map|array_filter|array_walk\w*|"
         r"usort|uasort|uksort|preg_replace\w*|register_\w+_function|forward_static_call\w*|Reflection\w*|FFI|dl|"
         r"mail|putenv|include|require|include_once|require_once|ini_set|curl_exec|extract|parse_str)\b|`|"
-        r"\$\w+\s*\(|\$\{"
+        rf"\$\w+{_WS}*\(|\$\{{"
     ),
-    "lua": re.compile(
+    "lua": re2.compile(
         r"\b(?:os\.execute|io\.popen|execute|popen|load|loadstring|loadfile|dofile|require|package|debug|ffi|"
         r"socket|_G|_ENV|getfenv|setfenv|rawget|string\.dump)\b"
     ),
 }
 
 
+#: ``require(`` in JavaScript: allowed only with a plain string literal (``require('fs')``),
+#: which the module-name tokens above then judge; anything else loads what it computes.
+_REQUIRE_CALL: Final = re2.compile(rf"require{_WS}*\({_WS}*")
+_REQUIRE_LITERAL: Final = re2.compile(rf"['\"][\w./@-]+['\"]{_WS}*\)")
+
+
+def _computed_require(code: str) -> str | None:
+    for call in _REQUIRE_CALL.finditer(code):
+        if not _REQUIRE_LITERAL.match(code, call.end()):
+            return call.group(0)
+    return None
+
+
 def _check_code_tokens(call: _Call, language: str, code: str) -> None:
     _check_text(code)
     match = _CODE_TOKENS[language].search(code)
+    if match is None and language == "node" and "require" in code:
+        found = _computed_require(code)
+        if found is not None:
+            _refuse(
+                f"the inline {call.name} code uses {found.strip()!r}, which can start processes, open "
+                "sockets or run hidden code"
+            )
     if match:
         _refuse(
             f"the inline {call.name} code uses {match.group(0).strip()!r}, which can start processes, open "
@@ -1679,14 +1736,14 @@ _GIT_RISKY_SUBCOMMANDS: Final = _names(
     "filter-branch config"
 )
 """git subcommands with options that run commands: a computed argument there could be one."""
-_GIT_SHELL_KEYS: Final = re.compile(
+_GIT_SHELL_KEYS: Final = re2.compile(
     r"core\.(?:pager|editor|sshcommand|askpass|gitproxy)|pager\..*|sequence\.editor|credential\.(?:.*\.)?helper|"
     r"diff\.external|diff\..*\.(?:textconv|command)|merge\..*\.driver|filter\..*\.(?:clean|smudge|process)|"
     r"gpg\.(?:.*\.)?program|(?:difftool|mergetool|man|browser)\..*\.(?:cmd|path)|web\.browser|"
     r"sendemail\.(?:.*\.)?(?:tocmd|cccmd|headercmd|smtpserver)|imap\.tunnel|interactive\.difffilter|"
     r"remote\..*\.(?:uploadpack|receivepack|proxy)|uploadpack\.packobjectshook|alias\..*"
 )
-_GIT_REFUSED_KEYS: Final = re.compile(
+_GIT_REFUSED_KEYS: Final = re2.compile(
     r"core\.(?:hookspath|fsmonitor|worktree)|include\.path|includeif\..*|init\.templatedir|protocol\..*allow|"
     r"safe\.directory|core\.sshcommand\..*"
 )
@@ -1907,7 +1964,9 @@ def _man(call: _Call) -> _Next | None:
     return None
 
 
-_VIM_RISKY: Final = re.compile(
+_VIM_LINE: Final = re2.compile(r"\+[0-9]*")
+_SHORT_FLAGS: Final = re2.compile(r"-[a-zA-Z]+")
+_VIM_RISKY: Final = re2.compile(
     r"!|\b(?:sh|shell|te|ter|term|terminal|py\w*|lua\w*|perl\w*|rub\w*|ruby\w*|mz\w*|tcl\w*|so|source|runtime|"
     r"system\w*|libcall\w*|job_?start|termopen|ch_open|exe|exec\w*|call|eval|luaeval|\w+eval|norm\w*|redir|"
     r"au\w*|let|r|w)\b"
@@ -1926,9 +1985,9 @@ def _vim(call: _Call) -> _Next | None:
         if text in {"-c", "--cmd", "--remote-send", "--remote-expr"} and i + 1 < len(args):
             command = _static(call, args[i + 1], "editor command")
             i += 1
-        elif text.startswith("+") and not re.fullmatch(r"\+\d*", text):
+        elif text.startswith("+") and not _VIM_LINE.fullmatch(text):
             command = text[1:]
-        elif re.fullmatch(r"-[a-zA-Z]+", text):
+        elif _SHORT_FLAGS.fullmatch(text):
             if "e" in text or "E" in text:
                 ex_mode = True
             elif text == "-s" and not ex_mode:
@@ -2018,9 +2077,16 @@ def _awk(call: _Call) -> _Next | None:
         programs.append(options.operands[0])
     for program in programs:
         text = _static(call, program, "awk program")
-        if re.search(r"\bsystem\b|@load|(?<!\|)\|(?!\|)|\|&", text):
+        if _AWK_RISKY.search(text):
             _refuse(f"the {call.name} program runs commands (system(), pipes or @load)")
     return None
+
+
+#: ``|`` alone (not in ``||``) pipes to a command; ``|&`` is a coprocess.
+_AWK_RISKY: Final = re2.compile(r"\bsystem\b|@load|(?:^|[^|])\|(?:[^|]|$)|\|&")
+_SED_WRITES: Final = re2.compile(
+    rf"(?:^|[;\n}}]){_WS}*[0-9$,/]*{_WS}*[wW]{_WS}*([^{_WS[1:-1]}]+)|/[^/\n]*/[^/\n]*/\w*w{_WS}*([^{_WS[1:-1]}]+)"
+)
 
 
 def _sed_runs_commands(script: str) -> bool:
@@ -2123,11 +2189,17 @@ def _sed(call: _Call) -> _Next | None:
         text = _static(call, word, "sed script")
         if _sed_runs_commands(text):
             _refuse(f"the sed script {text!r} can run commands (the e command or s///e)")
-        for target in re.findall(r"(?:^|[;\n}])\s*[0-9$,/]*\s*[wW]\s*(\S+)|/[^/\n]*/[^/\n]*/\w*w\s*(\S+)", text):
+        for target in _SED_WRITES.findall(text):
             for path in target:
                 if path:
                     _check_write_target(path, "sed w")
     return None
+
+
+_SQLITE_RISKY: Final = re2.compile(
+    rf"(?im)^{_WS}*\.(?:sh|shell|system|load|excel|edit)\b|^{_WS}*\.(?:output|once|read|import|open|save|backup|"
+    rf"restore)\b[^\n]{{0,200}}\||load_extension|\bedit{_WS}*\("
+)
 
 
 def _sqlite(call: _Call) -> _Next | None:
@@ -2164,27 +2236,25 @@ def _sqlite(call: _Call) -> _Next | None:
         if operands > 1:
             sql.append(args[i])
         i += 1
-    risky = re.compile(
-        r"(?im)^\s*\.(?:sh|shell|system|load|excel|edit)\b|^\s*\.(?:output|once|read|import|open|save|backup|"
-        r"restore)\b[^\n]{0,200}\||load_extension|\bedit\s*\("
-    )
     for word in sql:
-        if risky.search(_static(call, word, "SQL")):
+        if _SQLITE_RISKY.search(_static(call, word, "SQL")):
             _refuse("sqlite3: the dot-command or function runs a shell or loads a library")
     if operands <= 1:
         if call.stdin.kind == "pipe":
             _refuse("sqlite3 reads dot-commands (which can run a shell) from a pipe, unseen")
-        if call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text)):
+        if call.stdin.kind == "text" and (call.stdin.text is None or _SQLITE_RISKY.search(call.stdin.text)):
             _refuse("sqlite3: the dot-command or function runs a shell or loads a library")
     return None
 
 
+_SQL_CLIENT_RISKY: Final = re2.compile(rf"(?im)\\!|\\[og]{_WS}*\||\bprogram\b|^{_WS}*system\b|\\system")
+
+
 def _sql_client(call: _Call) -> _Next | None:
-    risky = re.compile(r"\\!|\\[og]\s*\||\bprogram\b|^\s*system\b|\\system", re.IGNORECASE | re.MULTILINE)
     for _, value in _option_values(call.args, ("command", "c", "execute", "e")):
-        if risky.search(_static(call, value, "SQL")):
+        if _SQL_CLIENT_RISKY.search(_static(call, value, "SQL")):
             _refuse(f"{call.name}: the command runs a shell ('\\!' or PROGRAM)")
-    if call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text)):
+    if call.stdin.kind == "text" and (call.stdin.text is None or _SQL_CLIENT_RISKY.search(call.stdin.text)):
         _refuse(f"{call.name}: the input runs a shell ('\\!' or PROGRAM)")
     return None
 
@@ -2200,13 +2270,15 @@ def _dc(call: _Call) -> _Next | None:
     return None
 
 
+_GNUPLOT_RISKY: Final = re2.compile(r"\bsystem\b|!|\bshell\b|\bpopen\b|\||`|\bload\b|\bcall\b")
+
+
 def _gnuplot(call: _Call) -> _Next | None:
-    risky = re.compile(r"\bsystem\b|!|\bshell\b|\bpopen\b|\||`|\bload\b|\bcall\b")
     for _, value in _option_values(call.args, ("e",)):
-        if risky.search(_static(call, value, "gnuplot command")):
+        if _GNUPLOT_RISKY.search(_static(call, value, "gnuplot command")):
             _refuse("gnuplot: the command runs a shell")
     if call.stdin.kind == "pipe" or (
-        call.stdin.kind == "text" and (call.stdin.text is None or risky.search(call.stdin.text))
+        call.stdin.kind == "text" and (call.stdin.text is None or _GNUPLOT_RISKY.search(call.stdin.text))
     ):
         _refuse("gnuplot reads commands that can run a shell from its input")
     return None
@@ -2214,16 +2286,19 @@ def _gnuplot(call: _Call) -> _Next | None:
 
 # --- Destructive commands ---------------------------------------------------------------
 
-_TOP_LEVEL: Final = re.compile(r"/+[^/]*/*\**")
-_GLOB_AT_TOP: Final = re.compile(r"/+[^/]*[*?\[]")
-_HOME_DIR: Final = re.compile(r"/(?:home|Users)/+[^/]*/*\**")
+_TOP_LEVEL: Final = re2.compile(r"/+[^/]*/*\**")
+_GLOB_AT_TOP: Final = re2.compile(r"/+[^/]*[*?\[]")
+_HOME_DIR: Final = re2.compile(r"/(?:home|Users)/+[^/]*/*\**")
+_HOME_VARIABLE: Final = re2.compile(r"\$\{?HOME\b")
+_CHMOD_FLAGS: Final = re2.compile(r"-[RcfvhHLP]+")
+_SETID_MODE: Final = re2.compile(r"[ugoa]*[+=][rwxXt]*s|^[0-7]*[2-7][0-7]{3}\n?$")
 
 
 def _is_rootish(value: str, strict: bool = True) -> bool:
     """Whether *value* names the root, a home, a top-level or system directory, or (strict) all of cwd."""
     if value.startswith("~"):
         return True
-    if re.search(r"\$\{?HOME\b", value):
+    if _HOME_VARIABLE.search(value):
         return True
     normal = _normal(value)
     if normal.startswith("/"):
@@ -2290,13 +2365,13 @@ def _chmod(call: _Call) -> _Next | None:
             recursive = True  # a computed argument may expand to -R
         if text is not None and text.startswith("--"):
             recursive = recursive or _could_be(text[2:].partition("=")[0], "recursive")
-        elif text is not None and re.fullmatch(r"-[RcfvhHLP]+", text):
+        elif text is not None and _CHMOD_FLAGS.fullmatch(text):
             recursive = recursive or "R" in text
         else:
             operands.append(word)
     if call.name == "chmod" and operands and operands[0].value is not None:
         mode = operands[0].value
-        if re.search(r"[ugoa]*[+=][rwxXt]*s|^[0-7]*[2-7][0-7]{3}$", mode):
+        if _SETID_MODE.search(mode):
             _refuse("chmod: setting the setuid or setgid bit makes a privilege escalation path")
     for word in operands[1:]:
         if word.value is None:
