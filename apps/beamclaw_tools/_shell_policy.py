@@ -265,7 +265,7 @@ _DOUBLE_QUOTED_ESCAPE: Final = re2.compile(r'\\([$`"\\\n])')
 
 
 def _unescape_double_quoted(text: str) -> str:
-    return _DOUBLE_QUOTED_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+    return str(_DOUBLE_QUOTED_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text))
 
 
 def _text(node: tree_sitter.Node) -> str:
@@ -588,7 +588,7 @@ _DELIMITER_QUOTING: Final = re2.compile(r"""\\(.)|['"]""")
 
 
 def _unquoted_delimiter(text: str) -> str:
-    return _DELIMITER_QUOTING.sub(lambda m: m.group(1) or "", text)
+    return str(_DELIMITER_QUOTING.sub(lambda m: m.group(1) or "", text))
 
 
 def _check_heredoc(node: tree_sitter.Node, depth: int, stdin: _Stdin, source: bytes) -> None:
@@ -1615,7 +1615,7 @@ _REQUIRE_LITERAL: Final = re2.compile(rf"['\"][\w./@-]+['\"]{_WS}*\)")
 def _computed_require(code: str) -> str | None:
     for call in _REQUIRE_CALL.finditer(code):
         if not _REQUIRE_LITERAL.match(code, call.end()):
-            return call.group(0)
+            return str(call.group(0))
     return None
 
 
