@@ -1,13 +1,18 @@
 """The `curl` tool: HTTP requests to public addresses, credentials only from the environment.
 
 Every hop of a redirect chain passes the SSRF guard again. A credential is named by
-the model (``auth: "github"``) but its value comes from the environment, is attached
-only for the hosts configured with it, and is dropped when a redirect leaves them.
+the model (``auth: "github"``) but its value comes from the environment, and it is bound
+to origins, never to bare host names: an origin is a scheme, a host and a port
+(``https://api.github.com:443``). The first request must go to one of the credential's
+origins, and the credential goes with a redirect hop only when the hop has the very
+origin of that first request: a redirect to another port of the same host (a debug
+server), to plain http, or to another host, even one the credential lists, goes without
+it.
 """
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeAlias
 
 import attrs
 import httpx
@@ -21,15 +26,56 @@ _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _MAX_REDIRECTS: Final = 5
 
 
+#: (scheme, host, port): what a credential is bound to.
+Origin: TypeAlias = tuple[str, str, int]
+
+
+def url_origin(url: httpx.URL) -> Origin:
+    """The origin of *url*: its scheme and host in lower case, and its port (or the scheme's)."""
+    scheme = url.scheme.lower()
+    return scheme, url.host.lower(), url.port or (443 if scheme == "https" else 80)
+
+
+def parse_origin(entry: str) -> Origin:
+    """The origin a ``hosts`` entry names: ``https://host[:port]``, ``http://host[:port]``, or
+    ``host[:port]`` (which means https: a credential goes over plain http only when the
+    entry says so). Raises ValueError for anything else (a path, a user, another scheme)."""
+    text = entry if "://" in entry else f"https://{entry}"
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"credential host {entry!r} is not a host or an origin: {exc}") from None
+    if url.scheme not in {"http", "https"} or not url.host or url.userinfo or url.path not in {"", "/"}:
+        raise ValueError(f"credential host {entry!r} must be written host, host:port or http(s)://host[:port]")
+    if url.query or url.fragment:
+        raise ValueError(f"credential host {entry!r} must be written host, host:port or http(s)://host[:port]")
+    return url_origin(url)
+
+
+def show_origin(origin: Origin) -> str:
+    scheme, host, port = origin
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
+
+
+def _origins(hosts: frozenset[str]) -> frozenset[Origin]:
+    return frozenset(parse_origin(entry) for entry in hosts)
+
+
 @attrs.frozen
 class Credential:
     """``[tools.curl.credentials.NAME]``: a header filled from an environment variable,
-    sent only to the listed hosts."""
+    sent only to the listed origins (see `parse_origin`: ``"api.github.com"`` is
+    ``https://api.github.com:443``), and never across a redirect to another origin."""
 
     api_key: Secret
     hosts: frozenset[str]
     header: str = "Authorization"
     prefix: str = "Bearer "
+    origins: frozenset[Origin] = attrs.field(init=False)
+
+    @origins.default
+    def _parse_hosts(self) -> frozenset[Origin]:
+        return _origins(self.hosts)
 
 
 @attrs.define
@@ -90,11 +136,15 @@ class CurlTool:
             url = httpx.URL(args["url"])
         except httpx.InvalidURL as exc:
             raise ToolError(f"invalid URL: {exc}") from None
+        bound = url_origin(url)
+        if credential is not None and bound not in credential.origins:
+            allowed = ", ".join(sorted(show_origin(o) for o in credential.origins))
+            raise ToolError(f"the credential may only be sent to {allowed}, not {show_origin(bound)}")
         async with httpx.AsyncClient(timeout=self.timeout, trust_env=False, follow_redirects=False) as client:
             for _ in range(_MAX_REDIRECTS + 1):
-                response = await self._send(
-                    client, url, method=method, headers=headers, body=body, credential=credential
-                )
+                # The credential goes only where the first request went: same scheme, host and port.
+                here = credential if url_origin(url) == bound else None
+                response = await self._send(client, url, method=method, headers=headers, body=body, credential=here)
                 if response.status_code not in _REDIRECTS or "location" not in response.headers:
                     return await self._report(response)
                 url = url.join(response.headers["location"])
@@ -115,8 +165,6 @@ class CurlTool:
         target, host = await pinned_url(url, self.allowed_hosts)
         headers = {**headers, "Host": url.netloc.decode()}
         if credential is not None:
-            if host not in credential.hosts:
-                raise ToolError(f"the credential may only be sent to {', '.join(sorted(credential.hosts))}, not {host}")
             headers[credential.header] = credential.prefix + credential.api_key.get("this credential")
         request = client.build_request(method, target, headers=headers, content=body, extensions={"sni_hostname": host})
         try:

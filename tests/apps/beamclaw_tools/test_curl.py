@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import httpx
 import pytest
 
 from beamclaw_tools import Credential, CurlTool, Secret, ToolContext, ToolSession, is_public, run_tool
+from beamclaw_tools._curl import parse_origin, url_origin
 from tests.support.asgi_server import Receive, Scope, Send, respond, serve_asgi
 
 
@@ -89,19 +91,75 @@ async def test_secret_headers_cannot_come_from_arguments(context: ToolContext, s
     assert result.is_error and "may not be set in tool arguments" in result.text
 
 
-async def test_a_credential_comes_from_the_environment_for_its_hosts_only(
+async def test_a_credential_comes_from_the_environment_for_its_origins_only(
     context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEST_CURL_TOKEN", "tok-1234567890")
     app, seen = _server()
     async with serve_asgi(app) as base:
-        credential = Credential(Secret("TEST_CURL_TOKEN"), frozenset({"127.0.0.1"}))
-        tool = CurlTool(allowed_hosts=frozenset({"127.0.0.1"}), credentials={"svc": credential})
-        ok = await run_tool(tool, {"url": f"{base}/api", "auth": "svc"}, session, context)
-        other = CurlTool(allowed_hosts=frozenset({"localhost"}), credentials={"svc": credential})
         port = base.rsplit(":", 1)[1]
-        refused = await run_tool(other, {"url": f"http://localhost:{port}/", "auth": "svc"}, session, context)
+        credential = Credential(Secret("TEST_CURL_TOKEN"), frozenset({f"http://127.0.0.1:{port}"}))
+        tool = CurlTool(allowed_hosts=frozenset({"127.0.0.1", "localhost"}), credentials={"svc": credential})
+        ok = await run_tool(tool, {"url": f"{base}/api", "auth": "svc"}, session, context)
+        other_host = await run_tool(tool, {"url": f"http://localhost:{port}/", "auth": "svc"}, session, context)
         unknown = await run_tool(tool, {"url": f"{base}/api", "auth": "nope"}, session, context)
+        # A bare host is https on 443: the credential never goes over plain http unless configured so.
+        bare = Credential(Secret("TEST_CURL_TOKEN"), frozenset({"127.0.0.1"}))
+        https_only = CurlTool(allowed_hosts=frozenset({"127.0.0.1"}), credentials={"svc": bare})
+        plain = await run_tool(https_only, {"url": f"{base}/api", "auth": "svc"}, session, context)
     assert not ok.is_error and seen[0]["authorization"] == "Bearer tok-1234567890"
-    assert refused.is_error and "may only be sent to 127.0.0.1" in refused.text and len(seen) == 1
+    allowed = f"may only be sent to http://127.0.0.1:{port}, not http://localhost:{port}"
+    assert other_host.is_error and allowed in other_host.text
     assert unknown.is_error and "unknown credential 'nope' (known: svc)" in unknown.text
+    assert plain.is_error and f"may only be sent to https://127.0.0.1:443, not http://127.0.0.1:{port}" in plain.text
+    assert len(seen) == 1
+
+
+async def test_a_credential_does_not_follow_a_redirect_to_another_origin(
+    context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_CURL_TOKEN", "tok-1234567890")
+    other_app, other_seen = _server()
+    async with serve_asgi(other_app) as other:  # the same host, another port
+        app, seen = _server(redirect_to=f"{other}/landing")
+        async with serve_asgi(app) as base:
+            credential = Credential(Secret("TEST_CURL_TOKEN"), frozenset({base, other}))  # both listed, even
+            tool = CurlTool(allowed_hosts=frozenset({"127.0.0.1"}), credentials={"svc": credential})
+            result = await run_tool(tool, {"url": f"{base}/go", "auth": "svc"}, session, context)
+    assert result.text.endswith("hello from /landing")
+    assert seen[0]["authorization"] == "Bearer tok-1234567890"
+    assert len(other_seen) == 1 and "authorization" not in other_seen[0]
+    assert "tok-1234567890" not in str(other_seen)
+
+
+async def test_a_credential_follows_a_redirect_within_its_origin(
+    context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TEST_CURL_TOKEN", "tok-1234567890")
+    app, seen = _server(redirect_to="/landing")
+    async with serve_asgi(app) as base:
+        credential = Credential(Secret("TEST_CURL_TOKEN"), frozenset({base}))
+        tool = CurlTool(allowed_hosts=frozenset({"127.0.0.1"}), credentials={"svc": credential})
+        result = await run_tool(tool, {"url": f"{base}/go", "auth": "svc"}, session, context)
+    assert result.text.endswith("hello from /landing")
+    assert [h.get("authorization") for h in seen] == ["Bearer tok-1234567890"] * 2
+
+
+@pytest.mark.parametrize(
+    ("url", "origin"),
+    [
+        ("https://API.example.com/x", ("https", "api.example.com", 443)),
+        ("https://api.example.com:443/", ("https", "api.example.com", 443)),
+        ("http://api.example.com/", ("http", "api.example.com", 80)),
+        ("https://api.example.com:8443/", ("https", "api.example.com", 8443)),
+        ("http://[::1]:8080/", ("http", "::1", 8080)),
+    ],
+)
+def test_origins(url: str, origin: tuple[str, str, int]) -> None:
+    assert url_origin(httpx.URL(url)) == origin
+
+
+@pytest.mark.parametrize("entry", ["api.example.com/path", "ftp://api.example.com", "user@api.example.com", "", "a?b"])
+def test_a_credential_host_that_is_not_an_origin_is_a_config_error(entry: str) -> None:
+    with pytest.raises(ValueError, match="credential host"):
+        parse_origin(entry)
