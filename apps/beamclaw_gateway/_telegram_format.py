@@ -11,21 +11,32 @@ into messages that are each valid on their own (see `split_html`).
 
 from __future__ import annotations
 
+import bisect
 import html
-import re
 import unicodedata
 from typing import Final
 
+import attrs
+import re2
+
 from ._telegram_html import LIMIT, balanced
 from ._telegram_split import split_html
+from ._unicode_classes import SPACE, is_word, without_surrogates
 
 __all__ = ["LIMIT", "chunks", "to_html", "width"]
 
+# Every pattern here runs under RE2 (linear time, whatever the model wrote); ``SPACE``
+# keeps ``\s`` Unicode, as it was under `re`. The emphasis rules need look-arounds,
+# which RE2 has not, so `_emphasis` is a scanner of its own.
+
 # A fence without its closing line (a reply cut short) runs to the end of the text.
-_FENCE: Final = re.compile(r"^```([^\n`]*)\n(.*?)(?:^```[ \t]*$|\Z)", re.S | re.M)
-_LANGUAGE: Final = re.compile(r"[\w+#.-]+")
-_TABLE_ROW: Final = re.compile(r"^\s*\|.*\|\s*$")
-_TABLE_RULE: Final = re.compile(r"^\s*\|?[\s:|-]+\|?\s*$")
+_FENCE: Final = re2.compile(r"(?ms)^```([^\n`]*)\n(.*?)(?:^```[ \t]*$|\z)")
+_TABLE_ROW: Final = re2.compile(rf"[{SPACE}]*\|.*\|[{SPACE}]*")
+_TABLE_RULE: Final = re2.compile(rf"[{SPACE}]*\|?[{SPACE}:|-]+\|?[{SPACE}]*")
+_HEADING: Final = re2.compile(rf"#{{1,6}}[{SPACE}]+(.*)")
+_BULLET: Final = re2.compile(rf"([{SPACE}]*)[-*+][{SPACE}]+(.*)")
+_CODE_SPAN: Final = re2.compile(r"`([^`\n]+)`")
+_LINK: Final = re2.compile(rf"\[([^\]\n]+)\]\((https?://[^){SPACE}]+)\)")
 
 
 def width(text: str) -> int:
@@ -41,7 +52,9 @@ def width(text: str) -> int:
 
 def _table(lines: list[str]) -> str:
     rows = [
-        [cell.strip() for cell in line.strip().strip("|").split("|")] for line in lines if not _TABLE_RULE.match(line)
+        [cell.strip() for cell in line.strip().strip("|").split("|")]
+        for line in lines
+        if not _TABLE_RULE.fullmatch(line)
     ]
     columns = max(len(r) for r in rows)
     rows = [r + [""] * (columns - len(r)) for r in rows]
@@ -54,15 +67,100 @@ def _table(lines: list[str]) -> str:
     return "<pre>" + html.escape("\n".join(out), quote=False) + "</pre>"
 
 
+@attrs.frozen
+class _Emphasis:
+    """One kind of emphasis marker and the tag it becomes.
+
+    A doubled marker (``**``, ``__``, ``~~``) closes at the next one with at least one
+    character between. A single one (``*``, ``_``) is *flanking*, as in CommonMark: it
+    opens only where no word character (nor the same marker) comes before it and no
+    space after, and closes only where no space comes before and no word character
+    after, so ``snake_case_name`` and ``2*3*4`` stay as they are.
+    """
+
+    marker: str
+    tag: str
+
+    @property
+    def flanking(self) -> bool:
+        return len(self.marker) == 1
+
+    def opens(self, text: str, index: int) -> bool:
+        if not text.startswith(self.marker, index):
+            return False
+        if not self.flanking:
+            return True
+        before = text[index - 1] if index else ""
+        after = text[index + 1] if index + 1 < len(text) else ""
+        return not (before and (is_word(before) or before == self.marker)) and bool(after) and not after.isspace()
+
+    def closers(self, text: str) -> list[int]:
+        """Every index where this marker may close (whichever opening it closes), in order."""
+        found = []
+        index = text.find(self.marker)
+        while index != -1:
+            if not self.flanking:
+                found.append(index)
+            elif index and not text[index - 1].isspace():
+                after = text[index + 1] if index + 1 < len(text) else ""
+                if not (after and is_word(after)):
+                    found.append(index)
+            index = text.find(self.marker, index + 1)
+        return found
+
+
+_BOLD: Final = (_Emphasis("**", "b"), _Emphasis("__", "b"))
+_ITALIC: Final = (_Emphasis("*", "i"), _Emphasis("_", "i"))
+_STRIKE: Final = (_Emphasis("~~", "s"),)
+
+
+def _emphasize(line: str, kinds: tuple[_Emphasis, ...]) -> str:
+    r"""One left-to-right pass that wraps each marked span of *kinds* in its tag.
+
+    What ``re.sub`` did with ``\*\*(.+?)\*\*|__(.+?)__`` (or the flanking italic
+    rules), in time linear in the line: at each marker that may open, the earliest
+    closing marker at least one character on (found by bisection in the closers listed
+    once); the span's inside is not looked at again in this pass.
+    """
+    closers = {kind: kind.closers(line) for kind in kinds}
+    starts = sorted({index for kind in kinds for index in _finds(line, kind)})
+    out: list[str] = []
+    done = 0  # everything before this index is in `out` or inside a span
+    for index in starts:
+        if index < done:
+            continue
+        for kind in kinds:
+            if not kind.opens(line, index):
+                continue
+            ends = closers[kind]
+            at = bisect.bisect_left(ends, index + len(kind.marker) + 1)
+            if at == len(ends):
+                continue
+            end = ends[at]
+            inside = line[index + len(kind.marker) : end]
+            out.append(f"{line[done:index]}<{kind.tag}>{inside}</{kind.tag}>")
+            done = end + len(kind.marker)
+            break
+    out.append(line[done:])
+    return "".join(out)
+
+
+def _finds(text: str, kind: _Emphasis) -> list[int]:
+    """Every index where *kind*'s marker starts (overlapping: ``***`` has ``**`` at 0 and 1)."""
+    found = []
+    index = text.find(kind.marker)
+    while index != -1:
+        found.append(index)
+        index = text.find(kind.marker, index + 1)
+    return found
+
+
 def _emphasis(text: str) -> str:
-    """Bold, italic and strike-through on already escaped text."""
-    text = re.sub(r"\*\*(.+?)\*\*|__(.+?)__", lambda m: f"<b>{m.group(1) or m.group(2)}</b>", text)
-    text = re.sub(
-        r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?!\w)|(?<![\w_])_(?!\s)(.+?)(?<!\s)_(?!\w)",
-        lambda m: f"<i>{m.group(1) or m.group(2)}</i>",
-        text,
-    )
-    return re.sub(r"~~(.+?)~~", r"<s>\1</s>", text)
+    """Bold, italic and strike-through on already escaped text (a span never crosses a line)."""
+    lines = text.split("\n")
+    for kinds in (_BOLD, _ITALIC, _STRIKE):
+        lines = [_emphasize(line, kinds) for line in lines]
+    return "\n".join(lines)
 
 
 def _inline(text: str) -> str:
@@ -77,18 +175,27 @@ def _inline(text: str) -> str:
         kept.append(fragment)
         return f"\x00{len(kept) - 1}\x00"
 
-    text = re.sub(r"`([^`\n]+)`", lambda m: keep(f"<code>{html.escape(m.group(1), quote=False)}</code>"), text)
+    text = _CODE_SPAN.sub(lambda m: keep(f"<code>{html.escape(m.group(1), quote=False)}</code>"), text)
     text = html.escape(text, quote=False)
     # The text is escaped already, so the URL is too (only a quote would break the attribute).
-    text = re.sub(
-        r"\[([^\]\n]+)\]\((https?://[^)\s]+)\)",
+    text = _LINK.sub(
         lambda m: keep(f'<a href="{m.group(2).replace(chr(34), "%22")}">{_emphasis(m.group(1))}</a>'),
         text,
     )
     text = _emphasis(text)
     while "\x00" in text:  # a link's label may hold a code span: restore until none is left
-        text = re.sub(r"\x00(\d+)\x00", lambda m: kept[int(m.group(1))], text)
+        # The text has no NUL but the placeholders' (`to_html` drops them), so every
+        # odd piece between NULs is a placeholder's number.
+        pieces = text.split("\x00")
+        pieces[1::2] = [kept[int(number)] for number in pieces[1::2]]
+        text = "".join(pieces)
     return text
+
+
+def _unquoted(line: str) -> str:
+    """A quoted line without its ``>`` and the one space (if any) after it."""
+    rest = line[1:]
+    return rest[1:] if rest[:1].isspace() else rest
 
 
 def _block(text: str) -> str:
@@ -97,23 +204,23 @@ def _block(text: str) -> str:
     i = 0
     while i < len(lines):
         line = lines[i]
-        if _TABLE_ROW.match(line) and i + 1 < len(lines) and _TABLE_RULE.match(lines[i + 1]):
+        if _TABLE_ROW.fullmatch(line) and i + 1 < len(lines) and _TABLE_RULE.fullmatch(lines[i + 1]):
             j = i
-            while j < len(lines) and (_TABLE_ROW.match(lines[j]) or _TABLE_RULE.match(lines[j])):
+            while j < len(lines) and (_TABLE_ROW.fullmatch(lines[j]) or _TABLE_RULE.fullmatch(lines[j])):
                 j += 1
             out.append(_table(lines[i:j]))
             i = j
             continue
-        if re.match(r"^>\s?", line):
+        if line.startswith(">"):
             j = i
-            while j < len(lines) and re.match(r"^>\s?", lines[j]):
+            while j < len(lines) and lines[j].startswith(">"):
                 j += 1
-            quoted = "\n".join(_inline(re.sub(r"^>\s?", "", q)) for q in lines[i:j])
+            quoted = "\n".join(_inline(_unquoted(q)) for q in lines[i:j])
             out.append(f"<blockquote>{quoted}</blockquote>")
             i = j
             continue
-        heading = re.match(r"^#{1,6}\s+(.*)$", line)
-        bullet = re.match(r"^(\s*)[-*+]\s+(.*)$", line)
+        heading = _HEADING.fullmatch(line)
+        bullet = _BULLET.fullmatch(line)
         if heading:
             out.append(f"<b>{_inline(heading.group(1))}</b>")
         elif bullet:
@@ -127,7 +234,7 @@ def _block(text: str) -> str:
 def _code_block(info: str, code: str) -> str:
     language = info.strip().split()[0] if info.strip() else ""
     body = html.escape(code.rstrip("\n"), quote=False)
-    if _LANGUAGE.fullmatch(language):
+    if language and all(is_word(char) or char in "+#.-" for char in language):
         return f'<pre><code class="language-{language}">{body}</code></pre>'
     return f"<pre>{body}</pre>"
 
@@ -135,6 +242,7 @@ def _code_block(info: str, code: str) -> str:
 def to_html(markdown: str) -> str:
     """Telegram HTML for *markdown*, its tags properly nested."""
     markdown = markdown.replace("\x00", "")  # the placeholder character of `_inline`
+    markdown = without_surrogates(markdown)  # Telegram could not take them either
     parts = []
     position = 0
     for fence in _FENCE.finditer(markdown):

@@ -16,23 +16,36 @@ and the like around inline code are accepted by the parser, so they are allowed 
 from __future__ import annotations
 
 import html
-import re
 from typing import Final, Literal
 
 import attrs
+import re2
+
+from ._unicode_classes import SPACE, is_word, without_surrogates
 
 LIMIT: Final = 4096
 _INLINE: Final = frozenset({"b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "tg-spoiler"})
 _TAGS: Final = _INLINE | {"span", "a", "code", "pre", "blockquote"}
 _NAMED: Final = {"lt": "<", "gt": ">", "amp": "&", "quot": '"'}
-_LANGUAGE: Final = re.compile(r"language-[\w+#.-]+")
-_TOKEN: Final = re.compile(
-    r"<(?P<close>/)?(?P<name>[A-Za-z][A-Za-z0-9-]*)(?P<attrs>(?:\s[^<>]*)?)>"
-    r"|&(?P<entity>#[0-9]{1,8}|#[xX][0-9a-fA-F]{1,7}|[A-Za-z][A-Za-z0-9]*);"
-    r"|(?P<text>[^<>&]+)"
-    r"|(?P<stray>[<>&])"
+# One attribute, or (``junk``) the character where the attributes stop parsing. RE2:
+# linear time on any text (see `_unicode_classes` for ``SPACE``).
+_ATTR: Final = re2.compile(
+    rf"[{SPACE}]*(?P<name>[A-Za-z][A-Za-z0-9-]*)"
+    rf"(?:[{SPACE}]*=[{SPACE}]*(?P<value>\"[^\"]*\"|'[^']*'|[^{SPACE}\"'>]+))?[{SPACE}]*"
+    r"|(?P<junk>(?s:.))"
 )
-_ATTR: Final = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s\"'>]+))?\s*")
+_NAME_START: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_NAME: Final = _NAME_START | frozenset("0123456789-")
+_ALNUM: Final = _NAME - {"-"}
+_DIGITS: Final = frozenset("0123456789")
+_HEX: Final = _DIGITS | frozenset("abcdefABCDEF")
+
+
+def _language_class(value: str) -> bool:
+    """Whether *value* is ``language-`` and a language name (word characters and ``+#.-``)."""
+    name = value.removeprefix("language-")
+    return name != value and bool(name) and all(is_word(char) or char in "+#.-" for char in name)
+
 
 Kind = Literal["open", "close", "entity", "text", "stray"]
 
@@ -71,38 +84,110 @@ def _entity(name: str) -> str | None:
 
 
 def _attributes(raw: str) -> tuple[tuple[tuple[str, str | None], ...], bool]:
-    """The attributes of a tag, and whether all of *raw* parsed as attributes."""
+    """The attributes of a tag, and whether all of *raw* parsed as attributes.
+
+    One pass: the pattern matches an attribute where one starts, else one character
+    (``junk``), so its matches follow each other from the start of *raw* and the
+    first junk is where parsing stops.
+    """
+    if not raw:
+        return (), True
     found: list[tuple[str, str | None]] = []
-    position = 0
-    while position < len(raw):
-        match = _ATTR.match(raw, position)
-        if match is None or match.end() == position:
+    for match in _ATTR.finditer(without_surrogates(raw)):
+        name, value, junk = match.groups()
+        if junk is not None:
             return tuple(found), False
-        value = match.group(2)
         if value is not None and value[:1] in {'"', "'"}:
             value = value[1:-1]
-        found.append((match.group(1).lower(), html.unescape(value) if value is not None else None))
-        position = match.end()
+        found.append((name.lower(), html.unescape(value) if value is not None else None))
     return tuple(found), True
 
 
+def _run(text: str, start: int, chars: frozenset[str]) -> int:
+    """The end of the run of *chars* from *start*."""
+    end = start
+    while end < len(text) and text[end] in chars:
+        end += 1
+    return end
+
+
+@attrs.define
+class _Next:
+    """The next index of one character at or after a moving position (each found once)."""
+
+    text: str
+    char: str
+    at: int = -1
+
+    def after(self, position: int) -> int:
+        if self.at < position:
+            found = self.text.find(self.char, position)
+            self.at = found if found != -1 else len(self.text)
+        return self.at
+
+
+def _tag_end(text: str, start: int, lt: _Next, gt: _Next) -> int | None:
+    """Where the tag at *start* (a ``<``) ends: ``</?NAME>`` or ``</?NAME`` space, no ``<``, then ``>``."""
+    name = start + 2 if text.startswith("</", start) else start + 1
+    if name >= len(text) or text[name] not in _NAME_START:
+        return None
+    after = _run(text, name + 1, _NAME)
+    if after < len(text) and text[after] == ">":
+        return after + 1
+    if after < len(text) and text[after].isspace():
+        close = gt.after(after)
+        return close + 1 if close < lt.after(after) and close < len(text) else None
+    return None
+
+
+def _entity_end(text: str, start: int) -> int | None:
+    """Where the entity at *start* (an ``&``) ends: ``&#DIGITS;``, ``&#xHEX;`` or ``&NAME;``."""
+    if text.startswith("&#", start):
+        if text.startswith(("x", "X"), start + 2):
+            end = _run(text, start + 3, _HEX)
+            size = end - start - 3
+            return end + 1 if 1 <= size <= 7 and text.startswith(";", end) else None
+        end = _run(text, start + 2, _DIGITS)
+        return end + 1 if 1 <= end - start - 2 <= 8 and text.startswith(";", end) else None
+    if start + 1 < len(text) and text[start + 1] in _NAME_START:
+        end = _run(text, start + 2, _ALNUM)
+        return end + 1 if text.startswith(";", end) else None
+    return None
+
+
 def tokens(text: str) -> list[Token]:
-    """*text* as tokens; every character of it belongs to exactly one token."""
+    """*text* as tokens; every character of it belongs to exactly one token.
+
+    A scanner rather than a pattern, in time linear in *text*: a tag is ``<``, an
+    optional ``/``, a name (a letter, then letters, digits and ``-``), and either
+    ``>`` or a space and attributes up to the next ``>`` with no ``<`` before it; an
+    entity is ``&#1;`` to ``&#12345678;``, ``&#x1;`` to ``&#x1234567;`` or ``&name;``;
+    text runs up to the next ``<``, ``>`` or ``&``; any other ``<``, ``>`` or ``&`` is
+    stray.
+    """
     out: list[Token] = []
-    for match in _TOKEN.finditer(text):
-        raw = match.group(0)
-        if match.group("name") is not None:
-            kind: Kind = "close" if match.group("close") else "open"
-            found, complete = _attributes(match.group("attrs") or "")
+    lt, gt, amp = _Next(text, "<"), _Next(text, ">"), _Next(text, "&")
+    position = 0
+    while position < len(text):
+        char = text[position]
+        if char == "<" and (end := _tag_end(text, position, lt, gt)) is not None:
+            raw = text[position:end]
+            kind: Kind = "close" if raw.startswith("</") else "open"
+            name_end = _run(raw, 2 if kind == "close" else 1, _NAME)
+            found, complete = _attributes(raw[name_end:-1])
             malformed = not complete or (kind == "close" and bool(found))
-            out.append(Token(kind, raw, match.group("name").lower(), found, malformed=malformed))
-        elif match.group("entity") is not None:
-            char = _entity(match.group("entity"))
-            out.append(Token("entity", raw, text=char) if char is not None else Token("stray", raw, text=raw))
-        elif match.group("text") is not None:
-            out.append(Token("text", raw, text=raw))
+            out.append(Token(kind, raw, raw[1 if kind == "open" else 2 : name_end].lower(), found, malformed=malformed))
+        elif char == "&" and (end := _entity_end(text, position)) is not None:
+            raw = text[position:end]
+            entity = _entity(raw[1:-1])
+            out.append(Token("entity", raw, text=entity) if entity is not None else Token("stray", raw, text=raw))
+        elif char in "<>&":
+            end = position + 1
+            out.append(Token("stray", char, text=char))
         else:
-            out.append(Token("stray", raw, text=raw))
+            end = min(lt.after(position), gt.after(position), amp.after(position))
+            out.append(Token("text", text[position:end], text=text[position:end]))
+        position = end
     return out
 
 
@@ -139,7 +224,7 @@ def _tag_problem(token: Token, stack: list[Token]) -> str | None:
     if name == "code" and "class" in given:
         if not parents or parents[-1] != "pre":
             return "a language class on <code> outside <pre>"
-        if not _LANGUAGE.fullmatch(given["class"] or ""):
+        if not _language_class(given["class"] or ""):
             return f"bad language class {given['class']!r}"
     if parents and parents[-1] == "pre" and name != "code":
         return f"<{name}> inside <pre>"

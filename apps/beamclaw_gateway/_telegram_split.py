@@ -14,14 +14,11 @@ counted as Telegram counts them: visible text only, in UTF-16 code units.
 from __future__ import annotations
 
 import html
-import re
-from typing import Final
 
 import attrs
 
 from ._telegram_html import LIMIT, Token, tokens, visible_text
 
-_EMPTY_PAIR: Final = re.compile(r"<([a-z][a-z0-9-]*)(?:\s[^<>]*)?></\1>")
 # Cut priorities: a blank line, a line break outside any tag, a line inside a tag
 # (a code block's), a space; 0 is a cut between any two characters.
 _PARAGRAPH, _LINE, _INNER_LINE, _SPACE = 4, 3, 2, 1
@@ -75,13 +72,31 @@ def _best(cuts: list[_Cut], limit: int) -> _Cut | None:
 
 
 def _piece(stack: tuple[Token, ...], body: list[_Atom], closing: tuple[Token, ...]) -> str:
-    text = "".join(t.raw for t in stack) + "".join(a.raw for a in body)
-    text += "".join(f"</{t.name}>" for t in reversed(closing))
-    while True:  # a cut right after an opening tag leaves an empty pair: drop it
-        shorter = _EMPTY_PAIR.sub("", text)
-        if shorter == text:
-            return text
-        text = shorter
+    """The tags open before, the atoms, and closing tags for *closing*, without empty pairs.
+
+    A cut right after an opening tag leaves an empty pair (``<b></b>``, or nested
+    ones): each is dropped, in one pass with a stack (once tokenized, nothing here is
+    a pattern: RE2 has no back-references, and `re` would go over the text again for
+    each level of nesting).
+    """
+    parts: list[tuple[str, Token | None]] = [(t.raw, t) for t in stack]
+    parts += [(a.raw, a.tag) for a in body]
+    parts += [(f"</{t.name}>", None) for t in reversed(closing)]
+    kept: list[tuple[str, Token | None]] = []
+    for raw, tag in parts:
+        if kept and raw.startswith("</") and _opens_empty(kept[-1], raw):
+            kept.pop()
+        else:
+            kept.append((raw, tag))
+    return "".join(raw for raw, _ in kept)
+
+
+def _opens_empty(previous: tuple[str, Token | None], closing: str) -> bool:
+    """Whether *previous* is an opening tag (written in lower case) that *closing* closes."""
+    raw, tag = previous
+    if tag is None or tag.kind != "open":
+        return False
+    return raw[1 : 1 + len(tag.name)] == tag.name and closing == f"</{tag.name}>"
 
 
 def split_html(text: str, limit: int = LIMIT) -> list[str]:
