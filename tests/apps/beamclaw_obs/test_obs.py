@@ -43,7 +43,7 @@ def test_emit_outside_trio_does_not_raise() -> None:
 async def test_events_reach_every_backend_scrubbed(tmp_path: Path) -> None:
     sink: list[obs.ObsEvent] = []
     async with sv.open_supervisor(_tree(tmp_path, sink)):
-        obs.emit("tool_call_result", tool="curl", result="token=abcd1234 and sk-abcdefghijklmnopqrstuvwxyz")
+        obs.emit("tool_call_result", tool="curl", result="token=abcd1234 and sk-Zq8vT3xLmN4pR7sK2wY9aB6c")
         await trio.testing.wait_all_tasks_blocked()
         (event,) = [e for e in sink if e.name == "tool_call_result"]
         assert event.data == {"tool": "curl", "result": "token=[REDACTED] and [REDACTED]"}

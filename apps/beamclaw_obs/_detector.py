@@ -1,0 +1,135 @@
+"""Find secrets in a text with a `RuleSet`, the way gitleaks' ``detectRule`` does.
+
+`scan` returns two lists of spans: the secrets to redact, and every span any rule's
+regex matched, kept or not. The stream scrubber needs the second: a match that was
+dropped (too little entropy so far, say) may become a secret once more text arrives,
+so a stream must never be cut through one.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from functools import cache
+from importlib import resources
+from typing import Any, Final, final
+
+import attrs
+from loguru import logger
+
+from ._rules import Rule, RuleSet, load_rules
+
+#: The rule files shipped in ``beamclaw_obs/rules``, in the order they are read.
+RULE_FILES: Final = ("gitleaks.toml", "beamclaw.toml")
+
+#: How far around a match the "line" of a line-target allowlist reaches, each way.
+#: gitleaks takes the whole line; a bound keeps the work per finding constant on a
+#: megabyte without a newline.
+_LINE_REACH: Final = 512
+
+Span = tuple[int, int]
+
+
+@final
+@attrs.frozen
+class Scan:
+    """What one pass of the rules found: secrets to redact, and every regex match."""
+
+    secrets: list[Span]
+    matches: list[Span]
+
+
+@cache
+def default_rules() -> RuleSet:
+    """The packaged rule files, compiled once; each rule that could not be used is logged."""
+    package = resources.files("beamclaw_obs").joinpath("rules")
+    rules = load_rules(package.joinpath(name).read_text(encoding="utf-8") for name in RULE_FILES)
+    for rule_id, why in rules.skipped:
+        logger.warning("scrubber rule {} not used: {}", rule_id, why)
+    return rules
+
+
+def shannon_entropy(secret: str) -> float:
+    """gitleaks' entropy: frequencies of characters, over the length in UTF-8 bytes."""
+    if not secret:
+        return 0.0
+    size = len(secret.encode("utf-8", "surrogatepass"))
+    return -sum(n / size * math.log2(n / size) for n in Counter(secret).values())
+
+
+def _secret_span(rule: Rule, text: str, start: int, end: int) -> Span:
+    """The part of the match *text[start:end]* that is the secret (gitleaks' choice).
+
+    gitleaks runs the regex again on the match alone and takes ``secretGroup``, else
+    the first capture group that caught something, else the whole match.
+    """
+    if rule.regex.groups == 0:
+        return start, end
+    again = rule.regex.search(text[start:end])
+    if again is None:
+        return start, end
+    if rule.secret_group:
+        group_start, group_end = again.span(rule.secret_group)
+        return (start + group_start, start + group_end) if group_start >= 0 else (start, start)
+    for group in range(1, rule.regex.groups + 1):
+        group_start, group_end = again.span(group)
+        if group_end > group_start >= 0:
+            return start + group_start, start + group_end
+    return start, end
+
+
+def _line(text: str, start: int, end: int) -> str:
+    lo = max(0, start - _LINE_REACH)
+    hi = min(len(text), end + _LINE_REACH)
+    first = text.rfind("\n", lo, start) + 1 or lo
+    last = text.find("\n", end, hi)
+    return text[first : hi if last < 0 else last]
+
+
+def _allowed(rules: RuleSet, rule: Rule, text: str, match: Span, secret: Span) -> bool:
+    value = text[secret[0] : secret[1]]
+    whole = text[match[0] : match[1]]
+    line = ""
+    for allowlist in (*(rules.allowlists if rule.global_allowlists else ()), *rule.allowlists):
+        if allowlist.target == "line" and not line:
+            line = _line(text, *match)
+        if allowlist.allows(value, whole, line):
+            return True
+    return False
+
+
+def subject(text: str) -> tuple[Any, Any]:
+    """(what to run RE2 on, its lower-cased form) for *text*."""
+    # RE2 works on UTF-8 bytes. An ASCII text is encoded once for all rules and byte
+    # offsets are character offsets; otherwise each regex call encodes and maps back.
+    if text.isascii():
+        data = text.encode("ascii")
+        return data, data.lower()
+    return text, text.lower()
+
+
+def scan(text: str, rules: RuleSet) -> Scan:
+    """Run every rule whose keywords are in *text*; see `Scan`."""
+    data, lowered = subject(text)
+    secrets: list[Span] = []
+    matches: list[Span] = []
+    for rule in rules.candidates(lowered):
+        for found in rule.regex.finditer(data):
+            start, end = found.span()
+            if end == start:
+                continue
+            matches.append((start, end))
+            # gitleaks trims newlines off the match before it looks at the secret.
+            while start < end and text[start] == "\n":
+                start += 1
+            while end > start and text[end - 1] == "\n":
+                end -= 1
+            secret = _secret_span(rule, text, start, end)
+            if secret[1] <= secret[0]:
+                continue
+            if rule.entropy and shannon_entropy(text[secret[0] : secret[1]]) <= rule.entropy:
+                continue
+            if _allowed(rules, rule, text, (start, end), secret):
+                continue
+            secrets.append(secret)
+    return Scan(secrets, matches)
