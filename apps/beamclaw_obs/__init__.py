@@ -3,7 +3,8 @@
 ``emit(name, **data)`` casts to the manager, which scrubs the payload and fans it
 out to every process in the backends group (the loguru log backend, the Prometheus
 metrics backend, and any `Backend` a test or another app starts). The scrubber
-lives here, at the bottom of the app graph, so every app can apply it.
+(`scrub`, `scrub_data`, `register_secret`, and `StreamScrubber` for text that arrives
+in pieces) lives here, at the bottom of the app graph, so every app can apply it.
 """
 
 from ._backend import Backend
@@ -12,6 +13,7 @@ from ._event import ObsEvent
 from ._log_backend import format_event, install_scrubbing_patcher
 from ._metrics_backend import metrics_text
 from ._scrubber import REDACTED, register_secret, scrub, scrub_data
+from ._stream_scrubber import StreamScrubber
 from ._tree import supervision_tree
 
 __all__ = [
@@ -20,6 +22,7 @@ __all__ = [
     "REDACTED",
     "Backend",
     "ObsEvent",
+    "StreamScrubber",
     "dropped_events",
     "emit",
     "format_event",

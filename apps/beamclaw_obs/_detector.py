@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from typing import Any, Final, final
 
 import attrs
 from loguru import logger
 
-from ._rules import Rule, RuleSet, load_rules
+from ._rules import Allowlist, Rule, RuleSet, load_rules
 
 #: The rule files shipped in ``beamclaw_obs/rules``, in the order they are read.
 RULE_FILES: Final = ("gitleaks.toml", "beamclaw.toml")
@@ -57,24 +57,46 @@ def shannon_entropy(secret: str) -> float:
     return -sum(n / size * math.log2(n / size) for n in Counter(secret).values())
 
 
-def _secret_span(rule: Rule, text: str, start: int, end: int) -> Span:
-    """The part of the match *text[start:end]* that is the secret (gitleaks' choice).
+def _secret_span(rule: Rule, match: str) -> Span:
+    """Where in *match* the secret is (gitleaks' choice).
 
     gitleaks runs the regex again on the match alone and takes ``secretGroup``, else
     the first capture group that caught something, else the whole match.
     """
     if rule.regex.groups == 0:
-        return start, end
-    again = rule.regex.search(text[start:end])
+        return 0, len(match)
+    again = rule.regex.search(match)
     if again is None:
-        return start, end
+        return 0, len(match)
     if rule.secret_group:
-        group_start, group_end = again.span(rule.secret_group)
-        return (start + group_start, start + group_end) if group_start >= 0 else (start, start)
+        start, end = again.span(rule.secret_group)
+        return (start, end) if start >= 0 else (0, 0)
     for group in range(1, rule.regex.groups + 1):
-        group_start, group_end = again.span(group)
-        if group_end > group_start >= 0:
-            return start + group_start, start + group_end
+        start, end = again.span(group)
+        if end > start >= 0:
+            return start, end
+    return 0, len(match)
+
+
+def _allowlists(rules: RuleSet, rule: Rule) -> tuple[Allowlist, ...]:
+    return (*(rules.allowlists if rule.global_allowlists else ()), *rule.allowlists)
+
+
+@lru_cache(maxsize=4096)
+def _judge(rules: RuleSet, rule: Rule, match: str) -> Span | None:
+    """The secret's place in *match*, or None if entropy or an allowlist drops it.
+
+    Allowlists that look at the line are left to the caller: all else depends on the
+    match alone, so a stream, which sees each match in several windows, judges it once.
+    """
+    start, end = _secret_span(rule, match)
+    secret = match[start:end]
+    if not secret:
+        return None
+    if rule.entropy and shannon_entropy(secret) <= rule.entropy:
+        return None
+    if any(a.target != "line" and a.allows(secret, match, "") for a in _allowlists(rules, rule)):
+        return None
     return start, end
 
 
@@ -86,15 +108,13 @@ def _line(text: str, start: int, end: int) -> str:
     return text[first : hi if last < 0 else last]
 
 
-def _allowed(rules: RuleSet, rule: Rule, text: str, match: Span, secret: Span) -> bool:
-    value = text[secret[0] : secret[1]]
-    whole = text[match[0] : match[1]]
+def _allowed_on_line(rules: RuleSet, rule: Rule, text: str, match: Span, secret: Span) -> bool:
     line = ""
-    for allowlist in (*(rules.allowlists if rule.global_allowlists else ()), *rule.allowlists):
-        if allowlist.target == "line" and not line:
-            line = _line(text, *match)
-        if allowlist.allows(value, whole, line):
-            return True
+    for allowlist in _allowlists(rules, rule):
+        if allowlist.target == "line":
+            line = line or _line(text, *match)
+            if allowlist.allows(text[secret[0] : secret[1]], text[match[0] : match[1]], line):
+                return True
     return False
 
 
@@ -108,13 +128,17 @@ def subject(text: str) -> tuple[Any, Any]:
     return text, text.lower()
 
 
-def scan(text: str, rules: RuleSet) -> Scan:
-    """Run every rule whose keywords are in *text*; see `Scan`."""
+def scan(text: str, rules: RuleSet, begin: int = 0) -> Scan:
+    """Run every rule whose keywords are in *text*; see `Scan`.
+
+    Only matches that begin at *begin* or later are found; the text before it is
+    context (for a word boundary, say), as when the text is a window of a stream.
+    """
     data, lowered = subject(text)
     secrets: list[Span] = []
     matches: list[Span] = []
     for rule in rules.candidates(lowered):
-        for found in rule.regex.finditer(data):
+        for found in rule.regex.finditer(data, begin):
             start, end = found.span()
             if end == start:
                 continue
@@ -124,12 +148,11 @@ def scan(text: str, rules: RuleSet) -> Scan:
                 start += 1
             while end > start and text[end - 1] == "\n":
                 end -= 1
-            secret = _secret_span(rule, text, start, end)
-            if secret[1] <= secret[0]:
+            judged = _judge(rules, rule, text[start:end])
+            if judged is None:
                 continue
-            if rule.entropy and shannon_entropy(text[secret[0] : secret[1]]) <= rule.entropy:
-                continue
-            if _allowed(rules, rule, text, (start, end), secret):
+            secret = (start + judged[0], start + judged[1])
+            if rule.line_allowlists and _allowed_on_line(rules, rule, text, (start, end), secret):
                 continue
             secrets.append(secret)
     return Scan(secrets, matches)

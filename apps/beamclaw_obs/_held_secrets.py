@@ -113,16 +113,15 @@ def _widen(text: str, start: int, end: int) -> Span:
     return start, end
 
 
-def held_spans(text: str, subject: Any = None) -> list[Span]:
-    """Where a held value (in any of its forms) occurs in *text*.
+def held_spans(text: str, begin: int = 0) -> list[Span]:
+    """Where a held value (in any of its forms) occurs in *text*, from *begin* on.
 
-    *subject* is *text* already encoded to ASCII bytes, if it is ASCII (saves a copy).
     Spans of different alternations may overlap; the caller merges them.
     """
     patterns, base64_forms = _patterns, _base64_forms
     spans = []
     for pattern in patterns:
-        for found in pattern.finditer(text if subject is None else subject):
+        for found in pattern.finditer(text, begin):
             start, end = found.span()
             if text[start:end] in base64_forms:
                 start, end = _widen(text, start, end)

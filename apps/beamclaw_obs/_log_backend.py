@@ -1,12 +1,18 @@
 """The log backend: one structured loguru line per event, also to a rotating file.
 
 Starting it also installs the scrubber as loguru's patcher, so every log line of the
-process (not only events) is scrubbed before any sink sees it.
+process (not only events) is scrubbed before any sink sees it: the message, the bound
+extra values, and the messages and notes of a logged exception and of every exception
+chained to it or grouped in it (a traceback prints them all). Tracebacks never show
+the values of local variables (loguru's ``diagnose``), which the scrubber never sees:
+every sink added here has ``diagnose=False``, and loguru's own default stderr sink
+(added at import with ``diagnose=True``) is replaced by one without it.
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any, Final
 
@@ -23,18 +29,61 @@ _ERROR_EVENTS: Final = frozenset({"intensity_exceeded"})
 _WARNING_EVENTS: Final = frozenset({"start_failed", "auto_shutdown", "shutdown_overrun", "history_repaired"})
 
 
+#: loguru's default sink: stderr, added when loguru is imported, with ``diagnose=True``.
+_LOGURU_DEFAULT_SINK: Final = 0
+#: Exceptions looked at in one chain (causes, contexts, groups), at most.
+_CHAIN_LIMIT: Final = 100
+
+
+def _scrub_exception(exception: BaseException) -> None:
+    """Scrub the strings a traceback prints of *exception* and the exceptions linked to it.
+
+    The traceback text is formatted by the sink, after the patcher; what it shows of
+    each exception comes from its ``args`` (``str(exception)``), its notes and, for an
+    `OSError`, its file names. They are replaced in place, the exception is the same.
+    """
+    seen: set[int] = set()
+    todo = [exception]
+    while todo and len(seen) < _CHAIN_LIMIT:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        try:
+            current.args = tuple(scrub_data(current.args))
+            notes = getattr(current, "__notes__", None)
+            if isinstance(notes, list):
+                notes[:] = scrub_data(notes)
+            if isinstance(current, OSError) and current.filename is not None:
+                current.filename = scrub_data(current.filename)
+                if current.filename2 is not None:
+                    current.filename2 = scrub_data(current.filename2)
+        except (AttributeError, TypeError):  # an exception class that refuses: keep going
+            pass
+        todo += [e for e in (current.__cause__, current.__context__) if e is not None]
+        if isinstance(current, BaseExceptionGroup):
+            todo += current.exceptions
+
+
 def _scrub_record(record: Any) -> None:
     record["message"] = scrub(record["message"])
     record["extra"] = scrub_data(record["extra"])
     if record["exception"] is not None and record["exception"].value is not None:
-        # The traceback text is formatted by the sink; scrub the message it carries.
-        value = record["exception"].value
-        value.args = tuple(scrub(a) if isinstance(a, str) else a for a in value.args)
+        _scrub_exception(record["exception"].value)
 
 
 def install_scrubbing_patcher() -> None:
     """Make every loguru record pass through the scrubber (idempotent)."""
     logger.configure(patcher=_scrub_record)
+
+
+def _replace_default_sink() -> None:
+    """Swap loguru's default stderr sink, if still there, for one that shows no local variables."""
+    try:
+        logger.remove(_LOGURU_DEFAULT_SINK)
+    except ValueError:
+        return  # already removed: the command line installs its own sinks
+    logger.add(sys.stderr, level="DEBUG", diagnose=False, backtrace=True)
 
 
 def _level(event: ObsEvent) -> str:
@@ -62,6 +111,7 @@ def format_event(event: ObsEvent) -> str:
 class LogBackend(Backend):
     def setup(self, log_file: Path | None, level: str) -> int | None:
         install_scrubbing_patcher()
+        _replace_default_sink()
         if log_file is None:
             return None
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

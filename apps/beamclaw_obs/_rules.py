@@ -19,6 +19,9 @@ newer gitleaks file drops in unchanged. A rule means here what it means to gitle
   never match a text (it has neither), so an ``AND`` allowlist that needs one never
   allows, and a rule with a ``path`` and no ``regex`` (a file-name rule) is skipped.
 
+``[extend] disabledRules`` in any source leaves those rules of every source out (a
+source can replace a rule of another), and they are named in `RuleSet.disabled`.
+
 One key is ours (gitleaks ignores keys it does not know): ``skipGlobalAllowlists =
 true`` exempts a rule from the global allowlists, for a rule whose secret may be as
 short as one letter (a URL's password), which gitleaks' global allowlist lets through.
@@ -93,7 +96,7 @@ class Allowlist:
 
 
 @final
-@attrs.frozen
+@attrs.frozen(eq=False)  # compared and hashed by identity: a cache key
 class Rule:
     """One detection rule: a regex, which part of a match is the secret, and its filters."""
 
@@ -104,10 +107,12 @@ class Rule:
     keywords: tuple[str, ...]
     allowlists: tuple[Allowlist, ...]
     global_allowlists: bool = True
+    #: Whether some allowlist of the rule (or a global one) looks at the line.
+    line_allowlists: bool = False
 
 
 @final
-@attrs.frozen
+@attrs.frozen(eq=False)  # compared and hashed by identity: a cache key
 class RuleSet:
     """Rules, the allowlists that apply to all of them, and the keyword prefilter.
 
@@ -117,6 +122,7 @@ class RuleSet:
     rules: tuple[Rule, ...]
     allowlists: tuple[Allowlist, ...]
     skipped: tuple[tuple[str, str], ...]
+    disabled: tuple[str, ...] = ()
     _keyword_set: Any = attrs.field(init=False, default=None)
     _keyword_rules: tuple[tuple[int, ...], ...] = attrs.field(init=False, default=())
     _always: tuple[int, ...] = attrs.field(init=False, default=())
@@ -211,11 +217,14 @@ def load_rules(sources: Iterable[str]) -> RuleSet:
                 targeted.setdefault(rule_id, []).append(allowlist)
             if not entry.get("targetRules"):
                 global_lists.append(allowlist)
+    disabled = {str(i) for table in tables for i in (table.get("extend") or {}).get("disabledRules") or ()}
     rules: list[Rule] = []
     skipped: list[tuple[str, str]] = []
     for table in tables:
         for entry in table.get("rules") or ():
             rule_id = str(entry.get("id", "?"))
+            if rule_id in disabled:
+                continue
             if not entry.get("regex"):
                 skipped.append((rule_id, "matches file paths only; a text has none"))
                 continue
@@ -223,4 +232,15 @@ def load_rules(sources: Iterable[str]) -> RuleSet:
                 rules.append(_rule(entry, targeted.get(rule_id, ())))
             except (re2.error, ValueError, KeyError, TypeError) as error:
                 skipped.append((rule_id, f"{type(error).__name__}: {error}"))
-    return RuleSet(rules=tuple(rules), allowlists=tuple(global_lists), skipped=tuple(skipped))
+    global_line = any(a.target == "line" for a in global_lists)
+    rules = [
+        attrs.evolve(
+            rule,
+            line_allowlists=any(a.target == "line" for a in rule.allowlists)
+            or (rule.global_allowlists and global_line),
+        )
+        for rule in rules
+    ]
+    return RuleSet(
+        rules=tuple(rules), allowlists=tuple(global_lists), skipped=tuple(skipped), disabled=tuple(sorted(disabled))
+    )

@@ -30,17 +30,20 @@ __all__ = ["REDACTED", "find_spans", "register_secret", "scrub", "scrub_data"]
 _SHORTEST: Final = min(MIN_LENGTH, 8)
 
 
-def find_spans(text: str) -> tuple[list[Span], list[Span]]:
-    """(merged spans to redact, every span a rule matched or a held value occupies) in *text*."""
+def find_spans(text: str, start: int = 0) -> tuple[list[Span], list[Span]]:
+    """(merged spans to redact, every span a rule matched or a held value occupies) in *text*.
+
+    Only what begins at *start* or later is found; the text before it is context.
+    """
     rules = default_rules()
-    found = scan(text, rules)
+    found = scan(text, rules, start)
     secrets, matches = list(found.secrets), list(found.matches)
     if "\\" in text:
-        escaped = scan(unescaped_view(text), rules)
+        escaped = scan(unescaped_view(text), rules, start)
         secrets += escaped.secrets
         matches += escaped.matches
     secrets = [to_token_end(text, span) for span in secrets]
-    held = held_spans(text)
+    held = held_spans(text, start)
     return merge(secrets + held), matches + secrets + held
 
 

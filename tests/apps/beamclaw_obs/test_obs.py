@@ -140,3 +140,31 @@ async def test_a_logged_traceback_never_shows_local_variables(tmp_path: Path) ->
     assert "the crash, logged with its traceback" in text and "_crash_holding" in text  # the traceback is there
     assert "ValueError: a crash holding 28 characters" in text
     assert marker not in text  # but not the values of its variables (loguru's diagnose)
+
+
+# Built from pieces: a traceback prints the source line of each raise, and a secret
+# written there literally would be in the log whatever the scrubber does.
+_CHAIN_SECRETS = (
+    "Pa55-" + "inner-w0rd",
+    "ghp_" + "Zq8vT3xLmN4pR7sK2wY9aB6cD1eF0gH5iJ7k",
+    "hunter2-" + "in-a-note",
+    "Kq81" + "Zx09Lm77",
+)
+
+
+async def test_a_logged_exception_chain_is_scrubbed_whole(tmp_path: Path) -> None:
+    inner_pw, token, note_pw, file_key = _CHAIN_SECRETS
+    async with sv.open_supervisor(_tree(tmp_path, [])):
+        try:
+            try:
+                raise ValueError(f"connect postgres://app:{inner_pw}@db/x")
+            except ValueError as inner:
+                outer = RuntimeError(f"retry failed, token={token}")
+                outer.add_note(f"password: {note_pw}")
+                raise ExceptionGroup("several", [outer, OSError(2, "missing", f"/tmp/api_key={file_key}")]) from inner
+        except ExceptionGroup:
+            logger.opt(exception=True).error("the crash")
+        await trio.testing.wait_all_tasks_blocked()
+    text = (tmp_path / "logs" / "beamclaw.log").read_text()
+    assert "the crash" in text and "retry failed" in text
+    assert [secret for secret in _CHAIN_SECRETS if secret in text] == []
