@@ -40,9 +40,12 @@ Span = tuple[int, int]
 
 _lock = threading.Lock()
 _values: set[str] = set()
-_base64_forms: frozenset[str] = frozenset()
-_patterns: tuple[Any, ...] = ()
+_literal_forms: set[str] = set()
+_encoded_forms: set[str] = set()
 _longest = 0
+#: (alternations, base64 forms), rebuilt on first use after a value was added: a
+#: daemon registers its secrets one by one at start, and compiles them once.
+_compiled: tuple[tuple[Any, ...], frozenset[str]] | None = ((), frozenset())
 
 
 def _base64_forms_of(raw: bytes) -> set[str]:
@@ -77,23 +80,33 @@ def _alternations(forms: list[str]) -> tuple[Any, ...]:
 def register_secret(value: str) -> None:
     """Redact *value* from now on, wherever and however encoded it appears.
 
-    Values shorter than `MIN_LENGTH` characters are ignored. Thread-safe.
+    Values shorter than `MIN_LENGTH` characters are ignored. Thread-safe and cheap:
+    the matcher is rebuilt once, when next used.
     """
-    global _base64_forms, _patterns, _longest
+    global _longest, _compiled
     if len(value) < MIN_LENGTH:
         return
     with _lock:
         if value in _values:
             return
         _values.add(value)
-        literal: set[str] = set()
-        encoded: set[str] = set()
-        for held in _values:
-            more_literal, more_encoded = forms_of(held)
-            literal |= more_literal
-            encoded |= more_encoded
-        forms = sorted(literal | encoded, key=len, reverse=True)  # the longest form wins a tie
-        _base64_forms, _patterns, _longest = frozenset(encoded - literal), _alternations(forms), len(forms[0])
+        literal, encoded = forms_of(value)
+        _literal_forms.update(literal)
+        _encoded_forms.update(encoded)
+        _longest = max(_longest, *map(len, literal | encoded))
+        _compiled = None
+
+
+def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
+    global _compiled
+    compiled = _compiled
+    if compiled is None:
+        with _lock:
+            if _compiled is None:
+                forms = sorted(_literal_forms | _encoded_forms, key=len, reverse=True)  # the longest wins a tie
+                _compiled = (_alternations(forms), frozenset(_encoded_forms - _literal_forms))
+            compiled = _compiled
+    return compiled
 
 
 def longest_form() -> int:
@@ -118,7 +131,7 @@ def held_spans(text: str, begin: int = 0) -> list[Span]:
 
     Spans of different alternations may overlap; the caller merges them.
     """
-    patterns, base64_forms = _patterns, _base64_forms
+    patterns, base64_forms = _matcher()
     spans = []
     for pattern in patterns:
         for found in pattern.finditer(text, begin):

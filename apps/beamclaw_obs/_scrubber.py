@@ -26,8 +26,9 @@ from ._spans import REDACTED, merge, redact, to_token_end
 
 __all__ = ["REDACTED", "find_spans", "register_secret", "scrub", "scrub_data"]
 
-#: No credential fits in fewer characters than this (and held values are longer).
-_SHORTEST: Final = min(MIN_LENGTH, 8)
+#: Shorter texts are left as they are: no credential worth a rule fits in them, and
+#: held values are at least this long.
+_SHORTEST: Final = MIN_LENGTH
 
 
 def find_spans(text: str, start: int = 0) -> tuple[list[Span], list[Span]]:

@@ -46,27 +46,34 @@ class StreamScrubber:
     The concatenation of the returned strings is the scrubbed stream. Not thread-safe:
     one scrubber per stream.
 
-    What is held back: the last *hold* characters (at least the longest encoded form of
-    a held secret), and before them the rest of a token (a run without white space, up
+    What is held back: the last *hold* characters (more if a held secret has a longer
+    encoded form), and before them the rest of a token (a run without white space, up
     to 1,024 characters) and any text a rule's regex matches or may still match, such as
     a private key block whose END line has not come yet. Output comes in steps of at
-    least 64 characters.
+    least 128 characters.
 
-    Cost: each scan covers the held text, and scans are spaced so that the held text
-    grows by a quarter (at least 64 characters) between two of them: N characters in
-    any chunking cost O(N) scanning in windows of O(hold) characters (more only while a
-    possible secret is held, up to *max_hold*), not O(N²).
+    Cost: each scan looks at the held text only (with 512 characters of what was let
+    out before it as context), and scans are spaced so that the held text grows by a
+    quarter, at least 128 characters, between two of them: N characters in any chunking
+    cost O(N) scanning in windows of O(hold) characters (O(max_hold) while a possible
+    secret is held), not O(N²).
 
-    Guarantee: the result equals ``scrub(whole_text)`` when no single held stretch
-    exceeds *max_hold* characters (tested with random texts, planted credentials and
-    random chunkings) — scrubbing depends on left context, so in principle a window's
-    scan can differ from the whole text's at its left edge, which these conditions
-    make immaterial for every rule we ship. Past *max_hold* (a private key or a
-    token longer than that, still going), the held text is let out scrubbed, and the
-    match that kept it is redacted to its end: for a token, up to the first character
-    that cannot be in a token; for a private key block, up to its END line or the
-    first character that cannot be in a key body. That may take more than ``scrub``
-    would, never less.
+    Guarantee (what the tests check, with random texts, planted credentials of every
+    format, JSON-escaped or not, and random chunkings): no planted secret comes out,
+    and the result equals ``scrub(whole_text)`` as long as no held stretch exceeds
+    *max_hold*. Why: the text is only ever cut where no match of any rule crosses, and
+    each window is scanned from the cut on with the text before it as context, so it
+    finds what the whole text's scan finds there. Where that could fail is a rule
+    whose match reaches further than a window (gitleaks' greedy curl-auth-user, which
+    is why we replace it with a lazy copy) or that depends on a keyword far away; then
+    each part is scrubbed as ``scrub`` would scrub it alone.
+
+    Past *max_hold* (a private key or a token longer than that, still going), the held
+    text is let out scrubbed, and the match that kept it is redacted to its end: for a
+    token, up to the first character that cannot be in a token; for a private key
+    block, up to its END line or the first character that cannot be in a key body.
+    That may take more than ``scrub`` would (``"sk-" * 400_000`` goes whole, where
+    ``scrub`` finds too little entropy in it), never less.
 
     Args:
         hold: characters always held back at the end (the longest match that a rule
