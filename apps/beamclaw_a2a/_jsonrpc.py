@@ -16,9 +16,11 @@ from typing import Any, Final
 
 import attrs
 
+import beamclaw_obs as obs
+
 from ._card import agent_card
 from ._config import A2AConfig
-from ._tasks import TERMINAL, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
+from ._tasks import STATES, TERMINAL, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
 from ._worker import start_task
 
 PARSE_ERROR: Final = -32700
@@ -39,6 +41,13 @@ _V03: Final = {
     "tasks/resubscribe": "subscribe", "agent/getAuthenticatedExtendedCard": "card",
 }  # fmt: skip
 _PUSH: Final = ("TaskPushNotificationConfig", "tasks/pushNotificationConfig/")
+#: The most characters of message text a task takes, unless the caller says otherwise (the
+#: gateway passes its ``gateway.http.max_user_chars``, the cap on chat text).
+MAX_TEXT_CHARS: Final = 32_000
+#: Ids (task, context) are at most this long: they are stored, and echoed in errors.
+_MAX_ID: Final = 128
+#: Page tokens are offsets this server issued: a few digits.
+_MAX_PAGE_TOKEN_DIGITS: Final = 9
 
 
 class RpcError(Exception):
@@ -99,27 +108,102 @@ class _Shape:
         return self.task(task) if self.legacy else {"task": self.task(task)}
 
 
-def _text(params: dict[str, Any]) -> tuple[str, str]:
+def _object(params: dict[str, Any], key: str) -> dict[str, Any]:
+    value = params.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise RpcError(INVALID_PARAMS, f"params.{key} must be an object")
+    return value
+
+
+def _short(value: str) -> str:
+    """*value* for an error message: at most 64 characters of it."""
+    return repr(value if len(value) <= 64 else value[:64] + "...")
+
+
+def _id(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value or len(value) > _MAX_ID or not value.isprintable():
+        raise RpcError(INVALID_PARAMS, f"{where} must be a printable string of 1 to {_MAX_ID} characters")
+    return value
+
+
+def _text(params: dict[str, Any], max_chars: int) -> tuple[str, str]:
+    """The message's text (its text parts, joined) and its context id, checked."""
     message = params.get("message")
     if not isinstance(message, dict):
         raise RpcError(INVALID_PARAMS, "params.message must be an object")
     parts = message.get("parts")
     if not isinstance(parts, list) or not parts:
         raise RpcError(INVALID_PARAMS, "params.message.parts must be a non-empty list")
-    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
-    if not texts or not "".join(texts).strip():
+    texts = []
+    for index, part in enumerate(parts):
+        if not isinstance(part, dict):
+            raise RpcError(INVALID_PARAMS, f"params.message.parts[{index}] must be an object")
+        if "text" in part:  # a file or data part has none, and is not read
+            if not isinstance(part["text"], str):
+                raise RpcError(INVALID_PARAMS, f"params.message.parts[{index}].text must be a string")
+            texts.append(part["text"])
+    text = "\n".join(texts)
+    if len(text) > max_chars:
+        raise RpcError(
+            INVALID_PARAMS, f"params.message has {len(text)} characters of text; at most {max_chars} are accepted"
+        )
+    if not text.strip():
         raise RpcError(INVALID_PARAMS, "params.message has no text part")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise RpcError(
+            INVALID_PARAMS, f"params.message text holds a lone surrogate at character {exc.start}; send valid Unicode"
+        ) from None
     context_id = message.get("contextId") or uuid.uuid4().hex
-    if not isinstance(context_id, str) or len(context_id) > 128:
-        raise RpcError(INVALID_PARAMS, "params.message.contextId must be a string of at most 128 characters")
-    return "\n".join(texts), context_id
+    _id(context_id, "params.message.contextId")
+    # Stored, and the conversation's key: a credential-like id would be stored raw, and
+    # scrubbed it would merge conversations.
+    if obs.scrub(context_id) != context_id:
+        raise RpcError(INVALID_PARAMS, "params.message.contextId looks like a credential; use an opaque id (a UUID)")
+    return text, context_id
 
 
 def _task_id(params: dict[str, Any]) -> str:
-    task_id = params.get("id")
-    if not isinstance(task_id, str) or not task_id:
-        raise RpcError(INVALID_PARAMS, "params.id must be a task id")
-    return task_id
+    return _id(params.get("id"), "params.id")
+
+
+def _flag(options: dict[str, Any], key: str, where: str) -> bool | None:
+    value = options.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise RpcError(INVALID_PARAMS, f"{where}.{key} must be true or false")
+    return value
+
+
+def _count(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+    value = params.get(key, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise RpcError(INVALID_PARAMS, f"params.{key} must be an integer from {low} to {high}")
+    return value
+
+
+def _page_offset(params: dict[str, Any]) -> int:
+    token = params.get("pageToken")
+    if token is None or token == "":
+        return 0
+    if not isinstance(token, str) or not token.isascii() or not token.isdigit() or len(token) > _MAX_PAGE_TOKEN_DIGITS:
+        raise RpcError(INVALID_PARAMS, "params.pageToken must be a nextPageToken from an earlier ListTasks")
+    return int(token)
+
+
+def _state_filter(params: dict[str, Any]) -> str | None:
+    state = params.get("status")
+    if state is None or state == "":
+        return None
+    name = state.removeprefix("TASK_STATE_").lower().replace("_", "-") if isinstance(state, str) else None
+    if name not in STATES:
+        known = ", ".join(sorted("TASK_STATE_" + s.upper().replace("-", "_") for s in STATES))
+        raise RpcError(INVALID_PARAMS, f"params.status must be one of {known}")
+    return name
 
 
 async def _get(task_id: str) -> TaskRecord:
@@ -148,20 +232,32 @@ class A2AService:
     def card(self, base_url: str) -> dict[str, Any]:
         return agent_card(self.config, base_url, self.version)
 
-    async def handle(self, body: bytes | str, base_url: str) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
-        """One JSON-RPC request; a dict, or an async iterator of dicts for streaming methods."""
+    async def handle(
+        self, body: bytes | str, base_url: str, max_text_chars: int = MAX_TEXT_CHARS
+    ) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
+        """One JSON-RPC request; a dict, or an async iterator of dicts for streaming methods.
+
+        Every bad request is a JSON-RPC error saying what was wrong, never an exception;
+        a message with more than *max_text_chars* characters of text is refused.
+        """
         try:
-            request = json.loads(body)
-        except ValueError as exc:
+            # Decoded here: given bytes, json.loads would also take UTF-16 and UTF-32.
+            request = json.loads(body.decode() if isinstance(body, bytes) else body, parse_constant=_no_constant)
+        except RecursionError:
+            return _error(None, PARSE_ERROR, "parse error: the JSON is nested too deeply")
+        except UnicodeDecodeError:
+            return _error(None, PARSE_ERROR, "parse error: the body is not UTF-8")
+        except ValueError as exc:  # includes numbers of more than 4,300 digits
             return _error(None, PARSE_ERROR, f"parse error: {exc}")
+        rid = request.get("id") if isinstance(request, dict) else None
+        if rid is not None and (isinstance(rid, bool) or not isinstance(rid, (str, int))):
+            return _error(None, INVALID_REQUEST, "invalid request: the id must be a string, an integer or null")
         if (
             not isinstance(request, dict)
             or request.get("jsonrpc") != "2.0"
             or not isinstance(request.get("method"), str)
         ):
-            rid = request.get("id") if isinstance(request, dict) else None
             return _error(rid, INVALID_REQUEST, 'invalid request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
-        rid = request.get("id")
         method = request["method"]
         params = request.get("params", {})
         if not isinstance(params, dict):
@@ -171,9 +267,9 @@ class A2AService:
                 raise RpcError(PUSH_NOT_SUPPORTED, "push notifications are not supported by this agent")
             action = _V1.get(method) or _V03.get(method)
             if action is None:
-                raise RpcError(METHOD_NOT_FOUND, f"method {method!r} not found")
+                raise RpcError(METHOD_NOT_FOUND, f"method {_short(method)} not found")
             shape = _Shape(legacy=method in _V03)
-            result = await self._dispatch(action, params, shape, base_url)
+            result = await self._dispatch(action, params, shape, base_url, max_text_chars)
         except RpcError as exc:
             return _error(rid, exc.code, str(exc))
         if isinstance(result, dict):
@@ -181,20 +277,22 @@ class A2AService:
         return _wrap(rid, result)
 
     async def _dispatch(
-        self, action: str, params: dict[str, Any], shape: _Shape, base_url: str
+        self, action: str, params: dict[str, Any], shape: _Shape, base_url: str, max_text_chars: int
     ) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
         match action:
             case "card":
                 return self.card(base_url)
             case "send" | "stream":
-                text, context_id = _text(params)
+                text, context_id = _text(params, max_text_chars)
+                configuration = _object(params, "configuration")
+                return_at_once = _flag(configuration, "returnImmediately", "params.configuration")
+                blocking = _flag(configuration, "blocking", "params.configuration")
                 record: TaskRecord = await task_call("create", context_id, text)
                 _, receive = await task_call("watch", record.id)
                 await start_task(record.id, context_id, self.config.agent, text)
                 if action == "stream":
                     return _events(shape, record, receive)
-                configuration = params.get("configuration") or {}
-                if configuration.get("returnImmediately") or configuration.get("blocking") is False:
+                if return_at_once or blocking is False:
                     await receive.aclose()
                     return shape.send_result(record)
                 async with receive:
@@ -202,15 +300,16 @@ class A2AService:
                         pass
                 return shape.send_result(await _get(record.id))
             case "get":
-                return shape.task(await _get(_task_id(params)), history=params.get("historyLength") != 0)
+                task_id = _task_id(params)
+                history = _count(params, "historyLength", 1, 0, 2**31 - 1)
+                return shape.task(await _get(task_id), history=history != 0)
             case "list":
-                size = params.get("pageSize", 50)
-                offset = int(params.get("pageToken") or 0) if str(params.get("pageToken") or "0").isdigit() else 0
-                if not isinstance(size, int) or not 1 <= size <= 100:
-                    raise RpcError(INVALID_PARAMS, "params.pageSize must be 1 to 100")
-                state = params.get("status")
-                state = state.removeprefix("TASK_STATE_").lower().replace("_", "-") if isinstance(state, str) else None
-                records, total = await task_call("list", params.get("contextId"), state, size, offset)
+                size = _count(params, "pageSize", 50, 1, 100)
+                offset = _page_offset(params)
+                state = _state_filter(params)
+                given = params.get("contextId")
+                in_context = None if given in (None, "") else _id(given, "params.contextId")
+                records, total = await task_call("list", in_context, state, size, offset)
                 next_token = str(offset + size) if offset + size < total else ""
                 return {"tasks": [shape.task(r, history=False) for r in records], "nextPageToken": next_token,
                         "pageSize": size, "totalSize": total}  # fmt: skip
@@ -232,6 +331,10 @@ class A2AService:
                     raise RpcError(INVALID_REQUEST, f"task {record.id!r} has ended ({record.state}); use GetTask")
                 return _events(shape, record, receive)
         raise RpcError(METHOD_NOT_FOUND, action)  # pragma: no cover
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:

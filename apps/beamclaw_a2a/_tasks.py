@@ -5,6 +5,10 @@ input-required). Tasks are persisted, so GetTask still answers after a restart; 
 task that was working when the daemon stopped is marked failed on start, since its
 turn is gone. Each task maps to a conversation: its context id is the session's user
 (``a2a:<contextId>``), so later messages in the same context continue it.
+
+Texts pass the scrubber (`beamclaw_obs.scrub`, `scrub_data`) on the way in, so no credential a
+caller or the agent wrote is stored, and on the way out, so none stored before the
+scrubber knew its shape (or before tasks were scrubbed at all) is handed back.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+import beamclaw_obs as obs
 import supervision as sv
 
 TASKS: Final = "beamclaw_a2a.tasks"
@@ -84,11 +89,19 @@ def _open(path: Path) -> sqlite3.Connection:
 _COLUMNS: Final = "id, context_id, state, request, reply, created_at, updated_at"
 
 
+def _scrubbed(row: tuple[Any, ...]) -> TaskRecord:
+    """A stored row as a record, its texts scrubbed (the id is ours, a hex uuid)."""
+    task_id, context_id, state, request, reply, created_at, updated_at = row
+    context_id, request, reply = obs.scrub_data((context_id, request, reply))
+    return TaskRecord(task_id, context_id, state, request, reply, created_at, updated_at)
+
+
 def _row(db: sqlite3.Connection, task_id: str) -> TaskRecord:
     row = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
     if row is None:
-        raise TaskNotFound(f"task {task_id!r} not found")
-    return TaskRecord(*row)
+        shown = task_id if len(task_id) <= 64 else task_id[:64] + "..."
+        raise TaskNotFound(f"task {shown!r} not found")
+    return _scrubbed(row)
 
 
 @attrs.define
@@ -108,7 +121,8 @@ class TaskManager(sv.GenServer):
         try:
             match request:
                 case ("create", str() as context_id, str() as text):
-                    record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", text, "", time.time(), time.time())
+                    now = time.time()
+                    record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", obs.scrub(text), "", now, now)
                     db.execute(f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", attrs.astuple(record))
                     return sv.Reply(record, state)
                 case ("update", str() as task_id, str() as new_state, str() as reply):
@@ -116,7 +130,7 @@ class TaskManager(sv.GenServer):
                     if current.terminal:  # a canceled task stays canceled when its turn ends
                         return sv.Reply(current, state)
                     db.execute("UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ?",
-                               (new_state, reply, time.time(), task_id))  # fmt: skip
+                               (new_state, obs.scrub(reply), time.time(), task_id))  # fmt: skip
                     record = _row(db, task_id)
                     self._notify(state, record)
                     return sv.Reply(record, state)
@@ -134,7 +148,7 @@ class TaskManager(sv.GenServer):
                     total = db.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
                     rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
                                       "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
-                    return sv.Reply(([TaskRecord(*r) for r in rows], total), state)
+                    return sv.Reply(([_scrubbed(r) for r in rows], total), state)
                 case ("cancel", str() as task_id):
                     current = _row(db, task_id)
                     if current.terminal:

@@ -11,7 +11,7 @@ from quart import Blueprint, Response, request
 import beamclaw_a2a as a2a
 import supervision as sv
 
-from ._http_api import RESTARTING, error, restarting
+from ._http_api import RESTARTING, context, error, restarting
 
 a2a_api = Blueprint("a2a", __name__)
 for _exception in RESTARTING:
@@ -43,7 +43,9 @@ async def jsonrpc() -> Response:
     service = await _service()
     if isinstance(service, Response):
         return service
-    answer = await service.handle(await request.get_data(as_text=False), _base_url())
+    # The cap on chat text caps a task's text too (refused here, not cut: the task keeps it).
+    cap = context().config.http.max_user_chars
+    answer = await service.handle(await request.get_data(as_text=False), _base_url(), max_text_chars=cap)
     if isinstance(answer, dict):
         return Response(json.dumps(answer), content_type="application/json")
 

@@ -1,10 +1,12 @@
 """The gateway's Quart-Trio application: routes, and the checks every request passes first.
 
-Every route but /health needs the gateway token as a Bearer header when one is
-configured (compared in constant time; never in a URL), and every client and user
-shares a sliding-window rate limit answered with 429 and Retry-After. Bodies are
-capped at ``max_body_bytes`` (413, answered by `_BodyLimit` before Quart sees the
-request), WebSocket messages at ``max_ws_message_bytes``.
+Every request, WebSocket handshakes included, first passes `BrowserGuard` (its Host,
+Origin and Content-Type: no DNS rebinding, no cross-site request). Every route but
+/health then needs the gateway token as a Bearer header when one is configured
+(compared in constant time; never in a URL), and falls under two sliding-window rate
+limits, one per client address and one per address and user, answered with 429 and
+Retry-After. Bodies are capped at ``max_body_bytes`` (413, answered by `_BodyLimit`
+before Quart sees the request), WebSocket messages at ``max_ws_message_bytes``.
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ._a2a_routes import a2a_api
+from ._browser_guard import BrowserGuard
 from ._config import GatewayConfig
 from ._http_api import Context, api, error
 from ._openapi import openapi
-from ._rate_limit import RateLimiter, retry_after
+from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
+from ._turns import MAX_USER_ID
 from ._ws_api import ws_api
 
 # /health is public; Telegram's webhook proves itself with its own secret header instead.
@@ -193,45 +197,50 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.config["MAX_CONTENT_LENGTH"] = config.http.max_body_bytes
     app.config["BODY_TIMEOUT"] = 60
     token = config.http.token.get_optional() if config.http.token else None
-    limiter = RateLimiter(config.rate_limit.requests, config.rate_limit.window_seconds)
+    limits = config.rate_limit
+    limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
+    guard = BrowserGuard.from_config(config)
 
-    def check(headers: Any, remote: str | None, path: str) -> Response | None:
-        if path in _OPEN_PATHS:
-            return None
-        if not authorized(headers.get("Authorization"), token):
-            return error(
-                "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
-                401,
-                "unauthorized",
-                **{"WWW-Authenticate": "Bearer"},
-            )
-        wait = limiter.check((remote, headers.get("X-User-Id", "")), trio.current_time())
-        if wait is not None:
-            return error(
-                f"rate limit reached; retry in {retry_after(wait)} s",
-                429,
-                "rate_limited",
-                **{"Retry-After": retry_after(wait)},
-            )
-        return None
+    def check(method: str, headers: Any, remote: str | None, path: str) -> Response | None:
+        refusal = guard.refusal(headers)
+        if refusal is None and path not in _OPEN_PATHS:
+            if not authorized(headers.get("Authorization"), token):
+                return error(
+                    "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
+                    401,
+                    "unauthorized",
+                    **{"WWW-Authenticate": "Bearer"},
+                )
+            # Cut to just past the longest valid id (a longer one is refused later): the
+            # limiter keeps its keys, and a header may be kilobytes long.
+            user = headers.get("X-User-Id", "")[: MAX_USER_ID + 1]
+            wait = limiter.check(remote, user, trio.current_time())
+            if wait is not None:
+                return error(
+                    f"rate limit reached; retry in {retry_after(wait)} s",
+                    429,
+                    "rate_limited",
+                    **{"Retry-After": retry_after(wait)},
+                )
+        refusal = refusal or guard.body_refusal(method, headers)
+        return error(refusal.message, refusal.status, refusal.code) if refusal is not None else None
 
     @app.before_request
     async def guard_request() -> Response | None:
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
         await request.get_data(as_text=False)
-        return check(request.headers, request.remote_addr, request.path)
+        return check(request.method, request.headers, request.remote_addr, request.path)
 
     @app.before_websocket
     async def guard_websocket() -> Response | None:
-        refused = check(websocket.headers, websocket.remote_addr, websocket.path)
+        refused = check("GET", websocket.headers, websocket.remote_addr, websocket.path)
         if refused is not None:
-            return refused
-        origin = websocket.headers.get("Origin")
-        if origin is not None and origin not in config.http.allowed_origins:
-            return error(f"WebSocket origin {origin!r} is not in gateway.http.allowed_origins", 403, "forbidden")
-        return None
+            # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
+            # or the client's next request on it goes unanswered.
+            refused.headers["Connection"] = "close"
+        return refused
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:

@@ -9,13 +9,19 @@ import attrs
 
 from beamclaw_core import Secret, structure_config
 
+from ._hosts import normalise_origin, split_host
+
 
 @attrs.frozen
 class HttpConfig:
     host: str = "127.0.0.1"
     port: int = 18800
     token: Secret | None = Secret("BEAMCLAW_GATEWAY_TOKEN")
+    #: Browser origins (scheme://host[:port]) whose pages may call the gateway.
     allowed_origins: list[str] = attrs.field(factory=list)
+    #: Host header values served besides the loopback names and the bind address:
+    #: ``name`` (any port) or ``name:port``. A name not listed could be a DNS rebinding.
+    allowed_hosts: list[str] = attrs.field(factory=list)
     max_body_bytes: int = 1_000_000
     max_ws_message_bytes: int = 512_000
     max_user_chars: int = 32_000
@@ -23,8 +29,15 @@ class HttpConfig:
 
 @attrs.frozen
 class RateLimitConfig:
+    #: Per client address and user, in a sliding window of window_seconds.
     requests: int = 60
     window_seconds: float = 60.0
+    #: Per client address, whatever users it names (None: the same as requests).
+    requests_per_address: int | None = None
+
+    @property
+    def address_requests(self) -> int:
+        return self.requests if self.requests_per_address is None else self.requests_per_address
 
 
 @attrs.frozen
@@ -87,6 +100,20 @@ def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
             f"gateway.http.host is {http.host!r}, which is reachable from other machines; set a gateway token "
             f"({variable}) first, or bind 127.0.0.1"
         )
+    _check_limits(config)
+    for index, entry in enumerate(http.allowed_hosts):
+        try:
+            split_host(entry)
+        except ValueError as exc:
+            raise ValueError(
+                f"gateway.http.allowed_hosts[{index}] = {entry!r}: {exc}; write a host name or address as a browser "
+                "sends it in the Host header, optionally with ':port' (no scheme, no path)"
+            ) from None
+    for index, entry in enumerate(http.allowed_origins):
+        try:
+            normalise_origin(entry)
+        except ValueError as exc:
+            raise ValueError(f"gateway.http.allowed_origins[{index}] = {entry!r}: {exc}") from None
     telegram = config.channels.telegram
     if (
         telegram.enabled
@@ -98,3 +125,17 @@ def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
             'and webhook_secret = { env = "VAR" }'
         )
     return config
+
+
+def _check_limits(config: GatewayConfig) -> None:
+    positive = {
+        "gateway.http.max_body_bytes": config.http.max_body_bytes,
+        "gateway.http.max_ws_message_bytes": config.http.max_ws_message_bytes,
+        "gateway.http.max_user_chars": config.http.max_user_chars,
+        "gateway.rate_limit.requests": config.rate_limit.requests,
+        "gateway.rate_limit.requests_per_address": config.rate_limit.address_requests,
+        "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,
+    }
+    for key, value in positive.items():
+        if not value > 0:
+            raise ValueError(f"{key} must be more than 0, got {value}")

@@ -18,7 +18,7 @@ import beamclaw_obs as obs
 import supervision as sv
 
 from ._config import GatewayConfig
-from ._turns import BadRequest, agent_for, agents, run_events, truncated, user_id
+from ._turns import BadRequest, agent_for, agents, checked_text, parse_json, run_events, truncated, user_id
 
 
 @attrs.frozen
@@ -108,29 +108,47 @@ async def models() -> Response:
 
 
 def _last_user_text(messages: Any) -> str:
+    """The text of the last user message; every message must have the shape OpenAI's has."""
     if not isinstance(messages, list) or not messages:
         raise BadRequest("'messages' must be a non-empty list")
-    for message in reversed(messages):
-        if not isinstance(message, dict):
-            raise BadRequest("each message must be an object with 'role' and 'content'")
-        if message.get("role") != "user":
+    texts: list[str | None] = [_message_text(message, index) for index, message in enumerate(messages)]
+    for text in reversed(texts):
+        if text is None:
             continue
-        content = message.get("content")
-        if isinstance(content, list):  # content parts: keep the text ones
-            content = "\n".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
-        if not isinstance(content, str) or not content.strip():
+        if not text.strip():
             raise BadRequest("the last user message has no text content")
-        return content
+        return text
     raise BadRequest("'messages' has no message with role 'user'")
+
+
+def _message_text(message: Any, index: int) -> str | None:
+    """A user message's text (its text parts joined), "" if it has none; None for other roles."""
+    where = f"messages[{index}]"
+    if not isinstance(message, dict):
+        raise BadRequest(f"{where} must be an object with 'role' and 'content'")
+    if not isinstance(message.get("role"), str):
+        raise BadRequest(f"{where}.role must be a string")
+    if message["role"] != "user":
+        return None
+    content = message.get("content")
+    if isinstance(content, list):  # content parts: keep the text ones
+        texts = []
+        for number, part in enumerate(content):
+            if not isinstance(part, dict):
+                raise BadRequest(f"{where}.content[{number}] must be an object with a 'type'")
+            if part.get("type") == "text":
+                if not isinstance(part.get("text"), str):
+                    raise BadRequest(f"{where}.content[{number}].text must be a string")
+                texts.append(part["text"])
+        content = "\n".join(texts)
+    if not isinstance(content, str):
+        return ""
+    return checked_text(content, f"{where}.content")
 
 
 async def json_body(what: str) -> dict[str, Any]:
     """The request body as a JSON object; `BadRequest` (saying *what* was expected) otherwise."""
-    raw = await request.get_data(as_text=False)
-    try:
-        body = json.loads(raw)
-    except ValueError:  # includes bodies that are not UTF-8
-        body = None
+    body = parse_json(await request.get_data(as_text=False), f"the body ({what})")
     if not isinstance(body, dict):
         raise BadRequest(f"the body must be a JSON object ({what})")
     return body
@@ -144,6 +162,11 @@ async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
     text = truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise BadRequest("'stream' must be true or false")
+    options = body.get("stream_options")
+    if options is not None and not isinstance(options, dict):
+        raise BadRequest("'stream_options' must be an object")
+    if options and "include_usage" in options and not isinstance(options["include_usage"], bool):
+        raise BadRequest("'stream_options.include_usage' must be true or false")
     return await core.open_session(user, agent, "http"), text, body
 
 
@@ -164,7 +187,7 @@ async def chat_completions() -> Response:
     handle, text, body = await _turn_request()
     model = f"beamclaw/{handle.agent_id}" if str(body.get("model", "")).startswith("beamclaw/") else handle.agent_id
     if body.get("stream"):
-        return await _stream(handle, text, model, bool(body.get("stream_options", {}).get("include_usage")))
+        return await _stream(handle, text, model, bool((body.get("stream_options") or {}).get("include_usage")))
     channel = core.CollectingChannel()
     result = await core.send_message(handle, text, channel)
     failure = turn_failure(result)

@@ -29,13 +29,16 @@ def _errors(*codes: int) -> dict[str, Any]:
     reasons = {
         400: "bad request",
         401: "no or wrong gateway token",
-        403: "forbidden",
+        403: "an Origin not in gateway.http.allowed_origins, or a cross-site request without one",
         404: "not found",
         413: "body too large",
+        415: "the body is not application/json",
+        421: "a Host this gateway does not answer to (gateway.http.allowed_hosts)",
         429: "rate limited (see Retry-After)",
         503: "unavailable",
     }
-    return {str(code): {"description": reasons[code], **_JSON_ERROR} for code in codes}
+    # Every route checks Host and Origin first; every route with a body, its type.
+    return {str(code): {"description": reasons[code], **_JSON_ERROR} for code in sorted({*codes, 403, 421})}
 
 
 def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -64,6 +67,52 @@ _CHAT_REQUEST: Final = {
     },
 }
 
+_STRING: Final = {"type": "string"}
+_A2A_METHODS: Final = [
+    "SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask",
+    "GetExtendedAgentCard", "CreateTaskPushNotificationConfig", "message/send", "message/stream", "tasks/get",
+    "tasks/cancel", "tasks/resubscribe", "agent/getAuthenticatedExtendedCard",
+]  # fmt: skip
+#: A JSON-RPC 2.0 request of A2A: the union of every method's params, so a fuzzer reaches each.
+_A2A_REQUEST: Final = {
+    "type": "object",
+    "required": ["jsonrpc", "method"],
+    "properties": {
+        "jsonrpc": {"type": "string", "enum": ["2.0"]},
+        "id": {"oneOf": [_STRING, {"type": "integer"}], "nullable": True},
+        "method": {"type": "string", "enum": _A2A_METHODS},
+        "params": {
+            "type": "object",
+            "properties": {
+                "message": {
+                    "type": "object",
+                    "required": ["parts"],
+                    "properties": {
+                        "messageId": _STRING,
+                        "role": {"type": "string", "enum": ["ROLE_USER", "user"]},
+                        "contextId": {"type": "string", "maxLength": 128},
+                        "parts": {
+                            "type": "array",
+                            "minItems": 1,
+                            "items": {"type": "object", "properties": {"text": _STRING, "kind": _STRING}},
+                        },
+                    },
+                },
+                "configuration": {
+                    "type": "object",
+                    "properties": {"returnImmediately": {"type": "boolean"}, "blocking": {"type": "boolean"}},
+                },
+                "id": {"type": "string", "maxLength": 128},
+                "historyLength": {"type": "integer", "minimum": 0},
+                "pageSize": {"type": "integer", "minimum": 1, "maximum": 100},
+                "pageToken": _STRING,
+                "status": _STRING,
+                "contextId": {"type": "string", "maxLength": 128},
+            },
+        },
+    },
+}
+
 DOCUMENT: Final[dict[str, Any]] = {
     "openapi": "3.0.3",
     "info": {
@@ -82,7 +131,10 @@ DOCUMENT: Final[dict[str, Any]] = {
             "get": {
                 "summary": "Liveness and the state of each app",
                 "security": [],
-                "responses": {"200": _json("ok or degraded", {"type": "object", "required": ["status", "apps"]})},
+                "responses": {
+                    "200": _json("ok or degraded", {"type": "object", "required": ["status", "apps"]}),
+                    **_errors(),
+                },
             }
         },
         "/metrics": {
@@ -115,7 +167,7 @@ DOCUMENT: Final[dict[str, Any]] = {
                             "text/event-stream": {"schema": {"type": "string"}},
                         },
                     },
-                    **_errors(400, 401, 404, 413, 429),
+                    **_errors(400, 401, 404, 413, 415, 429),
                 },
             }
         },
@@ -123,7 +175,7 @@ DOCUMENT: Final[dict[str, Any]] = {
             "post": {
                 "summary": "Telegram updates (webhook mode); checks X-Telegram-Bot-Api-Secret-Token",
                 "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
-                "responses": {"200": _json("accepted"), **_errors(400, 401, 403, 404, 413, 429)},
+                "responses": {"200": _json("accepted"), **_errors(400, 401, 404, 413, 415, 429)},
             }
         },
         "/.well-known/agent-card.json": {
@@ -138,7 +190,7 @@ DOCUMENT: Final[dict[str, Any]] = {
         "/a2a": {
             "post": {
                 "summary": "A2A JSON-RPC 2.0 (SendMessage, SendStreamingMessage, GetTask, ListTasks, ...)",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                "requestBody": {"required": True, "content": {"application/json": {"schema": _A2A_REQUEST}}},
                 "responses": {
                     "200": {
                         "description": "a JSON-RPC response, or SSE for streaming methods",
@@ -147,7 +199,7 @@ DOCUMENT: Final[dict[str, Any]] = {
                             "text/event-stream": {"schema": {"type": "string"}},
                         },
                     },
-                    **_errors(401, 413, 429),
+                    **_errors(401, 413, 415, 429),
                 },
             }
         },

@@ -13,7 +13,7 @@ from loguru import logger
 
 from ._app import create_app
 from ._config import GatewayConfig, HttpConfig
-from ._rate_limit import RateLimiter
+from ._rate_limit import ClientLimiter
 
 
 class ListenError(Exception):
@@ -79,7 +79,7 @@ def _first_leaf(group: BaseExceptionGroup[OSError]) -> OSError:
     return _first_leaf(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
 
-async def _prune(limiter: RateLimiter, every: float) -> None:
+async def _prune(limiter: ClientLimiter, every: float) -> None:
     """Forget clients that have been quiet for a whole window, so the table does not grow for ever."""
     while True:
         await trio.sleep(every)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any, Final
@@ -12,7 +13,7 @@ import beamclaw_core as core
 
 from ._stream_channel import StreamChannel
 
-_MAX_USER_ID: Final = 128
+MAX_USER_ID: Final = 128
 
 
 class BadRequest(Exception):
@@ -24,6 +25,37 @@ class BadRequest(Exception):
         self.code = code
 
 
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def parse_json(raw: bytes | str, what: str) -> Any:
+    """*raw* parsed as strict JSON; `BadRequest` saying what is wrong with it otherwise.
+
+    Strict: UTF-8 only, no ``NaN`` or ``Infinity`` (Python's parser takes them, no other
+    does), and a nesting the parser can follow (a body of 100,000 ``[`` exhausts the
+    recursion limit: that is the parser's own refusal, turned into the client's error).
+    """
+    try:
+        # Decoded here: given bytes, json.loads would also take UTF-16 and UTF-32.
+        return json.loads(raw.decode() if isinstance(raw, bytes) else raw, parse_constant=_no_constant)
+    except RecursionError:
+        raise BadRequest(f"{what} must be JSON: it is nested too deeply") from None
+    except UnicodeDecodeError:
+        raise BadRequest(f"{what} must be JSON in UTF-8") from None
+    except ValueError as exc:  # includes numbers of more than 4,300 digits
+        raise BadRequest(f"{what} must be JSON: {exc}") from None
+
+
+def checked_text(text: str, where: str) -> str:
+    """*text*, if it can be stored and sent on: a lone surrogate (``"\\ud800"`` in JSON) cannot."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise BadRequest(f"{where} holds a lone surrogate at character {exc.start}; send valid Unicode") from None
+    return text
+
+
 def user_id(value: Any, header: str | None) -> str:
     """The caller's user id: the body's ``user`` field, else ``X-User-Id``, else ``api:anonymous``.
 
@@ -33,8 +65,8 @@ def user_id(value: Any, header: str | None) -> str:
     user = value if value is not None else header
     if user is None or user == "":
         return "api:anonymous"
-    if not isinstance(user, str) or len(user) > _MAX_USER_ID or not user.isprintable():
-        raise BadRequest(f"'user' must be a printable string of at most {_MAX_USER_ID} characters")
+    if not isinstance(user, str) or len(user) > MAX_USER_ID or not user.isprintable():
+        raise BadRequest(f"'user' must be a printable string of at most {MAX_USER_ID} characters")
     return user if ":" in user else f"api:{user}"
 
 

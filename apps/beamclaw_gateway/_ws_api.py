@@ -20,9 +20,11 @@ from quart import Blueprint, websocket
 import beamclaw_core as core
 
 from ._http_api import RESTARTING, context
-from ._turns import BadRequest, agent_for, run_events, truncated, user_id
+from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, truncated, user_id
 
 _REMEMBERED_IDS: Final = 10_000
+#: The longest message id: ids are remembered (see `_first_time`), so they must be short.
+_MAX_ID: Final = 128
 ws_api = Blueprint("ws", __name__)
 _seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
@@ -38,15 +40,15 @@ def _first_time(user: str, message_id: str) -> bool:
 
 
 def _parse(raw: str | bytes) -> dict[str, Any]:
-    try:
-        message = json.loads(raw)
-    except ValueError:
-        raise BadRequest("a message must be JSON") from None
+    message = parse_json(raw, "a message")
     if not isinstance(message, dict) or message.get("type") != "message":
         raise BadRequest('a message is {"type": "message", "id": "...", "text": "..."}')
     for key in ("id", "text"):
         if not isinstance(message.get(key), str) or not message[key]:
             raise BadRequest(f"'{key}' must be a non-empty string")
+    if len(message["id"]) > _MAX_ID or not message["id"].isprintable():
+        raise BadRequest(f"'id' must be printable and at most {_MAX_ID} characters")
+    checked_text(message["text"], "'text'")
     return message
 
 

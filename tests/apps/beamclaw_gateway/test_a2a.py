@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import json
+import sqlite3
 from typing import Any
 
 import httpx
@@ -109,7 +110,7 @@ async def test_the_0_3_names_and_shapes(run_gateway: RunGateway) -> None:
 
 async def test_json_rpc_errors(run_gateway: RunGateway) -> None:
     async with run_gateway() as g, g.client() as http:
-        parse = (await http.post("/a2a", content=b"{nope")).json()
+        parse = (await http.post("/a2a", content=b"{nope", headers={"Content-Type": "application/json"})).json()
         assert parse["error"]["code"] == -32700 and parse["id"] is None
         invalid = (await http.post("/a2a", json={"id": 3, "method": "SendMessage"})).json()
         assert invalid["error"]["code"] == -32600 and invalid["id"] == 3
@@ -146,3 +147,76 @@ async def test_subscribe_to_a_working_task(run_gateway: RunGateway) -> None:
         assert any("artifactUpdate" in e["result"] for e in events)
         ended = await _rpc(g, "SubscribeToTask", {"id": task_id})
         assert ended["error"]["code"] == -32600 and "has ended" in ended["error"]["message"]
+
+
+GITHUB_TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+async def test_task_texts_are_scrubbed_before_they_are_stored_and_returned(run_gateway: RunGateway) -> None:
+    reply = f"Done. The token I used: {GITHUB_TOKEN}"
+    async with run_gateway(Reply(reply), Reply(reply)) as g:
+        asked = "deploy with api_key=hunter2hunter2 please"
+        sent = await _rpc(g, "SendMessage", {"message": {"messageId": "1", "parts": [{"text": asked}],
+                                                         "contextId": "ctx-s"}})  # fmt: skip
+        task_id = sent["result"]["task"]["id"]
+        message = {"messageId": "2", "parts": [{"text": asked}], "contextId": "ctx-s"}
+        request = {"jsonrpc": "2.0", "id": 2, "method": "SendStreamingMessage", "params": {"message": message}}
+        async with g.client() as http, http.stream("POST", "/a2a", json=request) as stream:
+            streamed = "".join([line async for line in stream.aiter_lines()])
+        got = await _rpc(g, "GetTask", {"id": task_id})
+        listed = await _rpc(g, "ListTasks", {"contextId": "ctx-s"})
+        legacy = await _rpc(g, "tasks/get", {"id": task_id})
+        for answer in (json.dumps(sent), streamed, json.dumps(got), json.dumps(listed), json.dumps(legacy)):
+            assert "hunter2hunter2" not in answer and GITHUB_TOKEN not in answer
+        assert "[REDACTED]" in got["result"]["history"][0]["parts"][0]["text"]
+        assert got["result"]["artifacts"][0]["parts"][0]["text"] == "Done. The token I used: [REDACTED]"
+        with sqlite3.connect(g.home / "a2a.db") as db:
+            stored = db.execute("SELECT request || reply FROM tasks").fetchall()
+        assert len(stored) == 2 and not any("hunter2" in s or GITHUB_TOKEN in s for (s,) in stored)
+
+
+async def test_records_stored_raw_before_are_scrubbed_on_the_way_out_and_kept(run_gateway: RunGateway) -> None:
+    async with run_gateway() as g:
+        await _rpc(g, "ListTasks", {})  # the task manager has made its tables
+        raw = (
+            "old-task",
+            "old-ctx",
+            "completed",
+            f"old request with {GITHUB_TOKEN}",
+            f"reply {GITHUB_TOKEN}",
+            1.0,
+            1.0,
+        )
+        with sqlite3.connect(g.home / "a2a.db") as db:
+            db.execute("INSERT INTO tasks VALUES (?, ?, ?, ?, ?, ?, ?)", raw)
+        got = await _rpc(g, "GetTask", {"id": "old-task"})
+        assert GITHUB_TOKEN not in json.dumps(got)
+        assert got["result"]["history"][0]["parts"][0]["text"] == "old request with [REDACTED]"
+        listed = await _rpc(g, "ListTasks", {"contextId": "old-ctx"})
+        assert listed["result"]["totalSize"] == 1 and GITHUB_TOKEN not in json.dumps(listed)
+        with sqlite3.connect(g.home / "a2a.db") as db:  # scrubbed on the way out, never rewritten
+            assert db.execute("SELECT request FROM tasks WHERE id = 'old-task'").fetchone()[0] == raw[3]
+
+
+async def test_task_text_is_capped_where_chat_text_is(run_gateway: RunGateway) -> None:
+    table = {"http": {"max_user_chars": 100}}
+    async with run_gateway(repeat=Reply("ok"), gateway_table=table) as g:
+
+        def send(text: str) -> dict[str, Any]:
+            return {"message": {"messageId": "1", "parts": [{"text": text}]}, "configuration": {"blocking": False}}
+
+        assert "result" in await _rpc(g, "SendMessage", send("x" * 100))
+        refused = await _rpc(g, "SendMessage", send("x" * 101))
+        assert refused["error"]["code"] == -32602
+        assert refused["error"]["message"] == "params.message has 101 characters of text; at most 100 are accepted"
+        listed = await _rpc(g, "ListTasks", {})
+        assert listed["result"]["totalSize"] == 1  # the refused one was never stored
+
+
+async def test_a_megabyte_of_token_lookalikes_is_refused_before_anything_reads_it(run_gateway: RunGateway) -> None:
+    # 250,000 characters that look like the start of a JWT over and over: refused by the
+    # cap (32,000) before the scrubber or the agent sees them.
+    async with run_gateway() as g:
+        refused = await _rpc(g, "SendMessage", {"message": {"messageId": "1", "parts": [{"text": "eyJ-" * 62_500}]}})
+        assert refused["error"]["code"] == -32602 and "at most 32000" in refused["error"]["message"]
+        assert g.model.count == 0 and (await _rpc(g, "ListTasks", {}))["result"]["totalSize"] == 0

@@ -18,6 +18,7 @@ from tests.support.model_server import Reply
 from .conftest import RunGateway
 
 CHAT = {"model": "default", "messages": [{"role": "user", "content": "hi"}]}
+JSON = {"Content-Type": "application/json"}
 
 
 async def test_the_token_guards_every_route_but_health(run_gateway: RunGateway) -> None:
@@ -33,7 +34,7 @@ async def test_the_token_guards_every_route_but_health(run_gateway: RunGateway) 
             assert (await anonymous.post("/v1/chat/completions", json=CHAT)).status_code == 401
             # A refusal comes after the whole body is read, so a large one cannot wedge the connection.
             for _ in range(3):
-                big = await anonymous.post("/v1/chat/completions", content=b"x" * 900_000)
+                big = await anonymous.post("/v1/chat/completions", content=b"x" * 900_000, headers=JSON)
                 assert big.status_code == 401
         async with g.client() as client:
             assert (await client.get("/v1/models")).status_code == 200
@@ -51,13 +52,23 @@ def test_a_public_bind_needs_a_token(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
 
 async def test_rate_limit_per_client_and_user(run_gateway: RunGateway) -> None:
-    async with run_gateway(gateway_table={"rate_limit": {"requests": 3, "window_seconds": 60}}) as g, g.client() as c:
+    limits = {"requests": 3, "requests_per_address": 5, "window_seconds": 60}
+    async with run_gateway(gateway_table={"rate_limit": limits}) as g, g.client() as c:
         assert [(await c.get("/v1/models")).status_code for _ in range(3)] == [200, 200, 200]
         limited = await c.get("/v1/models")
         assert limited.status_code == 429 and 1 <= int(limited.headers["retry-after"]) <= 60
         assert limited.json()["error"]["code"] == "rate_limited"
-        assert (await c.get("/v1/models", headers={"X-User-Id": "other"})).status_code == 200
+        # Another user has a budget of its own, within what the address has left (5 - 3).
+        other = [(await c.get("/v1/models", headers={"X-User-Id": "other"})).status_code for _ in range(3)]
+        assert other == [200, 200, 429]
         assert (await c.get("/health")).status_code == 200  # never limited
+
+
+async def test_rotating_user_ids_does_not_dodge_the_limit(run_gateway: RunGateway) -> None:
+    """The attack: a new X-User-Id (or body 'user') for every request, each a fresh per-user budget."""
+    async with run_gateway(gateway_table={"rate_limit": {"requests": 20}}) as g, g.client() as c:
+        statuses = [(await c.get("/v1/models", headers={"X-User-Id": f"u{i}"})).status_code for i in range(60)]
+        assert statuses == [200] * 20 + [429] * 40
 
 
 def test_the_limiter_slides_and_prunes() -> None:
@@ -67,6 +78,37 @@ def test_the_limiter_slides_and_prunes() -> None:
     assert limiter.check("a", 10.5) is None  # the first hit left the window
     limiter.check("b", 3.0)
     assert limiter.prune(14.0) == 1 and len(limiter) == 1
+
+
+def test_the_limiter_tables_stay_bounded_evicting_the_least_recently_seen() -> None:
+    limiter = RateLimiter(5, 60.0, max_keys=100)
+    limiter.check("regular", 0.0)
+    for i in range(10_000):
+        limiter.check(f"rotated-{i}", 1.0)
+        if i % 50 == 0:
+            limiter.check("regular", 1.0)  # seen recently: kept
+    assert len(limiter) == 100
+    assert limiter.check("regular", 2.0) is not None  # kept at its limit, not evicted and reset
+
+
+def test_every_address_has_its_own_budget_and_ipv6_counts_by_its_64() -> None:
+    from beamclaw_gateway._rate_limit import ClientLimiter, address_key
+
+    limiter = ClientLimiter.create(per_address=4, per_user=2, window=60.0, max_keys=50)
+    assert [limiter.check("10.0.0.1", "ada", 0.0) is None for _ in range(3)] == [True, True, False]
+    assert limiter.check("10.0.0.1", "bob", 0.0) is None
+    assert limiter.check("10.0.0.1", "eve", 0.0) is None  # the 4th the address may send
+    assert limiter.check("10.0.0.1", "mallory", 0.0) is not None
+    assert limiter.check("10.0.0.2", "mallory", 0.0) is None  # another address
+    # A refused request is counted nowhere: ada's refusal did not use the address's budget.
+    assert len(limiter.by_user) == 4
+    for host in range(8):
+        limiter.check(f"2001:db8:1:2::{host:x}", f"u{host}", 0.0)
+    assert address_key("2001:db8:1:2::7") == "2001:db8:1:2::/64" and address_key("::ffff:10.0.0.1") == "10.0.0.1"
+    assert limiter.check("2001:db8:1:2:ffff::1", "new", 0.0) is not None  # the /64 has used its 4
+    for i in range(1000):
+        limiter.check(f"2001:db8:{i:x}::1", "x", 1.0)
+    assert len(limiter.by_address) <= 50 and len(limiter.by_user) <= 50
 
 
 async def test_size_limits(run_gateway: RunGateway) -> None:
@@ -179,7 +221,7 @@ async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
         binds = await nursery.start(serve, create_app(GatewayConfig(), tmp_path), hyper)
         host, port = binds[0].removeprefix("http://").rsplit(":", 1)
         async with await trio.open_tcp_stream(host, int(port)) as stream:
-            await stream.send_all(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")
+            await stream.send_all(b"GET /nope HTTP/1.1\r\nHost: localhost\r\n\r\n")
             answer = b""
             with trio.fail_after(10):  # a guard against hanging, not a timing assertion
                 while chunk := await stream.receive_some(65536):

@@ -75,7 +75,8 @@ async def test_bad_requests_are_clear_errors(run_gateway: RunGateway) -> None:
         with pytest.raises(openai.BadRequestError, match="invalid agent name"):
             await client.chat.completions.create(model="../etc", messages=[{"role": "user", "content": "x"}])
         async with g.client() as http:
-            raw = await http.post("/v1/chat/completions", content=b"{not json")
+            json_type = {"Content-Type": "application/json"}
+            raw = await http.post("/v1/chat/completions", content=b"{not json", headers=json_type)
             assert raw.status_code == 400 and "must be a JSON object" in raw.json()["error"]["message"]
             for bad, message in [
                 (b"\xdc\x00", "must be a JSON object"),
@@ -85,7 +86,7 @@ async def test_bad_requests_are_clear_errors(run_gateway: RunGateway) -> None:
                 (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "'stream' must be true"),
                 (b'{"messages": [{"role": "user", "content": "x"}], "user": 7}', "'user' must be a printable"),
             ]:
-                answer = await http.post("/v1/chat/completions", content=bad)
+                answer = await http.post("/v1/chat/completions", content=bad, headers=json_type)
                 assert answer.status_code == 400 and message in answer.json()["error"]["message"], bad
             assert g.model.requests == []
 
