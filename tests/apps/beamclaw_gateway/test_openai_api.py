@@ -77,9 +77,10 @@ async def test_bad_requests_are_clear_errors(run_gateway: RunGateway) -> None:
         async with g.client() as http:
             json_type = {"Content-Type": "application/json"}
             raw = await http.post("/v1/chat/completions", content=b"{not json", headers=json_type)
-            assert raw.status_code == 400 and "must be a JSON object" in raw.json()["error"]["message"]
+            assert raw.status_code == 400 and "must be JSON: Expecting property name" in raw.json()["error"]["message"]
             for bad, message in [
-                (b"\xdc\x00", "must be a JSON object"),
+                (b"\xdc\x00", "must be JSON in UTF-8"),
+                (b"[1, 2]", "must be a JSON object"),
                 (b'{"model": {}, "messages": []}', "'model' must be a string"),
                 (b'{"messages": [{"role": "user", "content": 5}]}', "has no text content"),
                 (b'{"messages": "hi"}', "must be a non-empty list"),
