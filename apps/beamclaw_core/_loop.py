@@ -238,10 +238,13 @@ class Loop(sv.StateMachine):
         try:
             completion = await data.provider.stream(messages, tools, drafter.feed)
         except ProviderError as exc:
+            await drafter.finish()
             await settle(reservation, 0)
             emit("llm_response", session_id=data.info.id, model=data.provider.model, status="error",
                  error=str(exc), duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
             return exc
+        if completion.tool_calls:  # a final reply is shown whole by finalize_draft
+            await drafter.finish()
         usage = completion.usage
         used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
         await settle(reservation, used)

@@ -11,7 +11,7 @@ from tests.support.model_server import Call, Reply
 from .conftest import RunCore
 
 SECRET = "sk-proj-Zq8vT3xLmN4pR7sK2wY9aB6cD1eF0gH5"
-GITHUB = "ghp_" + "Ab1" * 12
+GITHUB = "ghp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi"  # random-looking: gitleaks checks entropy
 
 
 async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: RunCore, tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ async def test_plain_completion_and_history_server_side(run_gateway: RunGateway)
 # the server's: test_the_sse_stream_is_well_formed reads the whole stream with httpx.
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 async def test_streaming_with_a_tool_call(run_gateway: RunGateway) -> None:
-    steps = [Reply(tool_calls=(Call("jq", {"filter": ".a", "input": '{"a": 42}'}),)), Reply("The answer is 42. " * 10)]
+    steps = [Reply(tool_calls=(Call("jq", {"filter": ".a", "input": '{"a": 42}'}),)), Reply("The answer is 42. " * 30)]
     async with run_gateway(*steps) as g, _client(g.url) as client:
         stream = await client.chat.completions.create(
             model="default",
@@ -53,7 +53,7 @@ async def test_streaming_with_a_tool_call(run_gateway: RunGateway) -> None:
                 for choice in chunk.choices:
                     pieces.append(choice.delta.content or "")
                     finish = choice.finish_reason or finish
-        assert "".join(pieces) == ("The answer is 42. " * 10).strip()
+        assert "".join(pieces) == ("The answer is 42. " * 30).strip()
         assert len([p for p in pieces if p]) > 1 and finish == "stop"
         gc.collect()  # the client's leftovers are collected here, where their warnings are expected
         assert usage is not None and usage.total_tokens == 30
