@@ -15,7 +15,6 @@ from importlib import resources
 from typing import Any, Final, final
 
 import attrs
-from loguru import logger
 
 from ._rules import Allowlist, Rule, RuleSet, load_rules
 
@@ -41,12 +40,14 @@ class Scan:
 
 @cache
 def default_rules() -> RuleSet:
-    """The packaged rule files, compiled once; each rule that could not be used is logged."""
+    """The packaged rule files, compiled once.
+
+    It logs nothing: loguru's patcher scrubs every record with these rules, so a log
+    call made while they load would load them again, without end. The log backend
+    names the rules that could not be used once they are loaded.
+    """
     package = resources.files("beamclaw_obs").joinpath("rules")
-    rules = load_rules(package.joinpath(name).read_text(encoding="utf-8") for name in RULE_FILES)
-    for rule_id, why in rules.skipped:
-        logger.warning("scrubber rule {} not used: {}", rule_id, why)
-    return rules
+    return load_rules(package.joinpath(name).read_text(encoding="utf-8") for name in RULE_FILES)
 
 
 def shannon_entropy(secret: str) -> float:

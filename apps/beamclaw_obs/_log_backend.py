@@ -20,6 +20,7 @@ from loguru import logger
 
 from ._backend import Backend
 from ._event import ObsEvent
+from ._detector import default_rules
 from ._scrubber import scrub, scrub_data
 
 _DEBUG_EVENTS: Final = frozenset(
@@ -73,8 +74,16 @@ def _scrub_record(record: Any) -> None:
 
 
 def install_scrubbing_patcher() -> None:
-    """Make every loguru record pass through the scrubber (idempotent)."""
+    """Make every loguru record pass through the scrubber (idempotent).
+
+    The rules are loaded before the patcher is installed, and the ones that could not
+    be used are named after: the first record scrubbed must not be the one that loads
+    them (see `default_rules`).
+    """
+    rules = default_rules()
     logger.configure(patcher=_scrub_record)
+    for rule_id, why in rules.skipped:
+        logger.debug("scrubber rule {} not used: {}", rule_id, why)
 
 
 def _replace_default_sink() -> None:

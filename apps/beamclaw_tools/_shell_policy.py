@@ -1614,7 +1614,9 @@ _REQUIRE_LITERAL: Final = re2.compile(rf"['\"][\w./@-]+['\"]{_WS}*\)")
 
 def _computed_require(code: str) -> str | None:
     for call in _REQUIRE_CALL.finditer(code):
-        if not _REQUIRE_LITERAL.match(code, call.end()):
+        # A slice, not ``match(code, pos)``: RE2's binding re-encodes the whole text per
+        # call. A name longer than the slice counts as computed (refused).
+        if not _REQUIRE_LITERAL.match(code[call.end() : call.end() + 4096]):
             return str(call.group(0))
     return None
 

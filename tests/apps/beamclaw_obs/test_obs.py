@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +170,26 @@ async def test_a_logged_exception_chain_is_scrubbed_whole(tmp_path: Path) -> Non
     text = (tmp_path / "logs" / "beamclaw.log").read_text()
     assert "the crash" in text and "retry failed" in text
     assert [secret for secret in _CHAIN_SECRETS if secret in text] == []
+
+
+def test_the_first_record_scrubbed_may_be_the_one_that_loads_the_rules() -> None:
+    """Loading the rules logs nothing: a record that triggers the load must not load them again.
+
+    In a fresh interpreter, so the rules are not cached yet; it used to recurse until
+    the stack ran out, record after record, and the daemon took minutes to start.
+    """
+    code = (
+        "from loguru import logger\n"
+        "from beamclaw_obs._detector import default_rules\n"
+        "import beamclaw_obs as obs\n"
+        "obs.install_scrubbing_patcher()\n"
+        "default_rules.cache_clear()\n"
+        "logger.remove()\n"
+        "logger.add(sys.stdout, format='{message}')\n"
+        "logger.info('key sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4pR7sK2wY9aB6c')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys\n" + code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.splitlines() == ["key [REDACTED]"]
+    assert "RecursionError" not in done.stderr
