@@ -19,8 +19,8 @@ from typing import Any, Final
 from loguru import logger
 
 from ._backend import Backend
-from ._event import ObsEvent
 from ._detector import default_rules
+from ._event import ObsEvent
 from ._scrubber import scrub, scrub_data
 
 _DEBUG_EVENTS: Final = frozenset(
