@@ -4,8 +4,9 @@ Every request, WebSocket handshakes included, first passes `BrowserGuard` (its H
 Origin and Content-Type: no DNS rebinding, no cross-site request). Every route but
 /health then needs the gateway token as a Bearer header when one is configured
 (compared in constant time; never in a URL), and falls under two sliding-window rate
-limits, one per client address and one per address and user, answered with 429 and
-Retry-After. Bodies are capped at ``max_body_bytes`` (413, answered by `_BodyLimit`
+limits, one per client address and one per address and user (the user a request speaks
+for: a chat completion's ``user`` field, else ``X-User-Id``; each WebSocket message's
+``user`` too), answered with 429 and Retry-After. Bodies are capped at ``max_body_bytes`` (413, answered by `_BodyLimit`
 before Quart sees the request), WebSocket messages at ``max_ws_message_bytes``.
 """
 
@@ -26,11 +27,11 @@ from werkzeug.exceptions import HTTPException
 from ._a2a_routes import a2a_api
 from ._browser_guard import BrowserGuard
 from ._config import GatewayConfig
-from ._http_api import Context, api, error
+from ._http_api import Context, api, error, request_user
 from ._openapi import openapi
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
-from ._turns import MAX_USER_ID
+from ._turns import header_user
 from ._ws_api import ws_api
 
 # /health is public; Telegram's webhook proves itself with its own secret header instead.
@@ -202,7 +203,7 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
 
-    def check(method: str, headers: Any, remote: str | None, path: str) -> Response | None:
+    def check(method: str, headers: Any, remote: str | None, path: str, user: str) -> Response | None:
         refusal = guard.refusal(headers)
         if refusal is None and path not in _OPEN_PATHS:
             if not authorized(headers.get("Authorization"), token):
@@ -212,9 +213,6 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
                     "unauthorized",
                     **{"WWW-Authenticate": "Bearer"},
                 )
-            # Cut to just past the longest valid id (a longer one is refused later): the
-            # limiter keeps its keys, and a header may be kilobytes long.
-            user = headers.get("X-User-Id", "")[: MAX_USER_ID + 1]
             wait = limiter.check(remote, user, trio.current_time())
             if wait is not None:
                 return error(
@@ -231,11 +229,13 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
         await request.get_data(as_text=False)
-        return check(request.method, request.headers, request.remote_addr, request.path)
+        user = await request_user()
+        return check(request.method, request.headers, request.remote_addr, request.path, user)
 
     @app.before_websocket
     async def guard_websocket() -> Response | None:
-        refused = check("GET", websocket.headers, websocket.remote_addr, websocket.path)
+        user = header_user(websocket.headers.get("X-User-Id"))
+        refused = check("GET", websocket.headers, websocket.remote_addr, websocket.path, user)
         if refused is not None:
             # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
             # or the client's next request on it goes unanswered.

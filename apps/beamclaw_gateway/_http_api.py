@@ -11,14 +11,24 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
-from quart import Blueprint, Response, current_app, request
+from quart import Blueprint, Response, current_app, g, request
 
 import beamclaw_core as core
 import beamclaw_obs as obs
 import supervision as sv
 
 from ._config import GatewayConfig
-from ._turns import BadRequest, agent_for, agents, checked_text, parse_json, run_events, truncated, user_id
+from ._turns import (
+    BadRequest,
+    agent_for,
+    agents,
+    checked_text,
+    header_user,
+    parse_json,
+    run_events,
+    truncated,
+    user_id,
+)
 
 
 @attrs.frozen
@@ -146,16 +156,46 @@ def _message_text(message: Any, index: int) -> str | None:
     return checked_text(content, f"{where}.content")
 
 
+CHAT_PATH: Final = "/v1/chat/completions"
+_CHAT_REQUEST: Final = "an OpenAI chat completion request"
+
+
 async def json_body(what: str) -> dict[str, Any]:
-    """The request body as a JSON object; `BadRequest` (saying *what* was expected) otherwise."""
-    body = parse_json(await request.get_data(as_text=False), f"the body ({what})")
-    if not isinstance(body, dict):
-        raise BadRequest(f"the body must be a JSON object ({what})")
-    return body
+    """The request body as a JSON object; `BadRequest` (saying *what* was expected) otherwise.
+
+    Parsed once per request: the rate limiter reads the ``user`` field before the route does.
+    """
+    parsed = getattr(g, "beamclaw_body", None)
+    if parsed is None:
+        try:
+            parsed = parse_json(await request.get_data(as_text=False), f"the body ({what})")
+            if not isinstance(parsed, dict):
+                raise BadRequest(f"the body must be a JSON object ({what})")
+        except BadRequest as exc:
+            parsed = exc
+        g.beamclaw_body = parsed
+    if isinstance(parsed, BadRequest):
+        raise parsed
+    return parsed
+
+
+async def request_user() -> str:
+    """Who a request speaks for, as the route will see it: for a chat completion the body's
+    ``user`` field, else ``X-User-Id`` (the rate limiter's per-user key).
+
+    A body the route will refuse counts under the header's user.
+    """
+    header = request.headers.get("X-User-Id")
+    if request.method == "POST" and request.path == CHAT_PATH:
+        try:
+            return user_id((await json_body(_CHAT_REQUEST)).get("user"), header)
+        except BadRequest:
+            pass
+    return header_user(header)
 
 
 async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
-    body = await json_body("an OpenAI chat completion request")
+    body = await json_body(_CHAT_REQUEST)
     ctx = context()
     agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent)
     user = user_id(body.get("user"), request.headers.get("X-User-Id"))
@@ -182,7 +222,7 @@ def _usage(result: core.TurnResult) -> dict[str, int]:
     }
 
 
-@api.post("/v1/chat/completions")
+@api.post(CHAT_PATH)
 async def chat_completions() -> Response:
     handle, text, body = await _turn_request()
     model = f"beamclaw/{handle.agent_id}" if str(body.get("model", "")).startswith("beamclaw/") else handle.agent_id

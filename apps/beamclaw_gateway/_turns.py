@@ -70,6 +70,15 @@ def user_id(value: Any, header: str | None) -> str:
     return user if ":" in user else f"api:{user}"
 
 
+def header_user(header: str | None) -> str:
+    """The user an ``X-User-Id`` header names (see `user_id`); one too long or unprintable is
+    kept cut to just past the longest valid id (the rate limiter keeps its keys)."""
+    try:
+        return user_id(None, header)
+    except BadRequest:
+        return str(header)[: MAX_USER_ID + 1]
+
+
 def agents(data_dir: Path, default_agent: str) -> list[str]:
     """The agents there are: every workspace, and the default agent."""
     folder = data_dir / "agents"

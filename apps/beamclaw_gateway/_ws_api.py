@@ -15,11 +15,12 @@ from collections import OrderedDict
 from typing import Any, Final
 
 import trio
-from quart import Blueprint, websocket
+from quart import Blueprint, current_app, websocket
 
 import beamclaw_core as core
 
 from ._http_api import RESTARTING, context
+from ._rate_limit import ClientLimiter, retry_after
 from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, truncated, user_id
 
 _REMEMBERED_IDS: Final = 10_000
@@ -56,6 +57,7 @@ def _parse(raw: str | bytes) -> dict[str, Any]:
 async def chat_socket() -> None:
     ctx = context()
     header_user = websocket.headers.get("X-User-Id")
+    limiter: ClientLimiter = current_app.config["RATE_LIMITER"]
     lock = trio.Lock()
 
     async def send(**event: Any) -> None:
@@ -80,6 +82,9 @@ async def chat_socket() -> None:
             try:
                 message = _parse(raw)
                 user = user_id(message.get("user"), header_user)
+                wait = limiter.check(websocket.remote_addr, user, trio.current_time())
+                if wait is not None:
+                    raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
                 agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent)
                 handle = await core.open_session(user, agent, "ws")
             except (BadRequest, core.InvalidAgentName) as exc:

@@ -71,6 +71,28 @@ async def test_rotating_user_ids_does_not_dodge_the_limit(run_gateway: RunGatewa
         assert statuses == [200] * 20 + [429] * 40
 
 
+async def test_the_per_user_budget_follows_the_user_field_as_the_turn_does(run_gateway: RunGateway) -> None:
+    """The user a chat completion speaks for is its body's ``user`` (the header only without one)."""
+    limits = {"requests": 2, "requests_per_address": 100, "window_seconds": 60}
+    async with run_gateway(repeat=Reply("ok"), gateway_table={"rate_limit": limits}) as g, g.client() as c:
+
+        async def chat(user: str | None, header: str) -> int:
+            body = {**CHAT, **({"user": user} if user else {})}
+            return (await c.post("/v1/chat/completions", json=body, headers={"X-User-Id": header})).status_code
+
+        # One header, three users in the body: each has a budget of its own.
+        assert [await chat(user, "same-header") for user in ("ada", "bob", "cy")] == [200, 200, 200]
+        # One body user behind rotating headers: one budget.
+        assert [await chat("ada", f"h{i}") for i in range(2)] == [200, 429]
+        # Without a body user, the header is the user; a bad body counts under it too.
+        assert [await chat(None, "hdr") for _ in range(3)] == [200, 200, 429]
+        refused = await c.post("/v1/chat/completions", content=b"{", headers={**JSON, "X-User-Id": "hdr"})
+        assert refused.status_code == 429
+        bad = await c.post("/v1/chat/completions", content=b"{", headers={**JSON, "X-User-Id": "fresh"})
+        assert bad.status_code == 400 and "must be JSON" in bad.json()["error"]["message"]
+    assert len(g.model.requests) == 6
+
+
 def test_the_limiter_slides_and_prunes() -> None:
     limiter = RateLimiter(2, 10.0)
     assert limiter.check("a", 0.0) is None and limiter.check("a", 1.0) is None

@@ -80,3 +80,18 @@ async def test_origin_and_token_are_checked(run_gateway: RunGateway) -> None:
         async with open_websocket_url(url, extra_headers=_headers(g, Origin="https://ok.example")) as ws:
             await ws.send_message(json.dumps({"type": "nonsense"}))
             assert json.loads(await ws.get_message())["type"] == "error"
+
+
+async def test_each_message_counts_against_its_users_rate_limit(run_gateway: RunGateway) -> None:
+    limits = {"requests": 2, "requests_per_address": 100, "window_seconds": 60}
+    async with run_gateway(repeat=Reply("ok"), gateway_table={"rate_limit": limits}) as g:
+        url = g.url.replace("http", "ws") + "/ws"
+        async with open_websocket_url(url, extra_headers=_headers(g)) as ws:
+            for n in range(2):
+                await ws.send_message(json.dumps({"type": "message", "id": f"a{n}", "text": "hi", "user": "ada"}))
+                await _until(ws, "run_completed")
+            await ws.send_message(json.dumps({"type": "message", "id": "a2", "text": "hi", "user": "ada"}))
+            refused = json.loads(await ws.get_message())
+            assert refused["type"] == "error" and refused["error"].startswith("rate limit reached; retry in")
+            await ws.send_message(json.dumps({"type": "message", "id": "b0", "text": "hi", "user": "bob"}))
+            assert (await _until(ws, "run_completed"))[-1]["ok"] is True
