@@ -4,10 +4,12 @@
 order under one root supervisor, and serves until SIGINT or SIGTERM.
 """
 
-from ._apps import APPS, BUNDLED_SKILLS, build_tree
+from ._apps import APPS, BUNDLED_SKILLS, check_config
 from ._config import ConfigError, data_dir, default_config_path, load_config
 from ._control import SOCKET_NAME as CONTROL_SOCKET
 from ._daemon import run_daemon
+from ._describe import describe
+from ._root import build_tree
 from ._version import __version__
 
 __all__ = [
@@ -17,6 +19,8 @@ __all__ = [
     "ConfigError",
     "__version__",
     "build_tree",
+    "check_config",
+    "describe",
     "data_dir",
     "default_config_path",
     "load_config",

@@ -89,17 +89,17 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     return config
 
 
-def _env_references(value: Any) -> Iterator[str]:
+def env_references(value: Any) -> Iterator[str]:
     """The variable of every ``{ env = "VAR" }`` table anywhere in *value*."""
     if isinstance(value, Mapping):
         if set(value) == {"env"} and isinstance(value["env"], str):
             yield value["env"]
             return
         for item in value.values():
-            yield from _env_references(item)
+            yield from env_references(item)
     elif isinstance(value, list):
         for item in value:
-            yield from _env_references(item)
+            yield from env_references(item)
 
 
 def register_secrets(config: Mapping[str, Any], environ: Mapping[str, str] = os.environ) -> int:
@@ -110,7 +110,7 @@ def register_secrets(config: Mapping[str, Any], environ: Mapping[str, str] = os.
     uses it yet: a key the daemon could read must never come back out of it, in a tool
     result, a log line or an event, in any encoding the scrubber knows.
     """
-    names = set(_env_references(config))
+    names = set(env_references(config))
     names.update(name for name in environ if _names_a_secret(name))
     values = [environ[name] for name in sorted(names) if environ.get(name)]
     for value in values:

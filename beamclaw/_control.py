@@ -8,8 +8,13 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "tree"}                                   -> {"type": "tree", "tree": inspect_tree(root)}
     {"cmd": "kill", "path": "core/sessions_sup/ID/loop"} -> crash that process on purpose
     {"cmd": "stop"}                                   -> stop the daemon as SIGTERM would
+    {"cmd": "env_names"}                              -> the variables the configuration names
+    {"cmd": "reload", "env": {VAR: value, ...}}       -> re-read the configuration (see `_reload`)
     {"cmd": "chat", "user": U, "agent": A, "text": T} -> drafts and messages, then the reply
-    {"cmd": "history", "user": U, "agent": A}         -> {"type": "history", "messages": [...]}
+    {"cmd": "history", "user": U, "agent": A}         -> {"type": "history", "session": {...}, "messages": [...]}
+    {"cmd": "history", "session": PREFIX}             -> the same, for a session `sessions` listed
+    {"cmd": "open", "user": U, "agent": A}            -> {"type": "session", "session": {...}}
+    {"cmd": "sessions", "limit": N}                   -> {"type": "sessions", "sessions": [...], "total": T}
     {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
     {"cmd": "context", "user": U, "agent": A}         -> context window use
 """
@@ -32,10 +37,12 @@ import trio
 import beamclaw_core as core
 import supervision as sv
 
+from ._apps import ROOT, Daemon
+from ._describe import describe
+from ._reload import ReloadRefused, names_needed, reload
 from ._version import __version__
 
 MAX_REQUEST: Final = 1_000_000
-ROOT: Final = "beamclaw"
 SOCKET_NAME: Final = "control.sock"
 
 
@@ -94,8 +101,29 @@ class KilledOnPurpose(Exception):
     """The reason given to a process crashed with ``beamclaw kill``."""
 
 
-def _resolve(path: str) -> tuple[sv.Pid, str]:
-    """The pid at *path* (child ids from the root, ``/``-separated; a unique prefix will do)."""
+#: Where conversations live in the tree; a kill path may start at a session instead.
+_SESSIONS_PATH: Final = ("core", "sessions_sup")
+
+
+async def _kill_path(path: str) -> str:
+    """*path* from the root: a path that starts with a session id (as `beamclaw sessions`
+    prints it) instead of an app is taken below ``core/sessions_sup``."""
+    first = path.strip("/").split("/", 1)[0]
+    apps = {str(c.id) for c in sv.which_children(ROOT)}
+    if first and not any(app.startswith(first) for app in apps):
+        try:
+            found = await core.find_session(first)
+        except core.SessionNotFound:
+            return path
+        if not found.running:
+            raise _BadRequest(f"session {found.id[:12]} is not running (its next message starts it)")
+        return "/".join([*_SESSIONS_PATH, found.id, *path.strip("/").split("/")[1:]])
+    return path
+
+
+def _walk(path: str) -> tuple[Any, list[str]]:
+    """Follow *path* (child ids from the root, ``/``-separated; a unique prefix will do):
+    the pid reached, and the child ids walked."""
     node: Any = ROOT
     walked: list[str] = []
     for part in [p for p in path.strip("/").split("/") if p]:
@@ -110,33 +138,58 @@ def _resolve(path: str) -> tuple[sv.Pid, str]:
             raise _BadRequest(f"{'/'.join([*walked, matches[0]])} is not running")
         node = child.pid
         walked.append(matches[0])
+    return node, walked
+
+
+def _resolve(path: str) -> tuple[sv.Pid, str]:
+    """The pid at *path* (see `_walk`).
+
+    A path ending in ``/`` names the children of a node, not one process, and is refused:
+    ``core/sessions_sup/`` must not kill every conversation.
+    """
+    node, walked = _walk(path)
+    if path.endswith("/") and walked:
+        below = ", ".join(sorted(str(c.id)[:12] for c in sv.which_children(node))) or "none"
+        raise _BadRequest(f"{path} ends with '/': name one process below it (children: {below})")
     if not walked:
         raise _BadRequest("give the path of a process below the root, e.g. core/sessions")
     return node, "/".join(walked)
 
 
-def _status(started: float) -> dict[str, Any]:
+def _status(daemon: Daemon) -> dict[str, Any]:
     tree = sv.inspect_tree(ROOT)
     apps = [{"id": c["id"], "state": c["state"], "restarts": c.get("restarts", 0)} for c in tree["children"]]
     sessions = 0
     if sv.whereis(core.SESSIONS_SUP) is not None:
         sessions = sv.count_children(core.SESSIONS_SUP).active
     return {
-        "type": "status", "version": __version__, "pid": os.getpid(), "uptime": round(time.time() - started, 1),
-        "apps": apps, "sessions": sessions,
+        "type": "status", "version": __version__, "pid": os.getpid(), "uptime": round(time.time() - daemon.started, 1),
+        "apps": apps, "sessions": sessions, "config": str(daemon.config_path), **describe(daemon.config),
     }  # fmt: skip
 
 
-async def _answer(stream: trio.SocketStream, request: dict[str, Any], started: float) -> dict[str, Any]:
+async def _answer(stream: trio.SocketStream, request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
     match request["cmd"]:
         case "ping":
             return {"type": "pong", "version": __version__}
         case "status":
-            return _status(started)
+            return _status(daemon)
+        case "config":
+            return {"type": "config", "path": str(daemon.config_path), "config": daemon.config}
+        case "env_names":
+            return {"type": "env_names", "names": names_needed(daemon)}
+        case "reload":
+            environ = request.get("env", {})
+            if not isinstance(environ, dict) or not all(isinstance(v, str) for v in environ.values()):
+                raise _BadRequest('"env" must be an object of strings')
+            try:
+                return {"type": "reloaded", **attrs.asdict(await reload(daemon, environ))}
+            except ReloadRefused as exc:
+                raise _BadRequest(f"reload refused: {exc}") from None
         case "tree":
             return {"type": "tree", "tree": sv.inspect_tree(ROOT)}
         case "kill":
-            pid, path = _resolve(_text_field(request, "path"))
+            pid, path = _resolve(await _kill_path(_text_field(request, "path")))
             sv.kill(pid, KilledOnPurpose(f"killed on purpose with `beamclaw kill {path}`"))
             return {"type": "killed", "pid": repr(pid), "path": path}
         case "stop":
@@ -156,21 +209,36 @@ async def _answer(stream: trio.SocketStream, request: dict[str, Any], started: f
         case "history":
             handle = await _session(request)
             messages = [m.to_openai() for m in await core.history(handle)]
-            return {"type": "history", "messages": messages}
+            return {"type": "history", "session": _handle_fields(handle), "messages": messages}
+        case "open":
+            return {"type": "session", "session": _handle_fields(await _session(request))}
+        case "sessions":
+            limit = request.get("limit", 50)
+            if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+                raise _BadRequest('"limit" must be a whole number of at least 1')
+            sessions, total = await core.list_sessions(limit)
+            return {"type": "sessions", "sessions": [attrs.asdict(x) for x in sessions], "total": total}
     raise _BadRequest(f"unknown command {request['cmd']!r}")
 
 
 async def _session(request: dict[str, Any]) -> core.SessionHandle:
+    """The conversation a request names: ``session`` (an id prefix), else ``user`` with ``agent``."""
     try:
+        if "session" in request:
+            return await core.reopen_session(await core.find_session(_text_field(request, "session")))
         return await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), "cli")
-    except core.InvalidAgentName as exc:
+    except (core.InvalidAgentName, core.SessionNotFound) as exc:
         raise _BadRequest(str(exc)) from None
 
 
-async def _serve_one(stream: trio.SocketStream, started: float) -> None:
+def _handle_fields(handle: core.SessionHandle) -> dict[str, str]:
+    return {"id": handle.id, "user_id": handle.user_id, "agent_id": handle.agent_id, "channel": handle.channel}
+
+
+async def _serve_one(stream: trio.SocketStream, daemon: Daemon) -> None:
     async with stream:
         try:
-            answer = await _answer(stream, await _read_request(stream), started)
+            answer = await _answer(stream, await _read_request(stream), daemon)
         except _BadRequest as exc:
             answer = {"type": "error", "error": str(exc)}
         except (sv.NoProc, sv.CallTimeout) as exc:
@@ -191,8 +259,9 @@ async def _answers(path: Path) -> bool:
     return True
 
 
-async def control_server(path: Path, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the control socket at *path* until cancelled; remove it on the way out."""
+async def control_server(daemon: Daemon, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the control socket in the data dir until cancelled; remove it on the way out."""
+    path = daemon.home / SOCKET_NAME
     if path.exists() or path.is_symlink():
         if await _answers(path):
             raise RuntimeError(f"another BeamClaw daemon is running (it answers at {path}); stop it first")
@@ -206,7 +275,7 @@ async def control_server(path: Path, task_status: Any = trio.TASK_STATUS_IGNORED
     sock.listen(64)
     try:
         async with trio.open_nursery() as nursery:
-            handler = functools.partial(_serve_one, started=time.time())
+            handler = functools.partial(_serve_one, daemon=daemon)
             await nursery.start(trio.serve_listeners, handler, [trio.SocketListener(sock)])
             task_status.started()
     finally:

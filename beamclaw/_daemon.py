@@ -18,8 +18,9 @@ from loguru import logger
 
 import supervision as sv
 
-from ._apps import build_tree
-from ._config import data_dir, register_secrets
+from ._config import data_dir, default_config_path, register_secrets
+from ._describe import describe
+from ._root import build_tree
 
 
 @attrs.define
@@ -37,17 +38,24 @@ class _GiveUps:
             self.children[str(event.supervisor_name or event.supervisor)] = str(event.child_id)
 
 
-def run_daemon(config: dict[str, Any]) -> Any:
+def run_daemon(config: dict[str, Any], config_path: Path | None = None) -> Any:
     """Start the enabled apps and serve until SIGINT or SIGTERM; return the exit reason.
 
-    Raises ConfigError for an unusable data dir, and `sv.StartError` or
-    `sv.MaxIntensity` (each with a one-line note) when the tree fails.
+    *config_path* is the file *config* was read from (the project's config.toml when
+    None); SIGHUP and `beamclaw reload` read it again. Raises ConfigError for an
+    unusable data dir, and `sv.StartError` or `sv.MaxIntensity` (each with a one-line
+    note) when the tree fails.
     """
     home = data_dir(create=True)
     register_secrets(config)
-    tree = build_tree(config, home)
+    path = config_path or default_config_path()
+    tree = build_tree(config, home, path)
+    what = describe(config)
     logger.info(
-        "BeamClaw starting: apps {} (data dir {}); stop with Ctrl-C",
+        "BeamClaw starting with {}: model {}; {}; apps {}; data dir {}. Stop with Ctrl-C, reload with SIGHUP",
+        path,
+        what["model"],
+        f"gateway {what['gateway']}" if what["gateway"] else "no gateway",
         ", ".join(str(spec.id) for spec in tree.children),
         home,
     )

@@ -130,6 +130,8 @@ class ChildSpec:
         name across restarts.
       backoff: a `Backoff` to delay restarts and retries of failed restarts, or
         None to restart (and retry) at once, as OTP does.
+      label: what the child is, in words, for people reading `inspect_tree` (a
+        session's user and agent, say, beside an id that is a hash).
     """
 
     id: Hashable = attrs.field(validator=_check_id)
@@ -142,6 +144,9 @@ class ChildSpec:
     name: str | Via | None = None
     backoff: Backoff | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(Backoff))
+    )
+    label: str | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(str))
     )
 
     def __attrs_post_init__(self) -> None:

@@ -80,7 +80,8 @@ def inspect_tree(sup: Dest) -> dict[str, Any]:
     """The live tree under *sup* as plain data (str, int, float, None, lists, dicts).
 
     Every node has id, pid, name, kind, restart, state, restarts, uptime (seconds)
-    and mailbox (queued messages); supervisors also have strategy and children.
+    and mailbox (queued messages); supervisors also have strategy and children. A
+    child whose spec has a label has it under ``label``.
     Safe to serialise as JSON, for the control API and the CLI.
     """
     engine = _engine(sup)
@@ -121,4 +122,6 @@ def _describe_child(child: Any, now: float) -> dict[str, Any]:
         row.update(_describe(proc, now))
         row["kind"] = child.spec.type.value if child.spec.type.value == "supervisor" else proc.kind
     row.update(restart=child.spec.restart.value, state=child.state.value, restarts=child.restarts)
+    if child.spec.label is not None:
+        row["label"] = child.spec.label
     return row

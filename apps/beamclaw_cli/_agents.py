@@ -6,9 +6,12 @@ import argparse
 import os
 import shutil
 import sqlite3
+from typing import Final
 
 import beamclaw
 import beamclaw_core as core
+
+from ._help import Commands, add_actions, add_command
 
 
 def _workspace(name: str, create: bool = False) -> core.Workspace:
@@ -64,9 +67,9 @@ def show(args: argparse.Namespace) -> int:
     except OSError:
         logs = []
     print(f"  daily logs    {len(logs)}" + (f" (latest {logs[0]})" if logs else ""))
-    identity = [line for line in (_read(ws, "IDENTITY.md") or "").splitlines() if line.startswith("- Name:")]
-    if identity:
-        print(f"  {identity[0].lstrip('- ')}")
+    identity = (_read(ws, "IDENTITY.md") or "").splitlines()
+    name = next((line.partition(":")[2].strip() for line in identity if line.startswith("- Name:")), "")
+    print(f"  name          {name or 'not chosen yet (IDENTITY.md)'}")
     return 0
 
 
@@ -104,20 +107,57 @@ def rehatch(args: argparse.Namespace) -> int:
 COMMANDS = {"create": create, "list": list_agents, "show": show, "delete": delete, "rehatch": rehatch}
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    agent = commands.add_parser("agent", help="create, list, show, delete or rehatch agents")
-    actions = agent.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for action in ("create", "show", "delete", "rehatch"):
-        sub = actions.add_parser(action, help=f"{action} an agent")
-        sub.add_argument("name")
+_ACTIONS: Final = {
+    "list": (
+        "list the agents",
+        "List the agents and whether their first-run ritual is pending.",
+        ["beamclaw agent list"],
+    ),
+    "create": (
+        "create an agent and its workspace",
+        "Create an agent: its workspace, seeded with "
+        "IDENTITY.md, SOUL.md and the other templates (a file you wrote is never overwritten).",
+        ["beamclaw agent create ops", 'beamclaw chat --agent ops "hello"'],
+    ),
+    "show": (
+        "show an agent's workspace files",
+        "Show an agent's workspace: each file's size, its daily logs and its name.",
+        ["beamclaw agent show default"],
+    ),
+    "delete": (
+        "delete an agent, its workspace and its conversations",
+        "Delete an agent's workspace and its stored conversations (asks for --yes).",
+        ["beamclaw agent delete ops --yes"],
+    ),
+    "rehatch": (
+        "start an agent's first-run ritual again",
+        "Put BOOTSTRAP.md back, so the next conversation starts with the first-run ritual; the other files are kept.",
+        ["beamclaw agent rehatch default"],
+    ),
+}
+
+
+def add_parser(commands: Commands) -> None:
+    agent = add_command(
+        commands,
+        "agent",
+        "create, list, show, delete or rehatch agents",
+        "Manage agents, each with its own workspace and conversations (no daemon needed). "
+        "Without an action, list them.",
+        ["beamclaw agent list", "beamclaw agent create ops", "beamclaw agent show ops"],
+    )
+    actions = add_actions(agent)
+    for action, (summary, description, examples) in _ACTIONS.items():
+        sub = add_command(actions, action, summary, description, examples)
+        if action != "list":
+            sub.add_argument("name")
         if action == "delete":
-            sub.add_argument("--yes", action="store_true", help="really delete it")
-    actions.add_parser("list", help="list agents")
+            sub.add_argument("--yes", action="store_true", help="really delete it")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return COMMANDS[args.action](args)
+        return COMMANDS[args.action or "list"](args)
     except (core.InvalidAgentName, sqlite3.Error, core.StoreError) as exc:
         print(f"beamclaw: {exc}")
         return 2

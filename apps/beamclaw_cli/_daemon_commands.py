@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
+import time
 
 import trio
 from rich.console import Console
 from rich.live import Live
+from rich.table import Table
 
 from ._control_client import ask, request, socket_path
 from ._tree_view import render
@@ -46,8 +50,13 @@ async def chat(args: argparse.Namespace) -> int:
 
 
 async def history(args: argparse.Namespace) -> int:
-    answer = await ask({"cmd": "history", "user": user_id(args), "agent": args.agent})
-    for item in answer.get("messages", []):
+    who = {"session": args.session} if args.session else {"user": user_id(args), "agent": args.agent}
+    answer = await ask({"cmd": "history", **who})
+    session, messages = answer["session"], answer.get("messages", [])
+    print(f"session {session['id'][:12]}  {session['user_id']} → {session['agent_id']}")
+    if not messages:
+        print("no messages yet: a new conversation (after /new, or never used)")
+    for item in messages:
         if item.get("content"):
             print(f"{item['role']}: {item['content']}")
         for call in item.get("tool_calls") or []:
@@ -55,11 +64,42 @@ async def history(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ago(seconds: float) -> str:
+    if seconds < 60:
+        return "just now"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit} ago"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def sessions(args: argparse.Namespace) -> int:
+    answer = await ask({"cmd": "sessions", "limit": 1_000_000 if args.all else 20})
+    rows, total = answer["sessions"], answer["total"]
+    if not rows:
+        print('no conversations yet: `beamclaw chat "hi"` or `beamclaw tui` starts one')
+        return 0
+    table = Table(box=None, pad_edge=False, header_style="bold")
+    for column in ("ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST ACTIVITY", "STATE"):
+        table.add_column(column, justify="right" if column == "MESSAGES" else "left", no_wrap=True)
+    now = time.time()
+    for row in rows:
+        state = "running" if row["running"] else "sleeping"
+        table.add_row(
+            row["id"][:12], row["user_id"], row["agent_id"], row["channel"] or "-", str(row["messages"]),
+            _ago(now - row["updated_at"]), state,
+        )  # fmt: skip
+    _console().print(table)
+    if total > len(rows):
+        print(f"... and {total - len(rows)} more (--all lists every one)")
+    return 0
+
+
 async def tree(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps((await ask({"cmd": "tree"}))["tree"], indent=2))
         return 0
-    console = Console()
+    console = _console()
     if not args.watch:
         console.print(render((await ask({"cmd": "tree"}))["tree"]))
         return 0
@@ -69,14 +109,30 @@ async def tree(args: argparse.Namespace) -> int:
             await trio.sleep(args.interval)
 
 
+def _console() -> Console:
+    """rich's console; into a pipe or a file, lines are never wrapped (one node, one row per line)."""
+    return Console() if sys.stdout.isatty() else Console(width=100_000, soft_wrap=True)
+
+
 async def status(args: argparse.Namespace) -> int:
     answer = await ask({"cmd": "status"})
-    print(f"BeamClaw {answer['version']} running, pid {answer['pid']}, up {answer['uptime']:.0f} s")
+    print(f"BeamClaw {answer['version']} running, pid {answer['pid']}, up {_duration(answer['uptime'])}")
+    print(f"configuration: {answer['config']}")
+    print(f"model: {answer['model']}")
+    if answer.get("gateway"):
+        print(f"gateway: {answer['gateway']}")
     print(f"control socket: {socket_path()}")
     print(f"sessions running: {answer['sessions']}")
     for app in answer["apps"]:
         print(f"  {app['id']:<10} {app['state']:<10} restarts {app['restarts']}")
     return 0
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes = int(seconds // 60)
+    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {seconds % 60:02.0f} s"
 
 
 async def stop(args: argparse.Namespace) -> int:
@@ -93,4 +149,21 @@ async def stop(args: argparse.Namespace) -> int:
 async def kill(args: argparse.Namespace) -> int:
     answer = await ask({"cmd": "kill", "path": args.path})
     print(f"killed {answer['path']} ({answer['pid']}); its supervisor restarts it: see `beamclaw tree`")
+    return 0
+
+
+async def reload(args: argparse.Namespace) -> int:
+    """Reload, sending the values this shell has for the variables the configuration names."""
+    names = (await ask({"cmd": "env_names"}))["names"]
+    env = {name: os.environ[name] for name in names if os.environ.get(name)}
+    answer = await ask({"cmd": "reload", "env": env})
+    print(f"reloaded {answer['config_path']}")
+    if answer["applied"]:
+        print(f"  applied in place (conversations go on): {', '.join(answer['applied'])}")
+    if answer["restarted"]:
+        print(f"  restarted with their new settings: {', '.join(answer['restarted'])}")
+    if not answer["applied"] and not answer["restarted"]:
+        print("  no app's settings changed")
+    if answer["from_client"]:
+        print(f"  taken from this shell: {', '.join(answer['from_client'])}")
     return 0

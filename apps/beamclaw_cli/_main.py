@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -16,6 +17,7 @@ import supervision as sv
 from . import _agents, _daemon_commands, _pairing_commands, _sandbox_commands, _skills_commands
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
+from ._help import add_command
 from ._stderr_log import log_to_stderr
 from ._tui import tui
 from ._who import add_who
@@ -27,6 +29,8 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "status": _daemon_commands.status,
     "stop": _daemon_commands.stop,
     "kill": _daemon_commands.kill,
+    "sessions": _daemon_commands.sessions,
+    "reload": _daemon_commands.reload,
     "tui": tui,
 }
 
@@ -35,41 +39,132 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="beamclaw",
         description="A fault-tolerant, security-conscious AI agent gateway and MCP host.",
+        epilog="`beamclaw help COMMAND` (or `beamclaw COMMAND --help`) tells more about each.",
     )
+    parser.add_argument("--version", action="version", version=f"beamclaw {beamclaw.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    run = commands.add_parser("run", help="start the daemon and serve until Ctrl-C")
+    run = add_command(
+        commands,
+        "run",
+        "start the daemon and serve until Ctrl-C",
+        "Start every enabled app under one supervisor and serve until Ctrl-C, SIGTERM or "
+        "`beamclaw stop`. SIGHUP (or `beamclaw reload`) re-reads the configuration.",
+        ["python -m beamclaw run", "python -m beamclaw run --config my.toml"],
+    )
     run.add_argument("--config", metavar="PATH", help="configuration file (default: the project's config.toml)")
-    tui_parser = commands.add_parser("tui", help="chat in the terminal (starts a daemon in-process if none runs)")
+    tui_parser = add_command(
+        commands,
+        "tui",
+        "chat in the terminal (starts a daemon in-process if none runs)",
+        "Chat with an agent: arrow keys edit, Up and Down recall earlier lines, Tab completes "
+        "/commands. Ctrl-C stops the reply being written; Ctrl-C twice, or Ctrl-D, leaves.",
+        ["beamclaw tui", "beamclaw tui --agent ops", "beamclaw tui --config my.toml   # no daemon running"],
+    )
     add_who(tui_parser)
     tui_parser.add_argument("--config", metavar="PATH", help="configuration for an in-process daemon")
-    chat = commands.add_parser("chat", help="send one message to an agent of the running daemon")
+    chat = add_command(
+        commands,
+        "chat",
+        "send one message to an agent of the running daemon",
+        "Send one message and print the reply as it is written. `/yes`, `/no` and "
+        "`/always` answer a tool approval the agent is waiting for.",
+        ['beamclaw chat "what is in my notes?"', "beamclaw chat /yes", 'beamclaw chat --agent ops "status?"'],
+    )
     chat.add_argument("message", help="what to say")
     add_who(chat)
-    add_who(commands.add_parser("history", help="print a conversation of the running daemon"))
-    tree = commands.add_parser("tree", help="draw the running daemon's supervision tree")
+    history = add_command(
+        commands,
+        "history",
+        "print a conversation of the running daemon",
+        "Print your conversation with an agent, or any conversation `beamclaw sessions` lists.",
+        ["beamclaw history", "beamclaw history --agent ops", "beamclaw history 3f9a1c2b"],
+    )
+    history.add_argument("session", nargs="?", help="a session id (or its first characters) from `beamclaw sessions`")
+    add_who(history)
+    sessions = add_command(
+        commands,
+        "sessions",
+        "list the conversations: id, user, agent, channel, messages, last activity",
+        "List the stored conversations, the ones used last first. The id (its first characters "
+        "will do) is what `history` and `kill` take.",
+        ["beamclaw sessions", "beamclaw sessions --all", "beamclaw history 3f9a1c2b"],
+    )
+    sessions.add_argument("--all", action="store_true", help="every conversation, not only the last 20")
+    tree = add_command(
+        commands,
+        "tree",
+        "draw the running daemon's supervision tree",
+        "Draw every process of the running daemon: id, pid, kind, restart type, state, "
+        "restarts, uptime and mailbox; conversations show their user, agent and channel.",
+        ["beamclaw tree", "beamclaw tree --watch", "beamclaw tree --json | jq '.children[].id'"],
+    )
     tree.add_argument("--watch", action="store_true", help="redraw it live until Ctrl-C")
     tree.add_argument("--json", action="store_true", help="print it as JSON")
     tree.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
-    commands.add_parser("status", help="is the daemon running, and how are its apps")
-    commands.add_parser("stop", help="stop the running daemon (as SIGTERM would)")
-    kill = commands.add_parser("kill", help="crash one process on purpose, to watch it restart")
-    kill.add_argument("path", help="child ids from the root, e.g. core/sessions_sup/<session>/loop (prefixes do)")
+    add_command(
+        commands,
+        "status",
+        "is the daemon running, and how are its apps",
+        "Say whether a daemon runs, since when, with which configuration, and the state of each app.",
+        ["beamclaw status"],
+    )
+    add_command(
+        commands,
+        "stop",
+        "stop the running daemon (as SIGTERM would)",
+        "Stop the running daemon gracefully: the apps stop in reverse order; nothing stored is lost.",
+        ["beamclaw stop"],
+    )
+    add_command(
+        commands,
+        "reload",
+        "re-read the configuration and secrets, keeping every conversation",
+        "Make the running daemon re-read its configuration file, with the values of the "
+        "environment variables it names taken from this shell (so `export KEY=...` then "
+        "`beamclaw reload` is enough). Conversations go on; an app whose table changed restarts.",
+        ["export OPENROUTER_API_KEY=sk-or-...; beamclaw reload", "kill -HUP $(pgrep -f 'beamclaw run')"],
+    )
+    kill = add_command(
+        commands,
+        "kill",
+        "crash one process on purpose, to watch it restart",
+        "Crash one process of the running daemon with an error, as a bug would, and let its "
+        "supervisor restart it. The path is child ids from the root (prefixes do), or a session "
+        "id from `beamclaw sessions` followed by /loop or /session.",
+        ["beamclaw kill 3f9a1c2b/loop", "beamclaw kill core/sessions_sup/3f9a1c2b/loop", "beamclaw kill gateway/http"],
+    )
+    kill.add_argument("path", help="child ids from the root, or SESSION/loop (prefixes do)")
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
     _sandbox_commands.add_parser(commands)
-    doctor_parser = commands.add_parser("doctor", help="check the configuration, data dir, keys and Docker")
-    doctor_parser.add_argument("--config", metavar="PATH", help="configuration file")
-    commands.add_parser("version", help="print the version")
-    commands.add_parser("help", help="show this help")
-    return parser
+    doctor_parser = add_command(
+        commands,
+        "doctor",
+        "check what will run: configuration, model, channels, port, jail, Docker",
+        "Check what the daemon will actually use (the running daemon's configuration when one "
+        "runs): the configuration, the data dir, the model answering, each enabled channel, the "
+        "port, the jail and, when used, Docker. Each problem comes with its fix.",
+        ["beamclaw doctor", "beamclaw doctor --config my.toml"],
+    )
+    doctor_parser.add_argument("--config", metavar="PATH", help="configuration file (default: the daemon's)")
+    add_command(commands, "version", "print the version", "Print BeamClaw's version.", ["beamclaw version"])
+    help_parser = add_command(
+        commands,
+        "help",
+        "show the help of BeamClaw or of one command",
+        "Show the list of commands, or what one command does.",
+        ["beamclaw help", "beamclaw help tree", "beamclaw help agent create"],
+    )
+    help_parser.add_argument("topic", nargs="*", help="a command (and action)")
+    return parser  # fmt: skip
 
 
 def _run(args: argparse.Namespace) -> int:
     try:
         log_to_stderr(os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
         config = beamclaw.load_config(args.config)
-        beamclaw.run_daemon(config)
+        beamclaw.run_daemon(config, Path(args.config).absolute() if args.config else None)
     except (beamclaw.ConfigError, ValueError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 2
@@ -161,5 +256,10 @@ def _dispatch(argv: Sequence[str] | None) -> int:
         case "version":
             print(f"beamclaw {beamclaw.__version__}")
             return 0
+        case "help" if args.topic:
+            try:
+                return _dispatch([*args.topic, "--help"])
+            except SystemExit as exc:  # argparse exits once it has printed the help (or an error)
+                return int(exc.code or 0)
     parser.print_help()
     return 0 if args.command == "help" else 2

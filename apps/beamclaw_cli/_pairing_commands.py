@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sqlite3
+import sys
 import time
 
 import beamclaw
 import beamclaw_core as core
+
+from ._help import Commands, add_command
 
 
 def _db() -> sqlite3.Connection:
@@ -35,12 +38,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"revoked {words[2]} on {words[1]}" if removed else f"{words[2]} was not paired on {words[1]}")
             return 0 if removed else 1
         if len(words) == 2:
-            agent = core.check_agent_name(args.agent)
+            agent = core.check_agent_exists(beamclaw.data_dir(), args.agent, core.CoreConfig().default_agent)
             user = core.approve(db, words[0], words[1], agent)
             print(f"paired {user} on {words[0]} with agent {agent}")
             return 0
     except (core.PairingError, core.InvalidAgentName) as exc:
-        print(f"beamclaw: {exc}")
+        print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     finally:
         db.close()
@@ -48,7 +51,14 @@ def run(args: argparse.Namespace) -> int:
     return 2
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("pair", help="approve, list or revoke chat users (pairing codes)")
+def add_parser(commands: Commands) -> None:
+    parser = add_command(
+        commands,
+        "pair",
+        "approve, list or revoke chat users (pairing codes)",
+        "A stranger who writes to the Telegram bot gets a pairing code; nothing reaches an agent "
+        "until you approve the code here. Without words, list the pending codes and paired users.",
+        ["beamclaw pair", "beamclaw pair telegram K7M2PQ9X --agent ops", "beamclaw pair revoke telegram tg:42"],
+    )
     parser.add_argument("words", nargs="*", metavar="list | CHANNEL CODE | revoke CHANNEL USER_ID")
-    parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")
+    parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")  # fmt: skip

@@ -15,6 +15,8 @@ import trio
 import beamclaw
 import beamclaw_sandbox as sandbox
 
+from ._help import Commands, add_actions, add_command
+
 
 def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:
     return sandbox.parse_sandbox_config(beamclaw.load_config(args.config).get("sandbox", {}))
@@ -62,17 +64,25 @@ def _age(seconds: float) -> str:
 _ENGINE_COMMANDS: dict[str, Any] = {"status": _status, "list": _list, "kill": _kill}
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("sandbox", help="the Docker sandbox: status, list, kill ID, build")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+def add_parser(commands: Commands) -> None:
+    parser = add_command(
+        commands,
+        "sandbox",
+        "the Docker sandbox: status, list, kill ID, build",
+        "The Docker sandbox of the `exec` tool (no daemon needed). Without an action, its status.",
+        ["beamclaw sandbox", "beamclaw sandbox build", "beamclaw sandbox list"],
+    )
+    actions = add_actions(parser)
     helps = {
-        "status": "is the engine up, the image built, Docker code execution on",
-        "list": "the sandbox containers of this data dir",
-        "kill": "remove a sandbox container (by name or key, e.g. session:<id>)",
-        "build": "build the sandbox image (no image registry needed; a no-op when up to date)",
-    }
-    for action, text in helps.items():
-        sub = actions.add_parser(action, help=text)
+        "status": ("is the engine up, the image built, Docker code execution on", ["beamclaw sandbox status"]),
+        "list": ("the sandbox containers of this data dir", ["beamclaw sandbox list"]),
+        "kill": ("remove a sandbox container (by name or key, e.g. session:<id>)",
+                 ["beamclaw sandbox kill session:3f9a1c2b"]),
+        "build": ("build the sandbox image (no image registry needed; a no-op when up to date)",
+                  ["beamclaw sandbox build", "beamclaw sandbox build --force"]),
+    }  # fmt: skip
+    for action, (text, examples) in helps.items():
+        sub = add_command(actions, action, text, text[0].upper() + text[1:] + ".", examples)
         sub.add_argument("--config", metavar="PATH", help="configuration file")
         if action == "kill":
             sub.add_argument("id", help="container name or key")
@@ -81,6 +91,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action is None:
+        args = argparse.Namespace(action="status", config=None)
     if args.action == "build":
         try:
             return sandbox.build_image(_config(args).docker_image, force=args.force)

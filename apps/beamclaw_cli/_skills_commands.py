@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 from pathlib import Path
+from typing import Final
 
 import beamclaw
 import beamclaw_core as core
+
+from ._help import Commands, add_actions, add_command
 
 
 def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:
@@ -89,21 +92,54 @@ def install(args: argparse.Namespace) -> int:
 COMMANDS = {"list": list_skills, "status": status, "show": show, "install": install}
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = commands.add_parser("skills", help="list, check, show or install skills")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for action in COMMANDS:
-        sub = actions.add_parser(action, help=f"{action} skills")
+_ACTIONS: Final = {
+    "list": (
+        "list the skills an agent has",
+        "List the skills an agent can use (bundled, yours, its own), with a mark for each whose requirements are met.",
+        ["beamclaw skills list --agent ops"],
+    ),
+    "status": (
+        "say why a skill cannot be used",
+        "For each skill whose requirements are not met, say which program, variable or system it lacks.",
+        ["beamclaw skills status"],
+    ),
+    "show": (
+        "show a skill: its description, requirements and files",
+        "Show one skill.",
+        ["beamclaw skills show git-digest"],
+    ),
+    "install": (
+        "run a skill's install steps (with --yes)",
+        "Show the steps a skill gives to install what it needs; with --yes, run them.",
+        ["beamclaw skills install git-digest --yes"],
+    ),
+}
+
+
+def add_parser(commands: Commands) -> None:
+    parser = add_command(
+        commands,
+        "skills",
+        "list, check, show or install skills",
+        "Skills are SKILL.md folders: bundled, in $BEAMCLAW_HOME/skills, or in an agent's own "
+        "skills folder. Without an action, list them.",
+        ["beamclaw skills", "beamclaw skills status", "beamclaw skills show git-digest"],
+    )
+    actions = add_actions(parser)
+    for action, (summary, description, examples) in _ACTIONS.items():
+        sub = add_command(actions, action, summary, description, examples)
         sub.add_argument("--agent", default="default", help="whose skills (default: default)")
         sub.add_argument("--config", metavar="PATH", help="configuration file")
         if action in {"show", "install"}:
             sub.add_argument("name")
         if action == "install":
-            sub.add_argument("--yes", action="store_true", help="run the install steps")
+            sub.add_argument("--yes", action="store_true", help="run the install steps")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.action is None:  # `beamclaw skills`: list, with the defaults
+            args = argparse.Namespace(action="list", agent="default", config=None)
         return COMMANDS[args.action](args)
     except core.InvalidAgentName as exc:
         print(f"beamclaw: {exc}")

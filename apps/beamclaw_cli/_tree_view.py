@@ -21,7 +21,9 @@ def _uptime(seconds: float) -> str:
 def _label(node: dict[str, Any]) -> Text:
     label = Text()
     ident = str(node["id"])
-    label.append(ident if len(ident) <= 20 else ident[:19] + "…", style="bold")
+    label.append(ident if len(ident) <= 20 else ident[:12] + "…", style="bold")
+    if node.get("label"):
+        label.append(f"  {node['label']}", style="italic")
     label.append(f"  {node.get('pid') or '-'}  {node['kind']}", style="cyan")
     if node.get("strategy"):
         label.append(f" {node['strategy']}", style="cyan")

@@ -18,6 +18,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncGenerator
+from pathlib import Path
 from typing import Any, Final
 
 import attrs
@@ -197,7 +198,8 @@ async def tui(args: argparse.Namespace) -> int:
         # Outside the nursery, so that a bad configuration or data dir is one plain error.
         config = beamclaw.load_config(args.config)
         try:
-            tree = beamclaw.build_tree(config, beamclaw.data_dir(create=True))
+            path = Path(args.config).absolute() if args.config else None
+            tree = beamclaw.build_tree(config, beamclaw.data_dir(create=True), path)
         except ValueError as exc:  # an app's table, as `beamclaw run` reports it
             raise beamclaw.ConfigError(str(exc)) from None
     with trio.open_signal_receiver(signal.SIGINT) as interrupts:

@@ -13,11 +13,17 @@ from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
 from ._api import (
     ContextUsage,
     SessionHandle,
+    SessionNotFound,
+    SessionSummary,
     context_usage,
+    find_session,
     history,
+    list_sessions,
     open_session,
     paired_agent,
     pairing_code,
+    reconfigure,
+    reopen_session,
     reset_session,
     running_sessions,
     send_message,
@@ -56,7 +62,17 @@ from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skil
 from ._store import SCHEMA_VERSION, StoreError, open_database
 from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
-from ._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name, template
+from ._workspace import (
+    CONTEXT_FILES,
+    SEEDED_FILES,
+    InvalidAgentName,
+    UnknownAgent,
+    Workspace,
+    agent_names,
+    check_agent_exists,
+    check_agent_name,
+    template,
+)
 
 __all__ = [
     "ConfigError",
@@ -71,6 +87,9 @@ __all__ = [
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
+    "UnknownAgent",
+    "agent_names",
+    "check_agent_exists",
     "Paired",
     "PairingError",
     "PendingCode",
@@ -108,6 +127,12 @@ __all__ = [
     "ProviderNotConfigured",
     "Run",
     "SessionHandle",
+    "SessionNotFound",
+    "SessionSummary",
+    "find_session",
+    "list_sessions",
+    "reopen_session",
+    "reconfigure",
     "SessionInfo",
     "StoreError",
     "ToolCall",

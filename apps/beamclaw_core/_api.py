@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Final, final
+from typing import Any, Final, final
 
 import attrs
 import trio
@@ -11,11 +11,12 @@ import supervision as sv
 
 from ._channel import Channel
 from ._compaction import context_window
+from ._config import parse_core_config
 from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
 from ._runtime import RESTART_WAIT, Runtime
 from ._sessions import SESSIONS
-from ._store import store_call
+from ._store import SessionRow, store_call
 from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
@@ -115,6 +116,54 @@ async def running_sessions() -> list[str]:
 
 @final
 @attrs.frozen
+class SessionSummary:
+    """A conversation as `beamclaw sessions` shows it."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    messages: int
+    created_at: float
+    updated_at: float
+    running: bool
+
+
+class SessionNotFound(LookupError):
+    """No stored conversation has that id (or several do); the message says which."""
+
+
+def _summary(row: SessionRow, running: set[str]) -> SessionSummary:
+    return SessionSummary(
+        row.id, row.user_id, row.agent_id, row.channel, row.messages, row.created_at, row.updated_at, row.id in running
+    )
+
+
+async def list_sessions(limit: int = 50) -> tuple[list[SessionSummary], int]:
+    """The *limit* conversations used last (newest first), and how many are stored in all."""
+    rows, total = await store_call("list", limit)
+    running = set(await running_sessions())
+    return [_summary(row, running) for row in rows], total
+
+
+async def find_session(prefix: str) -> SessionSummary:
+    """The stored conversation whose id starts with *prefix* (as `beamclaw sessions` prints it)."""
+    if not prefix or not all(c in "0123456789abcdef" for c in prefix):
+        raise SessionNotFound(f"{prefix!r} is not a session id: `beamclaw sessions` lists them")
+    rows = await store_call("find", prefix)
+    if len(rows) != 1:
+        what = "several sessions" if rows else "no session"
+        raise SessionNotFound(f"{what} start with {prefix!r}: `beamclaw sessions` lists them")
+    return _summary(rows[0], set(await running_sessions()))
+
+
+async def reopen_session(summary: SessionSummary) -> SessionHandle:
+    """A handle on a listed conversation (started again if it is not running)."""
+    return await open_session(summary.user_id, summary.agent_id, summary.channel)
+
+
+@final
+@attrs.frozen
 class ContextUsage:
     """How full the model's context window is for a conversation (tokens estimated)."""
 
@@ -157,3 +206,21 @@ async def paired_agent(channel: str, user_id: str) -> str | None:
     """The agent *user_id* was paired with on *channel*, or None."""
     agent: str | None = await store_call("pairing_allowed", channel, user_id)
     return agent
+
+
+#: Keys of ``[core]`` that shape the app's tree; changing one needs the app restarted.
+_TREE_KEYS: Final = ("enabled", "bundled_skills_dir", "skills_watch_debounce_ms", "cleanup_interval_seconds")
+
+
+async def reconfigure(table: dict[str, Any]) -> bool:
+    """Apply a new ``[core]`` to the running app; the next turn of every conversation uses it.
+
+    Returns False, changing nothing, when a key that shapes the app's tree changed (the
+    caller restarts the app instead). Raises `ConfigError` for a bad table.
+    """
+    config = parse_core_config(table)
+    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
+    if any(getattr(config, key) != getattr(runtime.config, key) for key in _TREE_KEYS):
+        return False
+    await sv.call(SESSIONS, ("reconfigure", config), restart_wait=RESTART_WAIT)
+    return True

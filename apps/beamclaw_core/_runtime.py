@@ -21,8 +21,11 @@ RESTART_WAIT: Final = 2.0
 
 
 @final
-@attrs.frozen
+@attrs.define(eq=False)
 class Runtime:
+    """Shared by every session and loop of the app; `reconfigure` replaces ``config`` in
+    place, so the next turn of every conversation uses the new one."""
+
     config: CoreConfig
     data_dir: Path
     registry: sv.Registry

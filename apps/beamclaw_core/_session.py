@@ -89,6 +89,8 @@ class Session(sv.GenServer):
                 state.history = stored.history
                 state.allowlist = set(stored.allowlist)
                 state.updated_at = stored.updated_at
+            else:  # listed by `beamclaw sessions` from now on, messages or not
+                await store_call("touch", info, state.allowlist)
             # A loop never outlives its session (rest_for_one), so a call still open
             # here belongs to a turn that died with the previous session or daemon.
             await self._close_tool_calls(state)

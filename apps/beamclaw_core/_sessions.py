@@ -21,9 +21,11 @@ from typing import Any, Final
 
 import supervision as sv
 
+from ._config import CoreConfig
 from ._loop import Loop
 from ._runtime import Runtime
 from ._session import Session, SessionInfo, session_id
+from ._workspace import UnknownAgent, check_agent_exists
 
 SESSIONS: Final = "beamclaw_core.sessions"
 SESSIONS_SUP: Final = "beamclaw_core.sessions_sup"
@@ -55,7 +57,12 @@ def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
         period=10.0,
         name=tree_name(info.id),
     )  # fmt: skip
-    return tree.child_spec(info.id, restart=sv.TRANSIENT)
+    return tree.child_spec(info.id, restart=sv.TRANSIENT, label=session_label(info))
+
+
+def session_label(info: SessionInfo) -> str:
+    """Who talks to whom, and where: ``local:ada → default (cli)``."""
+    return f"{info.user_id} → {info.agent_id}" + (f" ({info.channel})" if info.channel else "")
 
 
 class SessionsManager(sv.GenServer):
@@ -66,6 +73,11 @@ class SessionsManager(sv.GenServer):
     async def handle_call(self, request: Any, caller: sv.Caller, runtime: Runtime) -> Any:
         match request:
             case ("open", str() as user_id, str() as agent_id, str() as channel):
+                try:
+                    check_agent_exists(runtime.data_dir, agent_id, runtime.config.default_agent)
+                except UnknownAgent as exc:
+                    sv.reply_error(caller, exc)
+                    return sv.NoReply(runtime)
                 per_channel = runtime.config.session_sharing == "per_channel"
                 sid = session_id(user_id, agent_id, channel, per_channel=per_channel)
                 # The tree may be running while its session process is being restarted.
@@ -80,6 +92,9 @@ class SessionsManager(sv.GenServer):
                 return sv.Reply(bool(pids), runtime)
             case "runtime":
                 return sv.Reply(runtime, runtime)
+            case ("reconfigure", CoreConfig() as config):
+                runtime.config = config
+                return sv.Reply(None, runtime)
             case "running":
                 return sv.Reply(sorted(str(c.id) for c in sv.which_children(SESSIONS_SUP) if c.pid), runtime)
         raise ValueError(f"unknown sessions request {request!r}")

@@ -172,6 +172,42 @@ def _replace(db: sqlite3.Connection, info: Any, allowlist: Iterable[str], messag
         )
 
 
+@attrs.frozen
+class SessionRow:
+    """A stored conversation as `beamclaw sessions` lists it."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    created_at: float
+    updated_at: float
+    messages: int
+
+
+def _list(db: sqlite3.Connection, limit: int) -> tuple[list[SessionRow], int]:
+    """The *limit* conversations used last, newest first, and how many there are in all."""
+    rows = db.execute(
+        "SELECT s.id, s.user_id, s.agent_id, s.channel, s.created_at, s.updated_at, "
+        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) "
+        "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
+        (limit,),
+    ).fetchall()
+    (total,) = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
+    return [SessionRow(*row) for row in rows], int(total)
+
+
+def _find(db: sqlite3.Connection, prefix: str) -> list[SessionRow]:
+    """The stored conversations whose id starts with *prefix* (two at most: enough to say it is ambiguous)."""
+    rows = db.execute(
+        "SELECT s.id, s.user_id, s.agent_id, s.channel, s.created_at, s.updated_at, "
+        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) "
+        "FROM sessions s WHERE s.id >= ? AND s.id < ? ORDER BY s.id LIMIT 2",
+        (prefix, prefix + "\U0010ffff"),
+    ).fetchall()
+    return [SessionRow(*row) for row in rows]
+
+
 def _expired(db: sqlite3.Connection, cutoff: float) -> list[str]:
     return [r[0] for r in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,)).fetchall()]
 
@@ -218,6 +254,9 @@ _OPERATIONS: Final[dict[str, Callable[..., Any]]] = {
     "append": _append,
     "replace": _replace,
     "expired": _expired,
+    "list": _list,
+    "find": _find,
+    "touch": _upsert,
     "delete": _delete,
     "reserve": _reserve,
     "adjust": _adjust,

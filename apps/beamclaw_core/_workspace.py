@@ -51,6 +51,29 @@ def check_agent_name(name: str) -> str:
     return name
 
 
+class UnknownAgent(InvalidAgentName):
+    """No agent by that name: only ``beamclaw agent create`` (and the default agent) make one."""
+
+
+def agent_names(data_dir: Path, default_agent: str) -> list[str]:
+    """The agents there are: every workspace folder, and the default agent (made on first use)."""
+    folder = data_dir / "agents"
+    try:
+        names = {p.name for p in folder.iterdir() if p.is_dir() and _AGENT_NAME.fullmatch(p.name)}
+    except FileNotFoundError:
+        names = set()
+    return sorted(names | {default_agent})
+
+
+def check_agent_exists(data_dir: Path, name: str, default_agent: str) -> str:
+    """*name* if such an agent exists (or is the default); `UnknownAgent` naming the fix otherwise."""
+    check_agent_name(name)
+    if name == default_agent or (data_dir / "agents" / name).is_dir():
+        return name
+    known = ", ".join(agent_names(data_dir, default_agent))
+    raise UnknownAgent(f"there is no agent {name!r} (agents: {known}); create it with `beamclaw agent create {name}`")
+
+
 def template(name: str) -> str:
     return resources.files("beamclaw_core").joinpath("templates", name).read_text(encoding="utf-8")
 

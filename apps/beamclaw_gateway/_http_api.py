@@ -21,7 +21,6 @@ from ._config import GatewayConfig
 from ._turns import (
     BadRequest,
     agent_for,
-    agents,
     checked_text,
     header_user,
     parse_json,
@@ -112,7 +111,7 @@ async def models() -> Response:
     ctx = context()
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": "beamclaw"}
-        for name in agents(ctx.data_dir, ctx.config.default_agent)
+        for name in core.agent_names(ctx.data_dir, ctx.config.default_agent)
     ]
     return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
 
@@ -344,4 +343,6 @@ async def restarting(exc: Exception) -> Response:
 
 @api.errorhandler(core.InvalidAgentName)
 async def bad_agent(exc: core.InvalidAgentName) -> Response:
+    if isinstance(exc, core.UnknownAgent):
+        return error(str(exc), 404, "model_not_found")
     return error(str(exc), 400)

@@ -79,13 +79,6 @@ def header_user(header: str | None) -> str:
         return str(header)[: MAX_USER_ID + 1]
 
 
-def agents(data_dir: Path, default_agent: str) -> list[str]:
-    """The agents there are: every workspace, and the default agent."""
-    folder = data_dir / "agents"
-    names = {p.name for p in folder.iterdir() if p.is_dir()} if folder.is_dir() else set()
-    return sorted(names | {default_agent})
-
-
 def agent_for(model: Any, data_dir: Path, default_agent: str) -> str:
     """The agent a ``model`` field names (``beamclaw/NAME``, ``NAME``, or none for the default)."""
     if model is None:
@@ -95,7 +88,7 @@ def agent_for(model: Any, data_dir: Path, default_agent: str) -> str:
     if model in {"", "beamclaw"}:
         return default_agent
     name = core.check_agent_name(model.removeprefix("beamclaw/"))
-    if name not in agents(data_dir, default_agent):
+    if name not in core.agent_names(data_dir, default_agent):
         raise BadRequest(f"model {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
     return name
 

@@ -60,7 +60,11 @@ async def test_a_bad_control_request_gets_a_clear_error(tmp_path: Path) -> None:
         for raw, error in [
             (b"not json\n", "request is not JSON"),
             (b'{"cmd": "fly"}\n', "unknown command 'fly'"),
-            (b'{"cmd": "chat", "user": "u", "agent": "a"}\n', '"text" must be a non-empty string'),
+            (b'{"cmd": "chat", "user": "u", "agent": "default"}\n', '"text" must be a non-empty string'),
+            (b'{"cmd": "chat", "user": "u", "agent": "a", "text": "hi"}\n', "there is no agent 'a' (agents: default)"),
+            (b'{"cmd": "history", "session": "zz"}\n', "'zz' is not a session id"),
+            (b'{"cmd": "sessions", "limit": true}\n', '"limit" must be a whole number'),
+            (b'{"cmd": "kill", "path": "core/sessions_sup/"}\n', "ends with '/': name one process below it"),
         ]:
             sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             with sock:

@@ -182,12 +182,12 @@ async def heartbeat(task_status=trio.TASK_STATUS_IGNORED):
     await trio.sleep(0)
     raise RuntimeError("the disk is full" + " " * (len(secret) - len(secret)))
 
-real = apps._app_tree
+real = apps.app_tree
 def crashing(name, config, home):
     if name == "obs":
         return real(name, config, home)
     return sv.Supervisor([sv.ChildSpec("heartbeat", heartbeat)], name=f"beamclaw_{name}", intensity=1)
-apps._app_tree = crashing
+apps.app_tree = crashing
 raise SystemExit(main(sys.argv[1:]))
 """
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import trio
 
 import supervision as sv
 
-from .conftest import Boom, Control, child_pid, crash, settle, worker
+from .conftest import Boom, Control, Worker, child_pid, crash, settle, worker
 
 
 async def test_events_report_start_exit_with_traceback_and_restart(harness) -> None:
@@ -93,6 +94,15 @@ async def test_inspect_tree_is_plain_json_data_of_the_live_tree(harness, autojum
     [session] = sessions["children"]
     assert session["uptime"] >= 3 and session["pid"].startswith("<0.")
     await settle()
+
+
+async def test_a_childs_label_is_in_the_tree_and_survives_its_restart(harness) -> None:
+    sup = await harness.start(sv.Supervisor([worker("a1b2c3", label="ada talking to ops"), worker("plain")]))
+    await crash(child_pid(sup, "a1b2c3"))
+    labelled, plain = sv.inspect_tree(sup)["children"]
+    assert (labelled["label"], labelled["restarts"]) == ("ada talking to ops", 1) and "label" not in plain
+    with pytest.raises(TypeError):
+        sv.ChildSpec("x", Worker.start, label=42)  # type: ignore[arg-type]
 
 
 async def test_inspect_tree_shows_a_stopped_child(harness) -> None:

@@ -30,7 +30,11 @@ def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert run(capsys, "agent", "create", "ada")[1].endswith("every file was already there; nothing changed\n")
     assert run(capsys, "agent", "list")[1] == "ada  (first-run ritual pending)\n"
     code, out = run(capsys, "agent", "show", "ada")
-    assert code == 0 and "Name: Ada" in out and "BOOTSTRAP.md" in out
+    assert code == 0 and "name          Ada" in out and "BOOTSTRAP.md" in out
+    (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name:\n- Vibe: calm\n")
+    code, out = run(capsys, "agent", "show", "ada")
+    assert code == 0 and out.splitlines()[-1] == "  name          not chosen yet (IDENTITY.md)"
+    (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name: Ada\n")
     core.Workspace.of(home, "ada").write("BOOTSTRAP.md", "")
     assert run(capsys, "agent", "list")[1] == "ada\n"
     assert "restored" in run(capsys, "agent", "rehatch", "ada")[1]
@@ -72,6 +76,10 @@ def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     code_text = core.request_code(db, "telegram", "tg:42", "Ada L.")
     out = run(capsys, "pair")[1]
     assert f"telegram   {code_text}  tg:42 Ada L." in out and "nobody paired yet" in out
+    code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")  # a typo must not make an agent
+    assert code == 1 and "there is no agent 'ada' (agents: default); create it with `beamclaw agent create ada`" in out
+    assert not (home / "agents" / "ada").exists() and core.allowed_agent(db, "telegram", "tg:42") is None
+    run(capsys, "agent", "create", "ada")
     code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")
     assert code == 0 and out == "paired tg:42 on telegram with agent ada\n"
     assert core.allowed_agent(db, "telegram", "tg:42") == "ada"

@@ -56,6 +56,9 @@ class Running:
         return [e for e in self.events if e.name == name]
 
     async def open(self, user: str = "local:alice", agent: str = "default", channel: str = "") -> core.SessionHandle:
+        """The conversation of *user* with *agent*, created first as `beamclaw agent create` would."""
+        if agent != "default":
+            await trio.to_thread.run_sync(core.Workspace.of(self.home, agent).seed)
         return await core.open_session(user, agent, channel)
 
     async def settle(self) -> None:

@@ -128,3 +128,16 @@ async def test_each_model_call_sees_the_workspace(run_core: RunCore) -> None:
         assert "Name: Ada Lovelace" in second and "Name: Ada Lovelace" not in first
         with pytest.raises(ValueError, match="invalid agent name"):
             await r.open(agent="../../etc")
+
+
+async def test_only_an_existing_agent_or_the_default_can_be_talked_to(run_core: RunCore) -> None:
+    async with run_core(Reply("hi")) as r:
+        with pytest.raises(core.UnknownAgent, match=r"there is no agent 'nosuchagent' \(agents: default\)"):
+            await core.open_session("local:ada", "nosuchagent", "cli")
+        assert not (r.home / "agents" / "nosuchagent").exists()
+        assert core.agent_names(r.home, "default") == ["default"]
+        await core.open_session("local:ada", "default", "cli")  # the default is made on first use
+        assert (r.home / "agents" / "default" / "IDENTITY.md").is_file()
+        Workspace.of(r.home, "ops").seed()  # what `beamclaw agent create ops` does
+        await core.open_session("local:ada", "ops", "cli")
+        assert core.agent_names(r.home, "default") == ["default", "ops"]
