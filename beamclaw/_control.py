@@ -71,6 +71,9 @@ class _StreamChannel:
     async def finalize_draft(self, text: str) -> None:
         await self._write(type="final", text=text)
 
+    async def progress(self, text: str) -> None:
+        await self._write(type="progress", text=text)
+
 
 async def _read_request(stream: trio.SocketStream) -> dict[str, Any]:
     data = b""

@@ -8,9 +8,11 @@ import os
 import sys
 import time
 
+import attrs
 import trio
 from rich.console import Console
 from rich.live import Live
+from rich.status import Status
 from rich.table import Table
 
 from ._control_client import ask, request, socket_path
@@ -18,29 +20,63 @@ from ._tree_view import render
 from ._who import user_id
 
 
+@attrs.define
+class _Waiting:
+    """Until the reply starts: a spinner in a terminal, saying why a wait is long (a retry of
+    the model); into a pipe, each such note as a line on stderr."""
+
+    console: Console
+    _status: Status | None = None
+
+    def start(self) -> None:
+        if self.console.is_terminal:
+            self._status = self.console.status("waiting for the agent...", spinner="dots")
+            self._status.start()
+
+    def note(self, text: str) -> None:
+        if self._status is not None:
+            self._status.update(f"waiting for the agent: {text}")
+        else:
+            print(f"beamclaw: {text}", file=sys.stderr, flush=True)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
 async def stream_reply(payload: dict[str, object], out: Console) -> bool:
     """Print a chat reply as it grows; approval questions go on their own lines. Return whether it was ok."""
     shown = ""
-    async for message in request(payload):
-        kind = message.get("type")
-        if kind in {"draft", "final"}:
-            text = str(message["text"])
-            if not text.startswith(shown):
-                out.print()
+    waiting = _Waiting(out)
+    waiting.start()
+    try:
+        async for message in request(payload):
+            kind = message.get("type")
+            if kind == "progress":
+                waiting.note(str(message["text"]))
+                continue
+            waiting.stop()
+            if kind in {"draft", "final"}:
+                text = str(message["text"])
+                if not text.startswith(shown):
+                    out.print()
+                    shown = ""
+                out.print(text[len(shown) :], end="", markup=False, highlight=False)
+                shown = text
+            elif kind == "message":
+                out.print(("\n" if shown else "") + str(message["text"]), markup=False, highlight=False)
                 shown = ""
-            out.print(text[len(shown) :], end="", markup=False, highlight=False)
-            shown = text
-        elif kind == "message":
-            out.print(("\n" if shown else "") + str(message["text"]), markup=False, highlight=False)
-            shown = ""
-        elif kind == "reply":
-            if not shown:
-                out.print(str(message["text"]), end="", markup=False, highlight=False)
-            out.print()
-            return bool(message["ok"])
-        elif kind == "error":
-            out.print(f"beamclaw: {message['error']}", style="red", markup=False)
-            return False
+            elif kind == "reply":
+                if not shown:
+                    out.print(str(message["text"]), end="", markup=False, highlight=False)
+                out.print()
+                return bool(message["ok"])
+            elif kind == "error":
+                out.print(f"beamclaw: {message['error']}", style="red", markup=False)
+                return False
+    finally:
+        waiting.stop()
     return False
 
 

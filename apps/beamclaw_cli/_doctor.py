@@ -1,4 +1,12 @@
-"""`beamclaw doctor`: check what BeamClaw needs, and say how to fix what is wrong."""
+"""`beamclaw doctor`: check what will actually run, and say how to fix what is wrong.
+
+What is checked is the configuration the daemon runs with: the running daemon's own
+(asked over the control socket) when one runs, else ``--config`` or the project's
+config.toml. Every fix names the file to edit. Beyond the file being valid: the
+model server answering (with its latency, and whether it serves the model), each
+enabled channel's token and API, the gateway's port (free, or the running gateway
+answering), the jail the agent's commands run in, and Docker when something uses it.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +15,235 @@ import os
 import shutil
 import socket
 import stat
-from collections.abc import Callable
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
+import attrs
+import httpx
 import trio
 
 import beamclaw
+import beamclaw_core as core
+import beamclaw_gateway as gateway
+import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 
-from ._control_client import socket_path
+from ._control_client import ControlError, NoDaemon, ask
 
-Check = tuple[str, str, str]  # (status: ok | warn | fail, what, how to fix)
+#: How long a network check may take before it counts as not answering.
+_PROBE_SECONDS: Final = 5.0
+_MARKS: Final = {"ok": "✓", "warn": "!", "fail": "✗"}
 
 
-def _config(args: argparse.Namespace, home: Path) -> tuple[list[Check], dict[str, Any] | None]:
+@attrs.frozen
+class Check:
+    status: str  # ok | warn | fail
+    what: str
+    fix: str = ""
+
+
+@attrs.frozen
+class _Target:
+    """The configuration to check, where it comes from, and whether a daemon runs it."""
+
+    config: dict[str, Any] | None
+    path: Path
+    running: bool
+
+
+async def _target(args: argparse.Namespace) -> tuple[_Target, list[Check]]:
+    running = True
     try:
-        config = beamclaw.load_config(args.config)
-        beamclaw.build_tree(config, home)  # checks every app's table; starts nothing
+        answer = await ask({"cmd": "config"})
+    except (NoDaemon, ControlError, OSError, ValueError, KeyError):
+        running, answer = False, {}
+    if args.config is None and running:
+        path = Path(answer["path"])
+        checks = [Check("ok", f"a daemon is running with {path}: checking what it runs")]
+        return _Target(answer["config"], path, True), checks
+    path = Path(args.config).absolute() if args.config else beamclaw.default_config_path()
+    checks = []
+    if running and Path(answer["path"]) != path:
+        checks.append(
+            Check(
+                "warn",
+                f"the running daemon uses {answer['path']}, not {path}",
+                "`beamclaw doctor` without --config checks what the daemon runs",
+            )
+        )
+    elif not running:
+        checks.append(Check("warn", "no daemon is running", f"python -m beamclaw run --config {path}"))
+    try:
+        return _Target(beamclaw.load_config(path), path, running), checks
+    except beamclaw.ConfigError as exc:
+        return _Target(None, path, running), [*checks, Check("fail", f"configuration: {exc}", f"edit {path}")]
+
+
+def _valid(target: _Target, home: Path) -> list[Check]:
+    assert target.config is not None
+    try:
+        apps = beamclaw.check_config(target.config, home)
     except (beamclaw.ConfigError, ValueError) as exc:
-        return [("fail", f"configuration: {exc}", "fix the key named above in config.toml")], None
-    path = args.config or beamclaw.default_config_path()
-    return [("ok", f"configuration {path} is valid", "")], config
+        return [Check("fail", f"configuration {target.path}: {exc}", f"edit {target.path}")]
+    return [Check("ok", f"configuration {target.path} is valid (apps: {', '.join(apps)})")]
 
 
 def _data_dir(home: Path) -> list[Check]:
     if not home.exists():
-        return [("ok", f"data dir {home} will be created (mode 0700) on first run", "")]
+        return [Check("ok", f"data dir {home} will be created (mode 0700) on first run")]
     mode = stat.S_IMODE(home.stat().st_mode)
     if mode & 0o077:
-        return [("fail", f"data dir {home} is readable by others (mode {mode:o})", f"chmod 700 {home}")]
-    return [("ok", f"data dir {home} is private (mode {mode:o})", "")]
+        return [Check("fail", f"data dir {home} is readable by others (mode {mode:o})", f"chmod 700 {home}")]
+    return [Check("ok", f"data dir {home} is private (mode {mode:o})")]
 
 
-def _provider(config: dict[str, Any]) -> list[Check]:
-    core_table = config.get("core", {})
-    name = core_table.get("default_provider", "openrouter")
-    provider = core_table.get("providers", {}).get(name, {})
-    key = provider.get("api_key")
-    if not isinstance(key, dict):
-        return [("ok", f"provider {name!r} ({provider.get('base_url', '?')}) needs no key", "")]
-    if os.environ.get(key["env"]):
-        return [("ok", f"provider {name!r}: {key['env']} is set", "")]
-    return [("fail", f"provider {name!r}: {key['env']} is not set", f"export {key['env']}=... (then restart)")]
+async def _model(config: dict[str, Any], path: Path) -> list[Check]:
+    """The provider's key, and its server answering ``GET /models`` with the model in the list."""
+    try:
+        core_config = core.parse_core_config(config.get("core", {}))
+    except ValueError:
+        return []  # said by _valid
+    name, provider = core_config.default_provider, core_config.provider
+    where = f"core.providers.{name}"
+    headers = {}
+    if provider.api_key is not None:
+        key = os.environ.get(provider.api_key.env)
+        if not key:
+            return [
+                Check(
+                    "fail",
+                    f"provider {name!r}: {provider.api_key.env} is not set",
+                    f"export {provider.api_key.env}=... then `beamclaw reload` (or start the daemon)",
+                )
+            ]
+        headers["Authorization"] = f"Bearer {key}"
+    url = provider.base_url.rstrip("/") + "/models"
+    started = time.perf_counter()
+    try:
+        async with httpx.AsyncClient(timeout=_PROBE_SECONDS) as client:
+            response = await client.get(url, headers=headers)
+    except httpx.HTTPError as exc:
+        return [
+            Check(
+                "fail",
+                f"the model server at {provider.base_url} does not answer ({type(exc).__name__})",
+                f"start it, or fix {where}.base_url in {path}",
+            )
+        ]
+    took = (time.perf_counter() - started) * 1000
+    if response.status_code in {401, 403}:
+        variable = provider.api_key.env if provider.api_key else "an API key"
+        return [
+            Check(
+                "fail",
+                f"the model server at {provider.base_url} refuses the key (HTTP {response.status_code})",
+                f"check {variable}, or {where}.api_key in {path}",
+            )
+        ]
+    if response.status_code != 200:
+        return [
+            Check(
+                "warn",
+                f"the model server at {provider.base_url} answered GET /models with HTTP "
+                f"{response.status_code} in {took:.0f} ms; whether it serves {provider.model!r} is unknown",
+            )
+        ]
+    try:
+        served = [str(m.get("id")) for m in response.json().get("data", [])]
+    except (ValueError, AttributeError):
+        served = []
+    if served and provider.model not in served:
+        shown = ", ".join(served[:8]) + (", ..." if len(served) > 8 else "")
+        return [
+            Check(
+                "fail",
+                f"the model server at {provider.base_url} answers ({took:.0f} ms) but does not serve "
+                f"{provider.model!r} (it serves: {shown})",
+                f"set {where}.model in {path}",
+            )
+        ]
+    return [Check("ok", f"model {provider.model!r} at {provider.base_url} answers in {took:.0f} ms")]
+
+
+async def _channels(config: dict[str, Any], path: Path) -> list[Check]:
+    """Each enabled channel: its token set, and its API answering with it."""
+    if not config.get("gateway", {}).get("enabled", True):
+        return []
+    telegram = config.get("gateway", {}).get("channels", {}).get("telegram", {})
+    if not telegram.get("enabled", False):
+        return []
+    token_ref = telegram.get("token", {"env": "TELEGRAM_BOT_TOKEN"})
+    variable = token_ref.get("env", "TELEGRAM_BOT_TOKEN") if isinstance(token_ref, dict) else "TELEGRAM_BOT_TOKEN"
+    token = os.environ.get(variable)
+    if not token:
+        return [
+            Check(
+                "fail",
+                f"Telegram is enabled but {variable} is not set",
+                f"export {variable}=... (from @BotFather), or set gateway.channels.telegram.enabled = false in {path}",
+            )
+        ]
+    base = str(telegram.get("api_base", "https://api.telegram.org")).rstrip("/")
+    try:
+        async with httpx.AsyncClient(timeout=_PROBE_SECONDS) as client:
+            answer = (await client.get(f"{base}/bot{token}/getMe")).json()
+    except (httpx.HTTPError, ValueError) as exc:
+        return [
+            Check(
+                "fail",
+                f"the Telegram Bot API at {base} does not answer ({type(exc).__name__})",
+                "check the network, or gateway.channels.telegram.api_base in " + str(path),
+            )
+        ]
+    if not answer.get("ok"):
+        why = obs.scrub(str(answer.get("description", "refused")))
+        return [
+            Check(
+                "fail",
+                f"Telegram refuses the bot token in {variable}: {why}",
+                f"set {variable} to the token @BotFather gave",
+            )
+        ]
+    return [Check("ok", f"Telegram bot @{answer['result'].get('username', '?')} answers")]
+
+
+async def _port(config: dict[str, Any], path: Path, running: bool) -> list[Check]:
+    """The gateway's port: answering /health when a daemon runs, else free to bind."""
+    if not config.get("gateway", {}).get("enabled", True):
+        return []
+    try:
+        http = gateway.parse_gateway_config(config.get("gateway", {})).http
+    except ValueError:
+        return []  # said by _valid
+    if running:
+        url = beamclaw.describe(config)["gateway"]
+        try:
+            async with httpx.AsyncClient(timeout=_PROBE_SECONDS) as client:
+                status = (await client.get(f"{url}/health")).json().get("status")
+        except (httpx.HTTPError, ValueError) as exc:
+            return [
+                Check(
+                    "fail",
+                    f"the gateway at {url} does not answer ({type(exc).__name__})",
+                    "see `beamclaw status` and logs/beamclaw.log in the data dir",
+                )
+            ]
+        return [Check("ok" if status == "ok" else "warn", f"the gateway at {url} answers: {status}")]
+    probe = socket.socket(socket.AF_INET6 if ":" in http.host else socket.AF_INET)
+    try:
+        probe.bind((http.host, http.port))
+    except OSError as exc:
+        return [
+            Check(
+                "fail",
+                f"the gateway cannot listen on {http.host}:{http.port}: {exc.strerror}",
+                f"stop what uses it, or set gateway.http.port in {path}",
+            )
+        ]
+    finally:
+        probe.close()
+    return [Check("ok", f"the gateway's port {http.host}:{http.port} is free")]
 
 
 def _isolations(config: dict[str, Any]) -> set[str]:
@@ -58,84 +252,77 @@ def _isolations(config: dict[str, Any]) -> set[str]:
     return {str(tools.get(name, {}).get("isolation", "bubblewrap")) for name in ("bash", "terminal")}
 
 
-def _jail(config: dict[str, Any]) -> list[Check]:
+async def _jail(config: dict[str, Any], path: Path) -> list[Check]:
     """Whether the jail the agent's commands will run in works here, with its limits."""
     isolations = _isolations(config)
     checks: list[Check] = []
     if "none" in isolations:
-        checks.append((
-            "warn",
-            'bash or terminal runs commands unjailed ([tools.bash|terminal] isolation = "none"): '
-            "a prompt-injected model can read the daemon's secrets and other users' conversations",
-            'install bubblewrap and remove isolation = "none"',
-        ))  # fmt: skip
+        checks.append(
+            Check(
+                "warn",
+                'bash or terminal runs commands unjailed ([tools.bash|terminal] isolation = "none"): '
+                "a prompt-injected model can read the daemon's secrets and other users' conversations",
+                f'install bubblewrap and remove isolation = "none" from {path}',
+            )
+        )
     if "bubblewrap" in isolations:
-        jail = sandbox.BubblewrapJail(sandbox.parse_sandbox_config(config.get("sandbox", {})))
-        problem = trio.run(jail.check)
+        try:
+            jail = sandbox.BubblewrapJail(sandbox.parse_sandbox_config(config.get("sandbox", {})))
+        except ValueError:
+            return checks  # said by _valid
+        problem = await jail.check()
         if problem is not None:
-            checks.append(("fail", f"the bubblewrap jail does not work: {problem}", "apt-get install bubblewrap"))
+            checks.append(Check("fail", f"the bubblewrap jail does not work: {problem}", "apt-get install bubblewrap"))
         else:
-            checks.append(("ok", "bash and terminal run in a bubblewrap jail", ""))
+            checks.append(Check("ok", "bash and terminal run in a bubblewrap jail"))
             warning = jail.limits_warning()
             if warning:
-                checks.append(("warn", warning, "run BeamClaw as an unprivileged user"))
+                checks.append(Check("warn", warning, "run BeamClaw as an unprivileged user"))
     return checks
 
 
-def _uses_docker(config: dict[str, Any]) -> bool:
-    return bool(config.get("sandbox", {}).get("enabled", False)) or "docker" in _isolations(config)
-
-
-def _docker() -> list[Check]:
+def _docker(config: dict[str, Any]) -> list[Check]:
+    """The Docker engine, only when something will use it (the exec tool, or a docker jail)."""
+    if not config.get("sandbox", {}).get("enabled", False) and "docker" not in _isolations(config):
+        return []
     sock = Path(os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock").removeprefix("unix://"))
     if not shutil.which("docker") and not sock.exists():
-        return [("warn", "no Docker engine found (the sandbox needs one)", "install Docker and start dockerd")]
+        return [Check("fail", "no Docker engine found (the sandbox needs one)", "install Docker and start dockerd")]
     probe = socket.socket(socket.AF_UNIX)
     try:
         probe.settimeout(2)
         probe.connect(str(sock))
     except OSError:
-        return [("warn", f"the Docker engine does not answer at {sock}", "start it: sudo dockerd & (or systemctl)")]
+        return [Check("fail", f"the Docker engine does not answer at {sock}", "start it: dockerd & (or systemctl)")]
     finally:
         probe.close()
-    return [("ok", f"Docker engine answers at {sock}", "")]
+    return [Check("ok", f"Docker engine answers at {sock}")]
 
 
-def _daemon() -> list[Check]:
-    path = socket_path()
-    probe = socket.socket(socket.AF_UNIX)
-    try:
-        probe.settimeout(2)
-        probe.connect(str(path))
-    except OSError:
-        return [("warn", "no daemon is running", "python -m beamclaw run")]
-    finally:
-        probe.close()
-    return [("ok", f"a daemon is running ({path})", "")]
-
-
-def doctor(args: argparse.Namespace) -> int:
+async def _checks(args: argparse.Namespace) -> list[Check]:
     try:
         home: Path | None = beamclaw.data_dir()
     except beamclaw.ConfigError as exc:
-        home, unusable = None, str(exc)
-    checks, config = _config(args, home or Path.cwd())
-    if config is not None:
-        checks += _provider(config)
-        checks += _jail(config)
-    if home is None:
-        what, _, fix = unusable.rpartition("; ")  # "the data dir ... is not a directory; point ..."
-        checks.append(("fail", what, fix))
-    else:
-        checks += _data_dir(home)
-    steps: list[Callable[[], list[Check]]] = [_docker] if config is not None and _uses_docker(config) else []
-    if home is not None:
-        steps.append(_daemon)
-    for step in steps:
-        checks += step()
-    marks = {"ok": "✓", "warn": "!", "fail": "✗"}
-    for status, what, fix in checks:
-        print(f"{marks[status]} {what}" + (f"\n    fix: {fix}" if fix else ""))
-    failed = sum(1 for status, _, _ in checks if status == "fail")
+        what, _, fix = str(exc).rpartition("; ")  # "the data dir ... is not a directory; point ..."
+        return [Check("fail", what, fix)]
+    assert home is not None
+    target, checks = await _target(args)
+    if target.config is None:
+        return checks
+    checks += _valid(target, home)
+    checks += _data_dir(home)
+    checks += await _model(target.config, target.path)
+    checks += await _channels(target.config, target.path)
+    checks += await _port(target.config, target.path, target.running)
+    checks += await _jail(target.config, target.path)
+    checks += _docker(target.config)
+    return checks
+
+
+def doctor(args: argparse.Namespace) -> int:
+    checks = trio.run(_checks, args)
+    for check in checks:
+        print(f"{_MARKS[check.status]} {check.what}" + (f"\n    fix: {check.fix}" if check.fix else ""))
+    failed = sum(1 for check in checks if check.status == "fail")
     print(f"{failed} problem(s) to fix" if failed else "all good")
     return 1 if failed else 0

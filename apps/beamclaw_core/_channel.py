@@ -17,8 +17,10 @@ class Channel(Protocol):
 
     A channel may also define ``tool_started(name, arguments)`` and
     ``tool_finished(name, result, is_error)``, and ``turn_failed(text)`` to get the text
-    of a failed turn apart from replies (instead of ``finalize_draft`` or ``send``);
-    the loop and the session call them when present.
+    of a failed turn apart from replies (instead of ``finalize_draft`` or ``send``),
+    and ``progress(text)`` for a passing note while the user waits (the model is being
+    retried): a status to show, not part of the reply. The loop and the session call
+    them when present.
     """
 
     async def send(self, text: str) -> None: ...

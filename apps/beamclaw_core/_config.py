@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import attrs
+import httpx
 
 from beamclaw_tools import Autonomy, Secret, structure_config
 
@@ -76,6 +77,18 @@ class CoreConfig:
         return self.budgets.get(agent_id, self.daily_token_budget)
 
 
+def _check_base_url(key: str, url: str) -> None:
+    """An absolute http(s) URL with a host: anything else could never be reached, so it is
+    refused at start rather than retried at every turn."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"{key} is {url!r}, which is not a URL: {exc}") from None
+    if parsed.scheme not in {"http", "https"} or not parsed.host:
+        hint = f" (did you mean 'http://{url}'?)" if "://" not in url else ""
+        raise ValueError(f"{key} is {url!r}, which is not an http:// or https:// URL{hint}")
+
+
 def parse_core_config(table: dict[str, Any]) -> CoreConfig:
     """Check ``[core]``; raises `ConfigError` (a ValueError) naming the bad key."""
     config = structure_config(table, CoreConfig, "core")
@@ -85,6 +98,8 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
             f"core.default_provider is {config.default_provider!r}, but [core.providers.{config.default_provider}] "
             f"is not configured (configured: {known})"
         )
+    for name, provider in config.providers.items():
+        _check_base_url(f"core.providers.{name}.base_url", provider.base_url)
     config.autonomy  # noqa: B018 - parse now, so a typo fails at start, not at the first tool call
     loop = config.agentic_loop
     if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:

@@ -235,8 +235,14 @@ class Loop(sv.StateMachine):
         assert turn is not None
         drafter = Drafter(turn.run.channel, data.runtime.config.agentic_loop.stream_chunk_chars)
         started = time.perf_counter()
+
+        async def retrying(attempt: int, attempts: int, delay: float, why: str) -> None:
+            note = getattr(turn.run.channel, "progress", None)  # an optional channel method
+            if note is not None:
+                await tell(note, f"{why}; trying again in {delay:.1f} s (attempt {attempt + 1} of {attempts})")
+
         try:
-            completion = await data.provider.stream(messages, tools, drafter.feed)
+            completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
         except ProviderError as exc:
             await drafter.finish()
             await settle(reservation, 0)

@@ -31,6 +31,9 @@ _RETRYABLE: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _MAX_RETRY_AFTER: Final = 60.0
 
 OnText = Callable[[str], Awaitable[None]]
+#: Told of each retry: (the attempt that failed, how many may be made, the delay before
+#: the next, what went wrong).
+OnRetry = Callable[[int, int, float, str], Awaitable[None]]
 
 
 class ProviderError(Exception):
@@ -130,7 +133,10 @@ class OpenAICompatProvider:
             try:
                 key = self.config.api_key.get(f"the model provider {self.name!r}")
             except MissingSecret as exc:
-                raise ProviderNotConfigured(f"{exc}. Set it and send your message again.") from None
+                raise ProviderNotConfigured(
+                    f"{exc}. Set it (`export {self.config.api_key.env}=...`), run `beamclaw reload` in that shell "
+                    "so the running daemon takes it, and send your message again."
+                ) from None
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -154,14 +160,24 @@ class OpenAICompatProvider:
         """One whole reply."""
         return await self._request(self._body(messages, tools or [], stream=False), None)
 
-    async def stream(self, messages: list[Message], tools: list[dict[str, Any]] | None, on_text: OnText) -> Completion:
-        """A streamed reply: *on_text* gets each piece of text as it arrives."""
-        return await self._request(self._body(messages, tools or [], stream=True), on_text)
+    async def stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        on_text: OnText,
+        on_retry: OnRetry | None = None,
+    ) -> Completion:
+        """A streamed reply: *on_text* gets each piece of text as it arrives, *on_retry*
+        each retry (so a user waiting sees why)."""
+        return await self._request(self._body(messages, tools or [], stream=True), on_text, on_retry)
 
-    async def _request(self, body: dict[str, Any], on_text: OnText | None) -> Completion:
+    async def _request(
+        self, body: dict[str, Any], on_text: OnText | None, on_retry: OnRetry | None = None
+    ) -> Completion:
         headers = self._headers()
         content = json.dumps(body).encode()
-        for attempt in range(self.config.max_retries + 1):
+        attempts = self.config.max_retries + 1
+        for attempt in range(attempts):
             started = time.perf_counter()
             try:
                 return await self._attempt(content, headers, on_text, started)
@@ -171,11 +187,14 @@ class OpenAICompatProvider:
                 delay = exc.retry_after
                 if delay is None:
                     delay = min(_MAX_RETRY_AFTER, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
+                delay = min(delay, _MAX_RETRY_AFTER)
                 logger.warning(
                     "provider {}: {} (attempt {} of {}); retrying in {:.1f} s",
-                    self.name, exc, attempt + 1, self.config.max_retries + 1, delay,
+                    self.name, exc, attempt + 1, attempts, delay,
                 )  # fmt: skip
-                await trio.sleep(min(delay, _MAX_RETRY_AFTER))
+                if on_retry is not None:
+                    await on_retry(attempt + 1, attempts, delay, str(exc))
+                await trio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _attempt(
@@ -186,6 +205,10 @@ class OpenAICompatProvider:
         )
         try:
             response = await self._client.send(request, stream=True)
+        except httpx.UnsupportedProtocol:
+            raise ProviderError(  # a retry cannot help; the configuration checks this too
+                f"the model server's address {self.config.base_url} is not an http:// or https:// URL"
+            ) from None
         except httpx.TransportError as exc:
             raise ProviderError(
                 f"cannot reach the model server at {self.config.base_url}: {type(exc).__name__}", retryable=True

@@ -115,6 +115,11 @@ def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
         except ValueError as exc:
             raise ValueError(f"gateway.http.allowed_origins[{index}] = {entry!r}: {exc}") from None
     telegram = config.channels.telegram
+    if telegram.enabled and telegram.token.get_optional() is None:
+        raise ValueError(
+            f"gateway.channels.telegram is enabled, but {telegram.token.env} (the bot's token) is not set: "
+            "export it, or set enabled = false"
+        )
     if (
         telegram.enabled
         and telegram.mode == "webhook"

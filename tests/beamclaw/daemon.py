@@ -15,7 +15,7 @@ import trio
 from tests.support.model_server import ScriptedModel
 
 
-def env(home: Path) -> dict[str, str]:
+def environment(home: Path) -> dict[str, str]:
     return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}
 
 
@@ -65,7 +65,7 @@ async def ping(home: Path) -> bool:
 async def start_daemon(config: Path, home: Path) -> trio.Process:
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-        env=env(home), stderr=subprocess.DEVNULL,
+        env=environment(home), stderr=subprocess.DEVNULL,
     )  # fmt: skip
     with trio.fail_after(30):
         while not await ping(home):
@@ -74,8 +74,9 @@ async def start_daemon(config: Path, home: Path) -> trio.Process:
     return process
 
 
-async def cli(home: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+async def cli(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    """Run ``beamclaw ARGS`` for the data dir *home*; *env* adds to (or, with "", empties) variables."""
     return await trio.run_process(
-        [sys.executable, "-m", "beamclaw", *args], env=env(home), capture_stdout=True, capture_stderr=True,
-        check=False, stdin=subprocess.DEVNULL,
+        [sys.executable, "-m", "beamclaw", *args], env={**environment(home), **(env or {})}, capture_stdout=True,
+        capture_stderr=True, check=False, stdin=subprocess.DEVNULL,
     )  # fmt: skip

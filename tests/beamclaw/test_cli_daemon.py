@@ -14,7 +14,7 @@ import trio
 
 from tests.support.model_server import Reply, scripted_model
 
-from .daemon import cli, control, env, start_daemon, write_config
+from .daemon import cli, control, environment, start_daemon, write_config
 
 
 def _find(node: dict[str, Any], *path: str) -> dict[str, Any]:
@@ -84,7 +84,7 @@ async def _into_a_closed_pipe(home: Path, *args: str) -> subprocess.CompletedPro
     os.close(read)
     try:
         return await trio.run_process(
-            [sys.executable, "-m", "beamclaw", *args], env=env(home), stdout=write, capture_stderr=True,
+            [sys.executable, "-m", "beamclaw", *args], env=environment(home), stdout=write, capture_stderr=True,
             check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     finally:

@@ -12,7 +12,7 @@ import trio
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import cli, env, start_daemon, write_config
+from .daemon import cli, environment, start_daemon, write_config
 
 
 async def test_a_conversation_survives_sigkill_of_the_daemon(tmp_path: Path) -> None:
@@ -83,7 +83,7 @@ async def test_a_second_daemon_refuses_to_start(tmp_path: Path) -> None:
         first = await start_daemon(config, home)
         second = await trio.run_process(
             [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-            env=env(home),
+            env=environment(home),
             capture_stderr=True,
             check=False,
         )

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import trio
 
-from .daemon import env, free_port, start_daemon
+from .daemon import environment, free_port, start_daemon
 
 TOKEN = "schemathesis-gateway-token-0123456789"
 
@@ -68,7 +68,7 @@ async def test_no_route_answers_with_a_server_error(tmp_path: Path, monkeypatch:
                 capture_stdout=True,
                 capture_stderr=True,
                 check=False,
-                env=env(home),
+                env=environment(home),
             )
     finally:
         daemon.send_signal(signal.SIGTERM)

@@ -178,6 +178,8 @@ class ScriptedModel:
     base_url: str = ""
     chunk_size: int = 8
     keep_requests: bool = True
+    #: The model id `/v1/models` lists (any model name is answered).
+    model_id: str = "scripted-model"
     count: int = 0
     strict: bool = True
     refusals: list[str] = attrs.field(factory=list)
@@ -194,7 +196,7 @@ class ScriptedModel:
         if scope["type"] != "http":
             return
         if scope["path"].rstrip("/").endswith("/models"):
-            await respond(send, 200, {"object": "list", "data": [{"id": "scripted", "object": "model"}]})
+            await respond(send, 200, {"object": "list", "data": [{"id": self.model_id, "object": "model"}]})
             return
         if not scope["path"].rstrip("/").endswith("/chat/completions"):
             await respond(send, 404, {"error": {"message": f"no route {scope['path']}"}})
@@ -301,8 +303,8 @@ async def _serve_forever(port: int) -> None:
 
     config = Config()
     config.bind = [f"127.0.0.1:{port}"]
-    print(f"scripted echo model on http://127.0.0.1:{port}/v1 (Ctrl-C to stop)", flush=True)
-    await serve(with_lifespan(ScriptedModel(repeat=Echo())), config, mode="asgi")
+    print(f'echo model on http://127.0.0.1:{port}/v1: configure model = "echo" (Ctrl-C to stop)', flush=True)
+    await serve(with_lifespan(ScriptedModel(repeat=Echo(), model_id="echo", keep_requests=False)), config, mode="asgi")
 
 
 if __name__ == "__main__":

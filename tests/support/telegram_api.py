@@ -148,6 +148,8 @@ class FakeTelegram:
             case "setWebhook":
                 self.webhook = params
                 return True
+            case "getMe":
+                return {"id": 4242, "is_bot": True, "first_name": "BeamClaw", "username": "beamclaw_test_bot"}
             case "getFile":
                 return {"file_id": params["file_id"], "file_path": f"files/{params['file_id']}"}
         return (404, f"Not Found: method {method}")

@@ -84,7 +84,10 @@ async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(run_c
     info = core.SessionInfo(session.id, session.user_id, session.agent_id, session.channel)
     with db:
         db.execute("BEGIN")
-        db.execute("INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, 0, 0, '[]')", (info.id, info.user_id, info.agent_id, ""))
+        db.execute(
+            "INSERT OR REPLACE INTO sessions VALUES (?, ?, ?, ?, 0, 0, '[]')",
+            (info.id, info.user_id, info.agent_id, ""),
+        )
         for seq, message in enumerate([Message("user", "run it"), ASK]):
             db.execute("INSERT INTO messages VALUES (?, ?, ?)", (info.id, seq, message.to_record()))
     db.close()
