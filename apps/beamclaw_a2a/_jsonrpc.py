@@ -166,6 +166,43 @@ def _text(params: dict[str, Any], max_chars: int) -> tuple[str, str]:
     return text, context_id
 
 
+_USER_ROLES: Final = frozenset({"ROLE_USER", "user"})
+
+
+def _check_message(params: dict[str, Any]) -> str | None:
+    """The rest of a SendMessage's fields, checked (each known field of the right type and
+    value); the task it names (``message.taskId``), if any."""
+    message = params["message"]
+    role = message.get("role")
+    if role is not None and (not isinstance(role, str) or role not in _USER_ROLES):
+        raise RpcError(INVALID_PARAMS, "params.message.role must be ROLE_USER ('user' in A2A 0.3): only a user's "
+                       "message can be sent to the agent")  # fmt: skip
+    if "messageId" in message:
+        _id(message["messageId"], "params.message.messageId")
+    for where, value in (("params.message.metadata", message.get("metadata")), ("params.metadata",
+                         params.get("metadata"))):  # fmt: skip
+        if value is not None and not isinstance(value, dict):
+            raise RpcError(INVALID_PARAMS, f"{where} must be an object")
+    references = message.get("referenceTaskIds")
+    if references is not None and not (isinstance(references, list) and all(isinstance(r, str) for r in references)):
+        raise RpcError(INVALID_PARAMS, "params.message.referenceTaskIds must be a list of task ids")
+    configuration = _object(params, "configuration")
+    _count(configuration, "historyLength", 0, 0, 2**31 - 1, where="params.configuration")
+    modes = configuration.get("acceptedOutputModes")
+    if modes is not None and not (isinstance(modes, list) and all(isinstance(m, str) for m in modes)):
+        raise RpcError(INVALID_PARAMS, "params.configuration.acceptedOutputModes must be a list of media types")
+    task_id = message.get("taskId")
+    return None if task_id is None else _id(task_id, "params.message.taskId")
+
+
+async def _check_continued(task_id: str) -> None:
+    """A message naming a task: the task exists, and can take it (none here waits for input)."""
+    record = await _get(task_id)
+    what = f"has ended ({record.state})" if record.state in TERMINAL else f"is {record.state} and waits for no input"
+    raise RpcError(INVALID_PARAMS, f"task {task_id!r} {what}; send the message without a taskId (the same "
+                   "contextId continues the conversation)")  # fmt: skip
+
+
 def _task_id(params: dict[str, Any]) -> str:
     return _id(params.get("id"), "params.id")
 
@@ -177,12 +214,12 @@ def _flag(options: dict[str, Any], key: str, where: str) -> bool | None:
     return value
 
 
-def _count(params: dict[str, Any], key: str, default: int, low: int, high: int) -> int:
+def _count(params: dict[str, Any], key: str, default: int, low: int, high: int, *, where: str = "params") -> int:
     value = params.get(key, default)
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise RpcError(INVALID_PARAMS, f"params.{key} must be an integer from {low} to {high}")
+        raise RpcError(INVALID_PARAMS, f"{where}.{key} must be an integer from {low} to {high}")
     return value
 
 
@@ -284,6 +321,9 @@ class A2AService:
                 return self.card(base_url)
             case "send" | "stream":
                 text, context_id = _text(params, max_text_chars)
+                continued = _check_message(params)
+                if continued is not None:
+                    await _check_continued(continued)
                 configuration = _object(params, "configuration")
                 return_at_once = _flag(configuration, "returnImmediately", "params.configuration")
                 blocking = _flag(configuration, "blocking", "params.configuration")
@@ -338,7 +378,8 @@ def _no_constant(name: str) -> Any:
 
 
 def _error(rid: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": rid, "error": {"code": code, "message": message}}
+    """A JSON-RPC error; the id and message scrubbed (they may quote what the client sent)."""
+    return {"jsonrpc": "2.0", "id": obs.scrub_data(rid), "error": {"code": code, "message": obs.scrub(message)}}
 
 
 async def _wrap(rid: Any, events: AsyncIterator[dict[str, Any]]) -> AsyncIterator[dict[str, Any]]:

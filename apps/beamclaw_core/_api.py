@@ -8,6 +8,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_obs import scrub
 
 from ._channel import Channel
 from ._compaction import context_window
@@ -41,6 +42,8 @@ async def open_session(user_id: str, agent_id: str, channel: str = "") -> Sessio
     """Start (or find) the conversation of *user_id* with *agent_id*; its history is restored."""
     if not user_id:
         raise ValueError("a session needs a user id")
+    if scrub(user_id) != user_id:  # the conversation's key, stored: a channel must refuse such an id first
+        raise ValueError("a user id must not hold a credential")
     check_agent_name(agent_id)
     sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0, restart_wait=RESTART_WAIT)
     return SessionHandle(sid, user_id, agent_id, channel, dest)

@@ -27,6 +27,10 @@ class ProviderConfig:
     max_tokens: int | None = None
     context_window: int | None = None
     headers: dict[str, str] = attrs.field(factory=dict)
+    #: A reply longer than this (its text and tool calls together, in characters) is
+    #: cut off with an error: a hostile or broken server cannot make the daemon read,
+    #: store and scrub gigabytes.
+    max_reply_chars: int = 1_000_000
 
 
 _DEFAULT_PROVIDERS = {
@@ -100,6 +104,8 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
         )
     for name, provider in config.providers.items():
         _check_base_url(f"core.providers.{name}.base_url", provider.base_url)
+        if provider.max_reply_chars < 1000:
+            raise ValueError(f"core.providers.{name}.max_reply_chars must be at least 1000")
     config.autonomy  # noqa: B018 - parse now, so a typo fails at start, not at the first tool call
     loop = config.agentic_loop
     if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:

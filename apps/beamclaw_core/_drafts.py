@@ -9,7 +9,7 @@ import attrs
 import trio
 from loguru import logger
 
-from beamclaw_obs import StreamScrubber
+from beamclaw_obs import OFF_LOOP_CHARS, StreamScrubber
 
 from ._channel import Channel
 from ._tool_parsing import ThinkingFilter
@@ -44,7 +44,10 @@ class Drafter:
     _sent_len: int = 0
 
     async def feed(self, text: str) -> None:
-        visible = self._scrubber.feed(self._thinking.feed(text))
+        if len(text) < OFF_LOOP_CHARS:
+            visible = self._scrubber.feed(self._thinking.feed(text))
+        else:  # one huge piece: scrubbed in a worker thread, the loop runs on (one feed at a time)
+            visible = await trio.to_thread.run_sync(lambda: self._scrubber.feed(self._thinking.feed(text)))
         if not visible:
             return
         self._shown.append(visible)

@@ -22,7 +22,7 @@ from typing import Any, Final
 import attrs
 
 import supervision as sv
-from beamclaw_obs import emit, scrub
+from beamclaw_obs import emit, scrub, scrub_async
 from beamclaw_sandbox import session_jails
 from beamclaw_tools import Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
 
@@ -85,9 +85,22 @@ def _model_failure(exc: ProviderError) -> TurnResult:
     return TurnResult("", ok=False, error=error, model_status=exc.status, retry_after=exc.retry_after)
 
 
+#: The most of a call's arguments a preview reads (it shows far less).
+_PREVIEW_INPUT: Final = 10_000
+
+
 def _args_preview(call: ToolCall, limit: int = 300) -> str:
-    text = call.arguments if len(call.arguments) <= limit else call.arguments[:limit] + "..."
-    return scrub(text)
+    """The call's arguments as shown to a user or logged: decoded before they are scrubbed.
+
+    The raw text is the model's JSON, in which a key can hide behind escapes
+    (``\\u0073k-or-…``) that the user's screen, or a log reader, would decode.
+    """
+    try:
+        text = json.dumps(json.loads(call.arguments), ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = call.arguments
+    text = scrub(text[:_PREVIEW_INPUT])
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 async def _tool_event(run: Run, method: str, *args: Any) -> None:
@@ -268,7 +281,7 @@ class Loop(sv.StateMachine):
     async def _after_completion(self, data: _Data, completion: Completion, final_round: bool) -> Any:
         turn = data.turn
         assert turn is not None
-        text = scrub(completion.content)
+        text = await scrub_async(completion.content)
         calls = list(completion.tool_calls)
         if not calls and not final_round:
             calls, text = parse_text_tool_calls(text)

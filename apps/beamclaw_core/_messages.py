@@ -6,8 +6,9 @@ import json
 from typing import Any, Final, Literal, final
 
 import attrs
+import trio
 
-from beamclaw_obs import scrub, scrub_data
+from beamclaw_obs import OFF_LOOP_CHARS, scrub, scrub_data
 
 #: The stored format's version; a record of a newer version is refused, never misread.
 RECORD_VERSION: Final = 1
@@ -117,3 +118,10 @@ def scrubbed(message: Message) -> Message:
     """
     calls = tuple(attrs.evolve(call, arguments=_scrubbed_arguments(call.arguments)) for call in message.tool_calls)
     return attrs.evolve(message, content=scrub(message.content), tool_calls=calls)
+
+
+async def scrubbed_all(messages: list[Message]) -> list[Message]:
+    """`scrubbed` of each message; in a worker thread when they are long, so the loop runs on."""
+    if sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in messages) < OFF_LOOP_CHARS:
+        return [scrubbed(m) for m in messages]
+    return await trio.to_thread.run_sync(lambda: [scrubbed(m) for m in messages])

@@ -8,19 +8,20 @@ Only metadata is logged (status, duration, model, tokens), never a body.
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import json
 import random
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, final
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from typing import Any, Final, cast, final
 
 import attrs
 import httpx
 import trio
 from loguru import logger
 
-from beamclaw_obs import scrub
+from beamclaw_obs import scrub, valid_unicode
 from beamclaw_tools import MissingSecret
 
 from ._config import ProviderConfig
@@ -92,14 +93,48 @@ def _error_text(body: bytes) -> str:
     return scrub(str(message or body[:200].decode(errors="replace")))
 
 
+def _valid_unicode(text: Any) -> Any:
+    """A string of the model's with each lone surrogate (``"\\ud800"`` in the JSON) as ``?``:
+    such a character cannot be stored, logged or matched, and no model means one."""
+    return valid_unicode(text) if isinstance(text, str) else text
+
+
 def _usage(data: Any) -> Usage | None:
     if not isinstance(data, dict):
         return None
     return Usage(int(data.get("prompt_tokens") or 0), int(data.get("completion_tokens") or 0))
 
 
+#: After a reply outgrew ``max_reply_chars``, the rest of it is read and thrown away,
+#: up to this many bytes more, so the connection ends cleanly; past that it is dropped.
+_DRAIN_BYTES: Final = 32 * 1024 * 1024
+
+
+class _TooLong(Exception):
+    """The reply went past ``max_reply_chars``."""
+
+
+async def _lines(response: httpx.Response, limit: int) -> AsyncGenerator[str | None, None]:
+    """The lines of *response*; a line longer than *limit* characters is dropped as it comes
+    in (never held whole) and None is yielded in its place."""
+    buffer = ""
+    overlong = False
+    async for piece in response.aiter_text():
+        buffer += piece
+        *lines, buffer = buffer.split("\n")
+        for line in lines:
+            yield None if overlong else line.rstrip("\r")
+            overlong = False
+        if len(buffer) > limit:
+            buffer, overlong = "", True
+    if overlong or buffer:
+        yield None if overlong else buffer
+
+
 @attrs.define
 class _StreamState:
+    limit: int
+    size: int = 0
     content: list[str] = attrs.field(factory=list)
     calls: dict[int, list[str]] = attrs.field(factory=dict)  # index -> [id, name, arguments]
     finish_reason: str | None = None
@@ -223,7 +258,7 @@ class OpenAICompatProvider:
                     retry_after=_retry_after(response.headers.get("retry-after")),
                 )
             if on_text is None:
-                completion = self._parse_whole(await response.aread())
+                completion = self._parse_whole(await self._read_whole(response))
             else:
                 completion = await self._parse_stream(response, on_text)
         except httpx.TransportError as exc:
@@ -240,33 +275,70 @@ class OpenAICompatProvider:
             choice = data["choices"][0]
             message = choice["message"]
             calls = tuple(
-                ToolCall(c.get("id") or f"call_{i}", c["function"]["name"], c["function"].get("arguments") or "")
+                ToolCall(
+                    _valid_unicode(c.get("id")) or f"call_{i}",
+                    _valid_unicode(c["function"]["name"]),
+                    _valid_unicode(c["function"].get("arguments")) or "",
+                )
                 for i, c in enumerate(message.get("tool_calls") or [])
             )
+            content = _valid_unicode(message.get("content")) or ""
+            if len(content) + sum(len(c.arguments) for c in calls) > self.config.max_reply_chars:
+                raise self._too_long()
             return Completion(
-                message.get("content") or "", calls, _usage(data.get("usage")), choice.get("finish_reason"),
+                content, calls, _usage(data.get("usage")), choice.get("finish_reason"),
                 data.get("model", ""),
             )  # fmt: skip
         except (ValueError, KeyError, IndexError, TypeError, AttributeError):
             raise ProviderError("the model server sent a reply that is not a valid chat completion") from None
 
+    def _too_long(self) -> ProviderError:
+        return ProviderError(
+            f"the model's reply is longer than {self.config.max_reply_chars:,} characters "
+            f"(core.providers.{self.name}.max_reply_chars); it was cut off"
+        )
+
+    async def _read_whole(self, response: httpx.Response) -> bytes:
+        """The body, refused past a bound (a JSON reply holds at most a few times its text)."""
+        limit = 8 * self.config.max_reply_chars + 65_536
+        body = bytearray()
+        async with contextlib.aclosing(cast(AsyncGenerator[bytes, None], response.aiter_bytes())) as pieces:
+            async for piece in pieces:
+                if len(body) <= limit:
+                    body += piece
+                elif response.num_bytes_downloaded > limit + _DRAIN_BYTES:
+                    break
+        if len(body) > limit:
+            raise self._too_long()
+        return bytes(body)
+
     async def _parse_stream(self, response: httpx.Response, on_text: OnText) -> Completion:
-        state = _StreamState()
-        malformed = False
-        # The stream is always read to its end, even after [DONE] or a bad chunk: leaving
-        # httpcore's body generator unfinished makes Trio warn when it is collected.
-        async for line in response.aiter_lines():
-            if state.done or malformed or not line.startswith("data:"):
-                continue
-            payload = line[5:].strip()
-            if payload == "[DONE]":
-                state.done = True
-                continue
-            try:
-                chunk = json.loads(payload)
-                await self._apply_chunk(state, chunk, on_text)
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-                malformed = True
+        state = _StreamState(self.config.max_reply_chars)
+        malformed = too_long = False
+        # The stream is read to its end, even after [DONE], a bad chunk or too much text:
+        # leaving httpcore's body generator unfinished makes Trio warn when it is collected.
+        # Past max_reply_chars the rest is thrown away as it comes, up to _DRAIN_BYTES.
+        async with contextlib.aclosing(_lines(response, 8 * state.limit + 65_536)) as lines:
+            async for line in lines:
+                if too_long and response.num_bytes_downloaded > 8 * state.limit + _DRAIN_BYTES:
+                    break
+                if line is None:
+                    too_long = True
+                if too_long or state.done or malformed or not line or not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    state.done = True
+                    continue
+                try:
+                    chunk = json.loads(payload)
+                    await self._apply_chunk(state, chunk, on_text)
+                except _TooLong:
+                    too_long = True
+                except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+                    malformed = True
+        if too_long:
+            raise self._too_long()
         if malformed:
             raise ProviderError("the model server sent a malformed stream chunk")
         if not state.done and state.finish_reason is None:
@@ -282,13 +354,19 @@ class OpenAICompatProvider:
             delta = choice.get("delta") or {}
             for call in delta.get("tool_calls") or []:
                 slot = state.calls.setdefault(int(call.get("index", 0)), ["", "", ""])
-                slot[0] = call.get("id") or slot[0]
+                slot[0] = _valid_unicode(call.get("id")) or slot[0]
                 function = call.get("function") or {}
-                slot[1] += function.get("name") or ""
-                slot[2] += function.get("arguments") or ""
-            text = delta.get("content")
+                slot[1] += _valid_unicode(function.get("name")) or ""
+                slot[2] += _valid_unicode(function.get("arguments")) or ""
+                state.size += len(function.get("name") or "") + len(function.get("arguments") or "")
+            text = _valid_unicode(delta.get("content"))
             if text:
+                state.size += len(text)
+                if state.size > state.limit:
+                    raise _TooLong
                 state.content.append(text)
                 await on_text(text)
+            if state.size > state.limit:
+                raise _TooLong
             if choice.get("finish_reason"):
                 state.finish_reason = choice["finish_reason"]

@@ -27,7 +27,7 @@ import supervision as sv
 from beamclaw_obs import emit, scrub
 
 from ._history import answered_history
-from ._messages import Message, scrubbed
+from ._messages import Message, scrubbed_all
 from ._run import Run, TurnError, TurnResult
 from ._store import StoreError, store_call
 from ._workspace import Workspace
@@ -126,7 +126,7 @@ class Session(sv.GenServer):
                     state.current = None
                 return sv.Reply(bool(state.queue), state)
             case ("append", list() as messages):
-                messages = [scrubbed(m) for m in messages]
+                messages = await scrubbed_all(messages)
                 try:
                     await self._save(state, messages)
                 except PersistError as exc:
@@ -135,7 +135,7 @@ class Session(sv.GenServer):
                 state.history.extend(messages)
                 return sv.Reply(len(state.history), state)
             case ("replace", list() as messages):
-                messages = [scrubbed(m) for m in messages]
+                messages = await scrubbed_all(messages)
                 try:
                     await self._save(state, messages, replace=True)
                 except PersistError as exc:
@@ -217,7 +217,7 @@ class Session(sv.GenServer):
         The history is scrubbed on the way too, so one stored before the scrubber knew a
         format (or before tool arguments were scrubbed) is cleaned when it is next used.
         """
-        repaired = answered_history([scrubbed(m) for m in state.history])
+        repaired = answered_history(await scrubbed_all(state.history))
         if repaired == state.history:
             return
         try:

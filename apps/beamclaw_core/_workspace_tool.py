@@ -2,7 +2,11 @@
 
 The workspace comes from the session's agent (the tool context), never from the
 arguments, and only named files are reachable: MEMORY.md, the daily logs and
-BOOTSTRAP.md. It needs no approval and works at every autonomy level. The files are
+BOOTSTRAP.md. Reading needs no approval, at every autonomy level. Each of these files
+enters every later system prompt, of every user of the agent, so a write asks the
+user every time under ``supervised`` (as ``write_file`` of them does): a hostile model
+cannot plant a lasting prompt injection as "memory" unasked. Ending the first-run
+ritual (an empty BOOTSTRAP.md) only takes text out, and does not ask. The files are
 reached without following links (see `Workspace`): a ``memory`` folder or MEMORY.md
 replaced by a symlink is refused with an error, never written through.
 """
@@ -23,6 +27,8 @@ _ACTIONS: Final = (
     "read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_bootstrap", "update_bootstrap",
 )  # fmt: skip
 _NEEDS_CONTENT: Final = frozenset({"append", "replace", "append_daily", "update_bootstrap"})
+#: The actions that write, and the file each writes.
+_WRITES: Final = {"append": MEMORY, "replace": MEMORY, "append_daily": "memory/DAY.md", "update_bootstrap": BOOTSTRAP}
 
 
 def _run(workspace: Workspace, action: str, content: str | None, day: datetime.date) -> str:
@@ -73,6 +79,14 @@ class WorkspaceMemoryTool:
                 ("action",),
             ),
         )
+
+    def approval_reason(self, args: dict[str, Any]) -> str | None:
+        """A write of a file that enters the system prompt asks every time (see the module)."""
+        action, content = args["action"], args.get("content")
+        if action not in _WRITES or (action == "update_bootstrap" and not str(content or "").strip()):
+            return None
+        name = _WRITES[action].replace("DAY", args.get("date") or datetime.date.today().isoformat())
+        return f"{name} is read into every later system prompt: changing it needs the user's approval every time"
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
         workspace = Workspace(session.agent_id, context.workspace)

@@ -49,8 +49,9 @@ def error(message: str, status: int, code: str = "invalid_request", **headers: s
 
 
 def error_body(message: str, status: int, code: str) -> str:
+    """The OpenAI error shape; the message scrubbed (it may quote what the client sent)."""
     kind = "invalid_request_error" if status < 500 else "server_error"
-    return json.dumps({"error": {"message": message, "type": kind, "code": code}})
+    return json.dumps({"error": {"message": obs.scrub(message), "type": kind, "code": code}})
 
 
 #: Seconds a client is told to wait when a process it needs is being restarted.
@@ -193,6 +194,38 @@ async def request_user() -> str:
     return header_user(header)
 
 
+#: OpenAI's sampling options: accepted (the agent's own settings decide), but only when
+#: well formed, so a client's mistake is an error rather than silently ignored.
+_RANGES: Final = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
+                  "frequency_penalty": (-2.0, 2.0)}  # fmt: skip
+_COUNTS: Final = ("max_tokens", "max_completion_tokens")
+_TYPES: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
+    "tools": (list, "a list"),
+    "tool_choice": ((str, dict), "a string or an object"),
+    "response_format": (dict, "an object"),
+    "logit_bias": (dict, "an object"),
+    "metadata": (dict, "an object"),
+    "stop": ((str, list), "a string or a list of strings"),
+}
+
+
+def _check_options(body: dict[str, Any]) -> None:
+    for key, (low, high) in _RANGES.items():
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or
+                                  not low <= value <= high):  # fmt: skip
+            raise BadRequest(f"'{key}' must be a number from {low:g} to {high:g}")
+    for key in _COUNTS:
+        value = body.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise BadRequest(f"'{key}' must be a whole number of at least 1")
+    for key, (kind, what) in _TYPES.items():
+        if body.get(key) is not None and not isinstance(body[key], kind):
+            raise BadRequest(f"'{key}' must be {what}")
+    if body.get("n") not in (None, 1):
+        raise BadRequest("'n' must be 1: an agent gives one answer")
+
+
 async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
     body = await json_body(_CHAT_REQUEST)
     ctx = context()
@@ -201,6 +234,7 @@ async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
     text = truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise BadRequest("'stream' must be true or false")
+    _check_options(body)
     options = body.get("stream_options")
     if options is not None and not isinstance(options, dict):
         raise BadRequest("'stream_options' must be an object")

@@ -10,6 +10,7 @@ from typing import Any, Final
 import trio
 
 import beamclaw_core as core
+import beamclaw_obs as obs
 
 from ._stream_channel import StreamChannel
 
@@ -67,6 +68,8 @@ def user_id(value: Any, header: str | None) -> str:
         return "api:anonymous"
     if not isinstance(user, str) or len(user) > MAX_USER_ID or not user.isprintable():
         raise BadRequest(f"'user' must be a printable string of at most {MAX_USER_ID} characters")
+    if obs.scrub(user) != user:  # it would be stored as the conversation's key
+        raise BadRequest("'user' looks like a credential; send an opaque id (a name, a number, a UUID)")
     return user if ":" in user else f"api:{user}"
 
 
@@ -79,17 +82,18 @@ def header_user(header: str | None) -> str:
         return str(header)[: MAX_USER_ID + 1]
 
 
-def agent_for(model: Any, data_dir: Path, default_agent: str) -> str:
-    """The agent a ``model`` field names (``beamclaw/NAME``, ``NAME``, or none for the default)."""
+def agent_for(model: Any, data_dir: Path, default_agent: str, field: str = "model") -> str:
+    """The agent a ``model`` field (or *field*) names (``beamclaw/NAME``, ``NAME``, or none
+    for the default)."""
     if model is None:
         return default_agent
     if not isinstance(model, str):
-        raise BadRequest("'model' must be a string naming an agent")
+        raise BadRequest(f"'{field}' must be a string naming an agent")
     if model in {"", "beamclaw"}:
         return default_agent
     name = core.check_agent_name(model.removeprefix("beamclaw/"))
     if name not in core.agent_names(data_dir, default_agent):
-        raise BadRequest(f"model {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
+        raise BadRequest(f"{field} {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
     return name
 
 

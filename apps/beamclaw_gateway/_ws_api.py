@@ -85,7 +85,7 @@ async def chat_socket() -> None:
                 wait = limiter.check(websocket.remote_addr, user, trio.current_time())
                 if wait is not None:
                     raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
-                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent)
+                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent, "agent")
                 handle = await core.open_session(user, agent, "ws")
             except (BadRequest, core.InvalidAgentName) as exc:
                 await send(type="error", id=None, error=str(exc))

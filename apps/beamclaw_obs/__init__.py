@@ -12,13 +12,14 @@ from ._emit import BACKENDS, MANAGER, dropped_events, emit
 from ._event import ObsEvent
 from ._log_backend import format_event, install_scrubbing_patcher
 from ._metrics_backend import metrics_text
-from ._scrubber import REDACTED, register_secret, scrub, scrub_data
+from ._scrubber import OFF_LOOP_CHARS, REDACTED, register_secret, scrub, scrub_async, scrub_data, valid_unicode
 from ._stream_scrubber import StreamScrubber
 from ._tree import supervision_tree
 
 __all__ = [
     "BACKENDS",
     "MANAGER",
+    "OFF_LOOP_CHARS",
     "REDACTED",
     "Backend",
     "ObsEvent",
@@ -30,6 +31,8 @@ __all__ = [
     "metrics_text",
     "register_secret",
     "scrub",
+    "scrub_async",
     "scrub_data",
     "supervision_tree",
+    "valid_unicode",
 ]

@@ -2,10 +2,15 @@
 
 A key read from the environment (`register_secret`) may have no recognisable shape,
 and a tool may print it base64- or hex-encoded (``env | base64``, an HTTP Basic
-header, ``xxd``). Each value is redacted as itself, JSON-escaped, in lower and upper
-case hex, and in standard and URL-safe base64 at each of the three alignments it can
-have inside a longer base64 run: for an alignment, the base64 characters that depend
-on the value's bytes alone, so the value is found whatever comes before or after it.
+header, ``xxd``). Each value is redacted as itself, JSON-escaped, percent-encoded (as
+a URL would carry it, and every byte as ``%XX``), in lower and upper case hex, and in
+standard and URL-safe base64 at each of the three alignments it can have inside a
+longer base64 run: for an alignment, the base64 characters that depend on the
+value's bytes alone, so the value is found whatever comes before or after it.
+
+A value cut short still gives it away (31 characters of a 32-character token): any
+`WINDOW` characters in a row of a value longer than that are redacted too, so what
+can come out of a held value unredacted is less than `WINDOW` characters at a time.
 
 The forms are matched as RE2 alternations of literals, one linear pass each. One
 alternation holds at most `_GROUP_CHARS` characters of forms: past about 20,000, RE2's
@@ -20,6 +25,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import urllib.parse
 from typing import Any, Final
 
 import re2
@@ -29,6 +35,11 @@ from ._rules import compile_re2
 #: Values shorter than this are not held: redacting them would mangle ordinary words
 #: without protecting anything worth a key.
 MIN_LENGTH: Final = 8
+#: Any run of this many characters of a held value is redacted (see the module's docstring).
+WINDOW: Final = 16
+#: A value (or a window of one) with fewer different characters is not a secret worth
+#: redacting: ``"x" * 32`` would take every run of x's out of ordinary text.
+_MIN_DISTINCT: Final = 5
 
 _BASE64_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_=")
 #: A base64 form leaves up to two characters on each side that mix the value's bits
@@ -42,6 +53,8 @@ _lock = threading.Lock()
 _values: set[str] = set()
 _literal_forms: set[str] = set()
 _encoded_forms: set[str] = set()
+#: A window of a held value -> (the value, where the window starts in it), for each value.
+_windows: dict[str, list[tuple[str, int]]] = {}
 _longest = 0
 #: (alternations, base64 forms), rebuilt on first use after a value was added: a
 #: daemon registers its secrets one by one at start, and compiles them once.
@@ -61,8 +74,19 @@ def _base64_forms_of(raw: bytes) -> set[str]:
 def forms_of(value: str) -> tuple[set[str], set[str]]:
     """(literal forms, base64 forms) under which *value* is redacted."""
     raw = value.encode("utf-8", "surrogatepass")
-    literal = {value, json.dumps(value, ensure_ascii=False)[1:-1], raw.hex(), raw.hex().upper()}
+    every_byte = "".join(f"%{byte:02X}" for byte in raw)
+    literal = {
+        value, json.dumps(value, ensure_ascii=False)[1:-1], raw.hex(), raw.hex().upper(),
+        urllib.parse.quote(value, safe=""), urllib.parse.quote(value), every_byte, every_byte.lower(),
+    }  # fmt: skip
+    literal |= set(_windows_of(value))
     return literal, _base64_forms_of(raw)
+
+
+def _windows_of(value: str) -> dict[str, int]:
+    """Each run of `WINDOW` characters of *value*, with where it starts in *value*."""
+    windows = {value[i : i + WINDOW]: i for i in range(len(value) - WINDOW, -1, -1)}
+    return {window: i for window, i in windows.items() if len(set(window)) >= _MIN_DISTINCT}
 
 
 def _alternations(forms: list[str]) -> tuple[Any, ...]:
@@ -80,17 +104,20 @@ def _alternations(forms: list[str]) -> tuple[Any, ...]:
 def register_secret(value: str) -> None:
     """Redact *value* from now on, wherever and however encoded it appears.
 
-    Values shorter than `MIN_LENGTH` characters are ignored. Thread-safe and cheap:
-    the matcher is rebuilt once, when next used.
+    Values shorter than `MIN_LENGTH` characters, or made of fewer than five different
+    characters, are ignored. Thread-safe and cheap: the matcher is rebuilt once, when
+    next used.
     """
     global _longest, _compiled
-    if len(value) < MIN_LENGTH:
+    if len(value) < MIN_LENGTH or len(set(value)) < _MIN_DISTINCT:
         return
     with _lock:
         if value in _values:
             return
         _values.add(value)
         literal, encoded = forms_of(value)
+        for window, offset in _windows_of(value).items():
+            _windows.setdefault(window, []).append((value, offset))
         _literal_forms.update(literal)
         _encoded_forms.update(encoded)
         _longest = max(_longest, *map(len, literal | encoded))
@@ -138,5 +165,25 @@ def held_spans(text: str, begin: int = 0) -> list[Span]:
             start, end = found.span()
             if text[start:end] in base64_forms:
                 start, end = _widen(text, start, end)
+            elif text[start:end] in _windows:
+                start, end = _longest_run(text, start, end)
             spans.append((start, end))
     return spans
+
+
+def _longest_run(text: str, start: int, end: int) -> Span:
+    """The span of *text* around a matched window that is part of one held value, as long as it goes.
+
+    Matches do not overlap, so a cut-short value (``key[1:]``) would be redacted one
+    window at a time, leaving a tail shorter than a window; this takes the whole run.
+    """
+    best = (start, end)
+    for value, offset in _windows[text[start:end]]:
+        left, right, at = start, end, offset
+        while left > 0 and at > 0 and text[left - 1] == value[at - 1]:
+            left, at = left - 1, at - 1
+        at = offset + (end - start)
+        while right < len(text) and at < len(value) and text[right] == value[at]:
+            right, at = right + 1, at + 1
+        best = (min(best[0], left), max(best[1], right))
+    return best

@@ -6,9 +6,10 @@ the daemon holds as a secret, in any encoding (`_held_secrets`). Only the secret
 of a match is replaced (``password=[REDACTED]``, ``https://user:[REDACTED]@host``),
 so the text stays readable.
 
-Each text is scanned twice when it holds a backslash: as it is, and with its escape
-sequences blanked out (`_escapes`), so a key inside JSON-escaped text is found too;
-the union of what both views find is redacted in the original.
+A text that holds a backslash is scanned three times: as it is, with its escape
+sequences blanked out, and with them decoded (`_escapes`), so a key inside JSON-escaped
+text, or written with escapes (``\\u0073k-or-…``), is found too; the union of what the
+views find is redacted in the original.
 
 Every pattern is RE2: the time to scrub a text is linear in its length, whatever it
 holds. A stream is scrubbed piece by piece with `StreamScrubber`.
@@ -16,16 +17,31 @@ holds. A stream is scrubbed piece by piece with `StreamScrubber`.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from typing import Any, Final
 
+import trio
+
 from ._detector import Span, default_rules, scan
-from ._escapes import unescaped_view
+from ._escapes import decoded_view, unescaped_view
 from ._held_secrets import MIN_LENGTH, held_spans, register_secret
 from ._spans import REDACTED, merge, redact, to_token_end
 
-__all__ = ["REDACTED", "find_spans", "register_secret", "scrub", "scrub_data"]
+__all__ = [
+    "OFF_LOOP_CHARS",
+    "REDACTED",
+    "find_spans",
+    "register_secret",
+    "scrub",
+    "scrub_async",
+    "scrub_data",
+    "valid_unicode",
+]
 
+#: Longer texts are scrubbed in a worker thread by `scrub_async` (RE2 lets the event loop
+#: run meanwhile: a 3 MB text takes about half a second to scrub).
+OFF_LOOP_CHARS: Final = 65_536
 #: Shorter texts are left as they are: no credential worth a rule fits in them, and
 #: held values are at least this long.
 _SHORTEST: Final = MIN_LENGTH
@@ -34,22 +50,52 @@ _SHORTEST: Final = MIN_LENGTH
 def find_spans(text: str, start: int = 0) -> tuple[list[Span], list[Span]]:
     """(merged spans to redact, every span a rule matched or a held value occupies) in *text*.
 
-    Only what begins at *start* or later is found; the text before it is context.
+    Only what begins at *start* or later is found; the text before it is context. A
+    text with a lone surrogate (``"\\ud800"`` in JSON gives one; UTF-8, and so RE2,
+    cannot hold it) is read with each such character as ``?``: same positions, no error.
     """
+    try:
+        return _find_spans(text, start)
+    except UnicodeEncodeError:
+        return _find_spans(text.encode("utf-8", "replace").decode("utf-8"), start)
+
+
+def _find_spans(text: str, start: int) -> tuple[list[Span], list[Span]]:
     rules = default_rules()
     found = scan(text, rules, start)
     secrets, matches = list(found.secrets), list(found.matches)
+    held = held_spans(text, start)
     if "\\" in text:
         escaped = scan(unescaped_view(text), rules, start)
         secrets += escaped.secrets
         matches += escaped.matches
+        decoded = decoded_view(text)
+        if decoded is not None:
+            view, origin = decoded
+            begin = bisect.bisect_left(origin, start)
+            inside = scan(view, rules, begin)
+            secrets += [(origin[a], origin[b]) for a, b in inside.secrets]
+            matches += [(origin[a], origin[b]) for a, b in inside.matches]
+            held += [(origin[a], origin[b]) for a, b in held_spans(view, begin)]
     secrets = [to_token_end(text, span) for span in secrets]
-    held = held_spans(text, start)
     return merge(secrets + held), matches + secrets + held
 
 
+def valid_unicode(text: str) -> str:
+    """*text* with each lone surrogate (which UTF-8 cannot hold) as ``?``: what every sink can write."""
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
 def scrub(text: str) -> str:
-    """Return *text* with every credential replaced by ``[REDACTED]``."""
+    """Return *text* with every credential replaced by ``[REDACTED]`` (and any lone surrogate by
+    ``?``, so that what comes out can be stored and logged)."""
+    text = valid_unicode(text)
     if len(text) < _SHORTEST:
         return text
     spans, _ = find_spans(text)
@@ -65,3 +111,10 @@ def scrub_data(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(scrub_data(v) for v in value)
     return value
+
+
+async def scrub_async(text: str) -> str:
+    """`scrub`, in a worker thread when *text* is long, so that no text freezes the event loop."""
+    if len(text) < OFF_LOOP_CHARS:
+        return scrub(text)
+    return await trio.to_thread.run_sync(scrub, text)

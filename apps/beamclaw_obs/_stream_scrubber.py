@@ -11,7 +11,7 @@ from typing import Final, final
 
 from ._held_secrets import longest_form
 from ._rules import compile_re2
-from ._scrubber import find_spans
+from ._scrubber import find_spans, valid_unicode
 from ._spans import REDACTED, Span, redact
 
 #: Already-emitted text kept before the pending text, as the rules' left context (a
@@ -104,6 +104,7 @@ class StreamScrubber:
             raise TypeError(f"chunk must be a str, not {type(chunk).__name__}")
         if not chunk:
             return ""
+        chunk = valid_unicode(chunk)
         self._chunks.append(chunk)
         self._size += len(chunk)
         if self._size - self._context < self._next_scan:

@@ -154,6 +154,8 @@ async def _in_workspace(context: ToolContext, shown: str, fn: Callable[..., T], 
         raise ToolError(f"no such file: {shown}") from None
     except NotADirectoryError:
         raise ToolError(f"{shown}: a part of the path is not a directory") from None
+    except OSError as exc:  # a name too long, a full disk, a read-only file system...
+        raise ToolError(f"{shown[:200]}: {exc.strerror or type(exc).__name__}") from None
 
 
 def _read(workspace: Beneath, path: str, limit: int) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import trio
+
 import beamclaw_core as core
 from tests.support.model_server import Call, Reply
 
-from .conftest import RunCore
+from .conftest import RunCore, wait_for
 
 SECRET = "sk-proj-Zq8vT3xLmN4pR7sK2wY9aB6cD1eF0gH5"
 GITHUB = "ghp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi"  # random-looking: gitleaks checks entropy
@@ -74,3 +76,72 @@ async def test_tool_call_arguments_are_stored_scrubbed_but_run_as_sent(run_core:
     assert SECRET.encode() not in b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
     assert SECRET not in events
     assert SECRET not in repr(r.model.requests[1:])
+
+
+async def test_arguments_written_with_escapes_are_shown_and_logged_decoded_and_scrubbed(
+    run_core: RunCore, tmp_path: Path
+) -> None:
+    """The outside attack: the approval question showed the model's raw JSON, ``\\u0073k-…``,
+    which a reader decodes to the held key; the log file had the same."""
+    from beamclaw_obs import register_secret
+
+    held = "Zq8vT3kLmN4pR7sK2wY9aB6cXe5fGh1JpQ"
+    register_secret(held)
+    escaped = "".join(f"\\u{ord(c):04x}" for c in held)
+    raw = '{"command": "echo ' + escaped + "; echo \\u0067hp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi" + '"}'
+    home = tmp_path / "home"
+    async with run_core(Reply(tool_calls=(Call("bash", raw, id="b"),)), Reply("ok"), home=home,
+                        autonomy_level="supervised") as r:  # fmt: skip
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "go", channel)
+        await wait_for(lambda: bool(channel.sent))
+        await core.send_message(session, "/no", core.CollectingChannel())
+        await run.wait()
+        await r.settle()
+        events = repr([e.data for e in r.events])
+    question = channel.sent[0]
+    assert question.startswith('Approve bash with {"command": "echo [REDACTED]; echo [REDACTED]"}'), question
+    logs = (home / "logs" / "beamclaw.log").read_text()
+    for text in (question, logs, events):
+        decoded = json.loads(json.dumps(text).replace("\\\\u", "\\u"))  # what a reader's decoder makes of it
+        assert held not in decoded and "ghp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi" not in decoded
+
+
+async def test_a_reply_past_the_limit_is_cut_off_with_an_error_and_nothing_freezes(run_core: RunCore) -> None:
+    """The outside attack: a 10 MB reply was read, scrubbed and stored on the event loop."""
+    huge = Reply("postgres://u:p@" * 700_000)  # 10.5 MB
+    async with run_core(huge, Reply("small " * 20_000), provider={"max_retries": 0}) as r:
+        session = await r.open()
+        r.model.chunk_size = 100_000
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await trio.sleep(0.01)
+                ticks += 1
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(tick)
+            result = await core.send_message(session, "go", core.CollectingChannel())
+            assert not result.ok and "longer than 1,000,000 characters" in result.text
+            assert "core.providers.scripted.max_reply_chars" in result.text
+            long = await core.send_message(session, "again", core.CollectingChannel())  # 120 KB: scrubbed off the loop
+            assert long.ok and long.text == ("small " * 20_000).strip()
+            nursery.cancel_scope.cancel()
+        assert ticks > 0  # the loop kept turning while the replies were read
+        assert all(len(m.content) < 200_000 for m in await core.history(session))
+
+
+async def test_a_lone_surrogate_from_the_model_is_replaced_not_a_crash(run_core: RunCore) -> None:
+    """``"\\ud800"`` in a model's JSON is a character UTF-8 cannot hold: SQLite, the log and RE2 refuse it."""
+    steps = [Reply("half \ud800 a pair", tool_calls=(Call("jq", {"filter": ".", "input": '"\ud83d"'}, id="j"),)),
+             Reply("done \udfff")]  # fmt: skip
+    async with run_core(*steps) as r:
+        session = await r.open()
+        result = await core.send_message(session, "go", core.CollectingChannel())
+        assert result.ok and result.text == "done ?"
+        history = await core.history(session)
+        assert history[1].content == "half ? a pair"
+        assert all(m.content.encode() for m in history)  # every message can be written as UTF-8

@@ -172,7 +172,8 @@ def test_a_wildcard_bind_serves_addresses_but_only_listed_names(monkeypatch: pyt
     assert _guard(host="::1").host_allowed("[::1]:1")
 
 
-def test_the_telegram_webhook_host_is_served_in_webhook_mode() -> None:
+def test_the_telegram_webhook_host_is_served_in_webhook_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", "4242:" + "A" * 35)
     table = {
         "channels": {
             "telegram": {

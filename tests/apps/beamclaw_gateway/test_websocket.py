@@ -58,6 +58,8 @@ async def test_duplicates_and_bad_messages(run_gateway: RunGateway) -> None:
             assert "must be JSON" in json.loads(await ws.get_message())["error"]
             await ws.send_message(json.dumps({"type": "message", "id": "x", "text": "", "agent": "default"}))
             assert "'text' must be a non-empty string" in json.loads(await ws.get_message())["error"]
+            await ws.send_message(json.dumps({"type": "message", "id": "y", "text": "hi", "agent": 5}))
+            assert "'agent' must be a string naming an agent" in json.loads(await ws.get_message())["error"]
         assert g.model.count == 1
 
 

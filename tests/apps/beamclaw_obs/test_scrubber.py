@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import base64
 import json
+import urllib.parse
 from pathlib import Path
 
 import pytest
 
 from beamclaw_obs import REDACTED, register_secret, scrub, scrub_data
 from beamclaw_obs._detector import default_rules
-from beamclaw_obs._escapes import unescaped_view
-from beamclaw_obs._held_secrets import forms_of
+from beamclaw_obs._escapes import decoded_view, unescaped_view
+from beamclaw_obs._held_secrets import WINDOW, forms_of
 from tests.support.credentials import FORMATS, VARIANTS, Credential, credential_corpus, with_variants
 
 ROOT = Path(__file__).parents[3]
@@ -171,6 +172,42 @@ def test_a_registered_value_with_json_special_characters_is_found_escaped() -> N
     value = 'quote"and\\slash-9'
     register_secret(value)
     assert value not in scrub(value) and json.dumps(value)[1:-1] not in scrub(json.dumps({"k": value}))
+
+
+def test_a_key_written_with_json_escapes_inside_it_is_found() -> None:
+    """The outside attack: ``\\u0073k-or-…`` (or every character escaped) decodes to the key."""
+    held = "Zq8vT3kLmN4pR7sK2wY9aB6cXe5fGh1JwQ"
+    register_secret(held)
+    github = "ghp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi"
+    for text in (
+        "A: " + "".join(f"\\u{ord(c):04x}" for c in held),
+        "echo \\u0067" + github[1:] + " done",
+        "key=" + held[:10] + "\\/" + held[10:],  # an escaped slash inside a held value
+    ):
+        out = scrub(text)
+        decoded = json.loads('"' + out.replace('"', '\\"') + '"')
+        assert held not in decoded and github not in decoded and REDACTED in out, out
+
+
+def test_the_decoded_view_maps_back_to_the_original() -> None:
+    text = "a\\u0073k-or\\/x\\\\y\\nz"
+    view, origin = decoded_view(text)  # type: ignore[misc]
+    assert view == "ask-or/x\\y\nz" and len(origin) == len(view) + 1
+    assert text[origin[1] : origin[3]] == "\\u0073k" and text[origin[6] : origin[7]] == "\\/"
+    assert decoded_view("no escapes here") is None and decoded_view("a lone \\ backslash") is None
+
+
+def test_a_held_value_cut_short_or_percent_encoded_is_still_redacted() -> None:
+    """The outside attack: 31 of a token's 32 characters, or ``%77%4A…``, went out."""
+    value = "Zq8vT3kLmN4pR7sK2wY9aB6cXe5fGh1J"
+    register_secret(value)
+    for shown in (value[1:], value[:-1], value[3:-3], value[:WINDOW], value[-WINDOW:]):
+        assert scrub(f"it is {shown}, see") == f"it is {REDACTED}, see", shown
+    every_byte = "".join(f"%{b:02X}" for b in value.encode())
+    for encoded in (urllib.parse.quote(value, safe=""), every_byte, every_byte.lower()):
+        assert scrub(f"?k={encoded}&x=1") == f"?k={REDACTED}&x=1"
+    # What is guaranteed is a bound: fewer than WINDOW characters in a row may show.
+    assert scrub(f"it is {value[: WINDOW - 1]}, see") == f"it is {value[: WINDOW - 1]}, see"
 
 
 def test_nested_payloads_are_scrubbed() -> None:

@@ -193,3 +193,11 @@ async def test_a_file_swapped_for_links_in_a_loop_never_lets_outside_content_thr
     # and both kinds of link were met, and refused
     assert any("is a symbolic link" in text for text in texts)
     assert any("has 2 names (hard links)" in text or "was replaced" in text for text in texts)
+
+
+async def test_a_path_the_system_refuses_is_a_tool_error_saying_why(context: ToolContext, session: ToolSession) -> None:
+    """The outside attack: a 5,000-character name came back as an unhandled OSError."""
+    for tool, args in ((ReadFileTool(), {"path": "a" * 5000}), (WriteFileTool(), {"path": "b" * 5000, "content": "x"})):
+        result = await run_tool(tool, args, session, context)
+        assert result.is_error and "File name too long" in result.text and "OSError" not in result.text
+        assert len(result.text) < 400
