@@ -16,6 +16,7 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "open", "user": U, "agent": A}            -> {"type": "session", "session": {...}}
     {"cmd": "sessions", "limit": N}                   -> {"type": "sessions", "sessions": [...], "total": T}
     {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
+    {"cmd": "interrupt", "user": U, "agent": A}       -> stop the turn being worked on (/stop, Ctrl-C)
     {"cmd": "context", "user": U, "agent": A}         -> context window use
 """
 
@@ -33,6 +34,7 @@ from typing import Any, Final
 
 import attrs
 import trio
+from loguru import logger
 
 import beamclaw_core as core
 import supervision as sv
@@ -51,28 +53,41 @@ class _BadRequest(Exception):
 
 
 @attrs.define
+class _Connection:
+    """One client's connection: JSON lines out, one at a time (the reply being streamed and
+    a message the session sends meanwhile, such as "Stopped.", never interleave)."""
+
+    stream: trio.SocketStream
+    _lock: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def write(self, **fields: Any) -> None:
+        async with self._lock:
+            await self.stream.send_all(json.dumps(fields).encode() + b"\n")
+
+
+@attrs.define
 class _StreamChannel:
     """A `beamclaw_core.Channel` that writes each update to the control connection."""
 
-    stream: trio.SocketStream
-
-    async def _write(self, **fields: Any) -> None:
-        await self.stream.send_all(json.dumps(fields).encode() + b"\n")
+    connection: _Connection
 
     async def send(self, text: str) -> None:
-        await self._write(type="message", text=text)
+        await self.connection.write(type="message", text=text)
 
     async def send_typing(self) -> None:
-        await self._write(type="typing")
+        await self.connection.write(type="typing")
 
     async def update_draft(self, text: str) -> None:
-        await self._write(type="draft", text=text)
+        await self.connection.write(type="draft", text=text)
 
     async def finalize_draft(self, text: str) -> None:
-        await self._write(type="final", text=text)
+        await self.connection.write(type="final", text=text)
 
     async def progress(self, text: str) -> None:
-        await self._write(type="progress", text=text)
+        await self.connection.write(type="progress", text=text)
+
+    async def turn_failed(self, text: str) -> None:
+        """Nothing: the run's answer (``reply``, not ok) carries the same text right after."""
 
 
 async def _read_request(stream: trio.SocketStream) -> dict[str, Any]:
@@ -171,7 +186,7 @@ def _status(daemon: Daemon) -> dict[str, Any]:
     }  # fmt: skip
 
 
-async def _answer(stream: trio.SocketStream, request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
+async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
     match request["cmd"]:
         case "ping":
             return {"type": "pong", "version": __version__}
@@ -202,12 +217,14 @@ async def _answer(stream: trio.SocketStream, request: dict[str, Any], daemon: Da
         case "reset":
             handle = await _session(request)
             return {"type": "reset", "dropped": await core.reset_session(handle)}
+        case "interrupt":
+            return {"type": "interrupted", "stopped": await core.stop_turn(await _session(request))}
         case "context":
             usage = await core.context_usage(await _session(request))
             return {"type": "context", "used": usage.used, "window": usage.window, "messages": usage.messages}
         case "chat":
             handle = await _session(request)
-            result = await core.send_message(handle, _text_field(request, "text"), _StreamChannel(stream))
+            result = await core.send_message(handle, _text_field(request, "text"), _StreamChannel(connection))
             return {"type": "reply", "ok": result.ok, "text": result.text}
         case "history":
             handle = await _session(request)
@@ -239,18 +256,22 @@ def _handle_fields(handle: core.SessionHandle) -> dict[str, str]:
 
 
 async def _serve_one(stream: trio.SocketStream, daemon: Daemon) -> None:
+    """Answer one request. Whatever happens to it, the control server goes on serving the others."""
+    connection = _Connection(stream)
     async with stream:
         try:
-            answer = await _answer(stream, await _read_request(stream), daemon)
+            answer = await _answer(connection, await _read_request(stream), daemon)
         except _BadRequest as exc:
             answer = {"type": "error", "error": str(exc)}
         except (sv.NoProc, sv.CallTimeout) as exc:
             answer = {"type": "error", "error": f"the daemon cannot serve this now ({type(exc).__name__})"}
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return  # the client went away; its run goes on and is stored
-        answer["done"] = True
+        except Exception as exc:  # noqa: BLE001 - a bug in one request must not take the socket down
+            logger.opt(exception=True).error("control request failed")
+            answer = {"type": "error", "error": f"internal error ({type(exc).__name__}); see the log file"}
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await stream.send_all(json.dumps(answer).encode() + b"\n")
+            await connection.write(**answer, done=True)
 
 
 async def _answers(path: Path) -> bool:

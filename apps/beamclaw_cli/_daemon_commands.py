@@ -81,7 +81,18 @@ async def stream_reply(payload: dict[str, object], out: Console) -> bool:
 
 
 async def chat(args: argparse.Namespace) -> int:
-    payload = {"cmd": "chat", "user": user_id(args), "agent": args.agent, "text": args.message}
+    """One message; ``/new`` and ``/stop`` act on the conversation, as in the TUI and Telegram."""
+    who = {"user": user_id(args), "agent": args.agent}
+    command = args.message.strip().lower()
+    if command == "/new":
+        answer = await ask({"cmd": "reset", **who})
+        print(f"new conversation ({answer['dropped']} messages forgotten)")
+        return 0
+    if command == "/stop":
+        stopped = (await ask({"cmd": "interrupt", **who}))["stopped"]
+        print("stopped the turn being worked on" if stopped else "nothing to stop")
+        return 0
+    payload = {"cmd": "chat", **who, "text": args.message}
     return 0 if await stream_reply(payload, Console(highlight=False)) else 1
 
 

@@ -12,9 +12,11 @@ from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
 
 from ._api import (
     ContextUsage,
+    InvalidUserId,
     SessionHandle,
     SessionNotFound,
     SessionSummary,
+    check_user_id,
     context_usage,
     find_session,
     history,
@@ -87,6 +89,8 @@ __all__ = [
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
+    "InvalidUserId",
+    "check_user_id",
     "UnknownAgent",
     "agent_names",
     "check_agent_exists",

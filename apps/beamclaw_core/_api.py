@@ -38,12 +38,27 @@ class SessionHandle:
     dest: sv.ViaName
 
 
+class InvalidUserId(ValueError):
+    """A user id that cannot be a conversation's key; the message says why."""
+
+
+def check_user_id(user_id: str) -> str:
+    """*user_id* if it may be a conversation's key (stored, and shown by `beamclaw sessions`).
+
+    Each part between colons is checked alone (``api:``, ``local:``, ``tg:`` are our own
+    namespaces; ``api:<32 hex digits>`` read whole looks like ``key: value`` to the
+    scrubber, and a UUID is a fine id).
+    """
+    if not user_id:
+        raise InvalidUserId("a session needs a user id")
+    if any(scrub(part) != part for part in user_id.split(":")):
+        raise InvalidUserId("a user id must not hold a credential; use an opaque id (a name, a number, a UUID)")
+    return user_id
+
+
 async def open_session(user_id: str, agent_id: str, channel: str = "") -> SessionHandle:
     """Start (or find) the conversation of *user_id* with *agent_id*; its history is restored."""
-    if not user_id:
-        raise ValueError("a session needs a user id")
-    if scrub(user_id) != user_id:  # the conversation's key, stored: a channel must refuse such an id first
-        raise ValueError("a user id must not hold a credential")
+    check_user_id(user_id)
     check_agent_name(agent_id)
     sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0, restart_wait=RESTART_WAIT)
     return SessionHandle(sid, user_id, agent_id, channel, dest)

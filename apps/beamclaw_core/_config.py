@@ -31,6 +31,9 @@ class ProviderConfig:
     #: cut off with an error: a hostile or broken server cannot make the daemon read,
     #: store and scrub gigabytes.
     max_reply_chars: int = 1_000_000
+    #: A reply still coming after this long is cut off with an error (``timeout_seconds``
+    #: bounds each wait for more; this bounds the whole, against a trickle that never ends).
+    max_reply_seconds: float = 900.0
 
 
 _DEFAULT_PROVIDERS = {

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import attrs
+import httpx
 
 import supervision as sv
 from beamclaw_obs import emit, scrub, scrub_async
@@ -71,12 +72,21 @@ class _Turn:
 class _Data:
     info: SessionInfo
     runtime: Runtime
-    provider: OpenAICompatProvider
+    client: httpx.AsyncClient
     turn: _Turn | None = None
+    _provider: OpenAICompatProvider | None = None
 
     @property
     def session(self) -> sv.ViaName:
         return self.runtime.session_dest(self.info.id)
+
+    @property
+    def provider(self) -> OpenAICompatProvider:
+        """The configured provider, as it is now: a reload may have changed it since the last call."""
+        current = self.runtime.config.provider
+        if self._provider is None or self._provider.config is not current:
+            self._provider = self.runtime.provider(self.client)
+        return self._provider
 
 
 def _model_failure(exc: ProviderError) -> TurnResult:
@@ -142,7 +152,7 @@ def _skill_dirs(data: _Data) -> tuple[Path, ...]:
 
 class Loop(sv.StateMachine):
     async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
-        data = _Data(info, runtime, runtime.provider(await owned_http_client(HTTP_CLIENT)))
+        data = _Data(info, runtime, await owned_http_client(HTTP_CLIENT))
         busy = await sv.call(data.session, ("attach_loop", sv.self()))
         emit("agent_start", session_id=info.id, agent_id=info.agent_id, model=data.provider.model)
         return IDLE, data, [sv.NextEvent("next")] if busy else []
@@ -341,11 +351,14 @@ class Loop(sv.StateMachine):
         await sv.call(data.session, ("awaiting_approval", call.name))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
         question = f"Approve {call.name} with {_args_preview(call)}?"
+        # The whole question is scrubbed: the reason may quote the model's arguments (a path).
         await tell(
             turn.run.channel.send,
-            f"{question} ({reason}.) Reply /yes or /no."
-            if reason
-            else f"{question} Reply /yes, /no or /always (allow {call.name} for the rest of this conversation).",
+            scrub(
+                f"{question} ({reason}.) Reply /yes or /no."
+                if reason
+                else f"{question} Reply /yes, /no or /always (allow {call.name} for the rest of this conversation)."
+            ),
         )
         timeout = data.runtime.config.agentic_loop.approval_timeout_seconds
         return sv.KeepState(data, sv.StateTimeout(timeout, "approval"))

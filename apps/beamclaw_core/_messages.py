@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any, Final, Literal, final
 
@@ -109,15 +110,32 @@ def _scrubbed_arguments(arguments: str) -> str:
     return arguments if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
 
 
+def _safe_id(call_id: str) -> str:
+    """A tool call's id, or, if it holds a credential, a stand-in made from it: the same for
+    the call and its result, and different for different ids (a strict API refuses twins)."""
+    if scrub(call_id) == call_id:
+        return call_id
+    return "call_" + hashlib.sha256(call_id.encode("utf-8", "replace")).hexdigest()[:24]
+
+
 def scrubbed(message: Message) -> Message:
-    """*message* as it may be kept: credentials redacted from its text and tool arguments.
+    """*message* as it may be kept: credentials redacted from its text and tool calls (ids and
+    names too: a model chooses them).
 
     The session applies it to every message it stores, whichever path produced it, so
     history, the ``history`` command and every later request to a model never hold a
     secret the scrubber recognises.
     """
-    calls = tuple(attrs.evolve(call, arguments=_scrubbed_arguments(call.arguments)) for call in message.tool_calls)
-    return attrs.evolve(message, content=scrub(message.content), tool_calls=calls)
+    calls = tuple(
+        attrs.evolve(call, id=_safe_id(call.id), name=scrub(call.name), arguments=_scrubbed_arguments(call.arguments))
+        for call in message.tool_calls
+    )
+    fields: dict[str, Any] = {"content": scrub(message.content), "tool_calls": calls}
+    if message.tool_call_id is not None:
+        fields["tool_call_id"] = _safe_id(message.tool_call_id)
+    if message.name is not None:
+        fields["name"] = scrub(message.name)
+    return attrs.evolve(message, **fields)
 
 
 async def scrubbed_all(messages: list[Message]) -> list[Message]:

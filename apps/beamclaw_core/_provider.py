@@ -215,7 +215,13 @@ class OpenAICompatProvider:
         for attempt in range(attempts):
             started = time.perf_counter()
             try:
-                return await self._attempt(content, headers, on_text, started)
+                with trio.fail_after(self.config.max_reply_seconds):
+                    return await self._attempt(content, headers, on_text, started)
+            except trio.TooSlowError:
+                raise ProviderError(
+                    f"the model's reply took longer than {self.config.max_reply_seconds:g} s "
+                    f"(core.providers.{self.name}.max_reply_seconds); it was cut off"
+                ) from None
             except ProviderError as exc:
                 if not exc.retryable or attempt == self.config.max_retries:
                     raise
@@ -318,11 +324,13 @@ class OpenAICompatProvider:
         # The stream is read to its end, even after [DONE], a bad chunk or too much text:
         # leaving httpcore's body generator unfinished makes Trio warn when it is collected.
         # Past max_reply_chars the rest is thrown away as it comes, up to _DRAIN_BYTES.
+        # Bytes, whatever they carry (a chunk padded with fields nobody reads counts too).
+        total = 16 * state.limit + 65_536
         async with contextlib.aclosing(_lines(response, 8 * state.limit + 65_536)) as lines:
             async for line in lines:
-                if too_long and response.num_bytes_downloaded > 8 * state.limit + _DRAIN_BYTES:
+                if too_long and response.num_bytes_downloaded > total + _DRAIN_BYTES:
                     break
-                if line is None:
+                if line is None or response.num_bytes_downloaded > total:
                     too_long = True
                 if too_long or state.done or malformed or not line or not line.startswith("data:"):
                     continue

@@ -10,7 +10,6 @@ from typing import Any, Final
 import trio
 
 import beamclaw_core as core
-import beamclaw_obs as obs
 
 from ._stream_channel import StreamChannel
 
@@ -68,9 +67,11 @@ def user_id(value: Any, header: str | None) -> str:
         return "api:anonymous"
     if not isinstance(user, str) or len(user) > MAX_USER_ID or not user.isprintable():
         raise BadRequest(f"'user' must be a printable string of at most {MAX_USER_ID} characters")
-    if obs.scrub(user) != user:  # it would be stored as the conversation's key
-        raise BadRequest("'user' looks like a credential; send an opaque id (a name, a number, a UUID)")
-    return user if ":" in user else f"api:{user}"
+    user = user if ":" in user else f"api:{user}"
+    try:
+        return core.check_user_id(user)
+    except core.InvalidUserId:
+        raise BadRequest("'user' looks like a credential; send an opaque id (a name, a number, a UUID)") from None
 
 
 def header_user(header: str | None) -> str:

@@ -87,7 +87,7 @@ async def chat_socket() -> None:
                     raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
                 agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent, "agent")
                 handle = await core.open_session(user, agent, "ws")
-            except (BadRequest, core.InvalidAgentName) as exc:
+            except (BadRequest, core.InvalidAgentName, core.InvalidUserId) as exc:
                 await send(type="error", id=None, error=str(exc))
                 continue
             except RESTARTING as exc:

@@ -9,8 +9,9 @@ longer base64 run: for an alignment, the base64 characters that depend on the
 value's bytes alone, so the value is found whatever comes before or after it.
 
 A value cut short still gives it away (31 characters of a 32-character token): any
-`WINDOW` characters in a row of a value longer than that are redacted too, so what
-can come out of a held value unredacted is less than `WINDOW` characters at a time.
+`WINDOW` characters in a row of a value longer than that are redacted too, as are
+their hex digits, so what can come out of a held value unredacted is less than
+`WINDOW` characters at a time (base64 of a part of a value is not looked for).
 
 The forms are matched as RE2 alternations of literals, one linear pass each. One
 alternation holds at most `_GROUP_CHARS` characters of forms: past about 20,000, RE2's
@@ -53,7 +54,7 @@ _lock = threading.Lock()
 _values: set[str] = set()
 _literal_forms: set[str] = set()
 _encoded_forms: set[str] = set()
-#: A window of a held value -> (the value, where the window starts in it), for each value.
+#: A window of a held value (or of its hex) -> (the whole form, where the window starts in it).
 _windows: dict[str, list[tuple[str, int]]] = {}
 _longest = 0
 #: (alternations, base64 forms), rebuilt on first use after a value was added: a
@@ -83,10 +84,21 @@ def forms_of(value: str) -> tuple[set[str], set[str]]:
     return literal, _base64_forms_of(raw)
 
 
-def _windows_of(value: str) -> dict[str, int]:
-    """Each run of `WINDOW` characters of *value*, with where it starts in *value*."""
-    windows = {value[i : i + WINDOW]: i for i in range(len(value) - WINDOW, -1, -1)}
-    return {window: i for window, i in windows.items() if len(set(window)) >= _MIN_DISTINCT}
+def _windows_of(value: str) -> dict[str, tuple[str, int]]:
+    """Each run of `WINDOW` characters of *value*, and of its hex forms (as many bytes' digits):
+    the window -> (the whole form it is part of, where it starts in it)."""
+    windows: dict[str, tuple[str, int]] = {}
+    if not value.isascii():  # a hex window would not line up with the characters
+        forms = [(value, 1)]
+    else:
+        forms = [(value, 1), (value.encode().hex(), 2), (value.encode().hex().upper(), 2)]
+    for form, width in forms:
+        size = WINDOW * width
+        for start in range(len(form) - size, -1, -width):
+            window = form[start : start + size]
+            if len(set(window)) >= _MIN_DISTINCT:
+                windows[window] = (form, start)
+    return windows
 
 
 def _alternations(forms: list[str]) -> tuple[Any, ...]:
@@ -116,8 +128,8 @@ def register_secret(value: str) -> None:
             return
         _values.add(value)
         literal, encoded = forms_of(value)
-        for window, offset in _windows_of(value).items():
-            _windows.setdefault(window, []).append((value, offset))
+        for window, (form, offset) in _windows_of(value).items():
+            _windows.setdefault(window, []).append((form, offset))
         _literal_forms.update(literal)
         _encoded_forms.update(encoded)
         _longest = max(_longest, *map(len, literal | encoded))

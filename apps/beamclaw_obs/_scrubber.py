@@ -69,14 +69,14 @@ def _find_spans(text: str, start: int) -> tuple[list[Span], list[Span]]:
         escaped = scan(unescaped_view(text), rules, start)
         secrets += escaped.secrets
         matches += escaped.matches
-        decoded = decoded_view(text)
-        if decoded is not None:
-            view, origin = decoded
-            begin = bisect.bisect_left(origin, start)
-            inside = scan(view, rules, begin)
-            secrets += [(origin[a], origin[b]) for a, b in inside.secrets]
-            matches += [(origin[a], origin[b]) for a, b in inside.matches]
-            held += [(origin[a], origin[b]) for a, b in held_spans(view, begin)]
+    decoded = decoded_view(text)
+    if decoded is not None:
+        view, origin = decoded
+        begin = bisect.bisect_left(origin, start)
+        inside = scan(view, rules, begin)
+        secrets += [(origin[a], origin[b]) for a, b in inside.secrets]
+        matches += [(origin[a], origin[b]) for a, b in inside.matches]
+        held += [(origin[a], origin[b]) for a, b in held_spans(view, begin)]
     secrets = [to_token_end(text, span) for span in secrets]
     return merge(secrets + held), matches + secrets + held
 

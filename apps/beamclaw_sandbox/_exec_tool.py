@@ -85,7 +85,9 @@ class ExecTool:
     def requires_approval(self) -> bool:
         # With no network the container can reach nothing but the bridge, whose calls
         # the policy and the loop check one by one; with a network it could reach out.
-        return self.config.network != "none"
+        # With the workspace writable it could rewrite the files that enter the system
+        # prompt (AGENTS.md, MEMORY.md...), which nothing may do unasked, as bash asks.
+        return self.config.network != "none" or self.config.workspace_mount == "rw"
 
     @property
     def min_autonomy(self) -> Autonomy:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import trio
 
-from tests.support.model_server import Call, Reply, scripted_model
+from tests.support.model_server import Call, Hold, Reply, scripted_model
 
 from .daemon import cli, environment, start_daemon, write_config
 
@@ -95,3 +95,32 @@ async def test_a_second_daemon_refuses_to_start(tmp_path: Path) -> None:
         assert (await cli(home, "status")).returncode == 0  # the first one still serves
         first.send_signal(signal.SIGTERM)
         assert await first.wait() == 0
+
+
+async def test_a_turn_stopped_while_its_reply_streams_leaves_the_control_socket_up(tmp_path: Path) -> None:
+    """Found by the TUI test: "Stopped." sent by the session while the chat's answer was
+    written crashed the control server (two writers on one connection)."""
+    home = tmp_path / "home"
+    held = Hold(then=Reply("too late"))
+    async with scripted_model(held, Reply("next")) as model:
+        daemon = await start_daemon(write_config(tmp_path, model), home)
+        try:
+            async with trio.open_nursery() as nursery:
+                chat: list[bytes] = []
+
+                async def talk() -> None:
+                    chat.append((await cli(home, "chat", "take your time")).stdout)
+
+                nursery.start_soon(talk)
+                with trio.fail_after(20):
+                    await held.reached.wait()
+                stopped = await cli(home, "chat", "/stop")
+                assert stopped.stdout == b"stopped the turn being worked on\n"
+            assert chat == [b"Stopped.\n"]
+            tree = json.loads((await cli(home, "tree", "--json")).stdout)
+            (control,) = [c for c in tree["children"] if c["id"] == "control"]
+            assert [c["restarts"] for c in control["children"]] == [0, 0]
+            assert (await cli(home, "chat", "and now?")).stdout == b"next\n"
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            await daemon.wait()

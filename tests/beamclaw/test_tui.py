@@ -1,4 +1,5 @@
-"""`beamclaw tui` in a real terminal (tmux), against the scripted model, approval included."""
+"""`beamclaw tui` in a real terminal (tmux), against the scripted model: approvals, line
+editing, history, completion, Ctrl-C and Ctrl-D, and a daemon that goes and comes back."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tests.support.model_server import Call, Reply, scripted_model
+from tests.support.model_server import Call, Hold, Reply, scripted_model
 
 from .daemon import start_daemon, write_config
 
@@ -34,8 +35,15 @@ class Terminal:
         return await self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
 
     async def type(self, text: str) -> None:
-        await self.tmux("send-keys", "-t", self.name, "-l", text)
+        await self.keys(text)
         await self.tmux("send-keys", "-t", self.name, "Enter")
+
+    async def keys(self, text: str = "", *names: str) -> None:
+        """Type *text* as it is, then press each key in *names* (``Left``, ``C-c``, ``Tab``...)."""
+        if text:
+            await self.tmux("send-keys", "-t", self.name, "-l", text)
+        for name in names:
+            await self.tmux("send-keys", "-t", self.name, name)
 
     async def wait_for(self, text: str, timeout: float = 20.0) -> str:
         with trio.move_on_after(timeout):
@@ -112,6 +120,8 @@ async def test_the_tui_outlives_its_daemon_and_leaves_on_ctrl_c(tmp_path: Path) 
                 while (await term.screen()).count("default> hello there") < 2:
                     await trio.sleep(0.1)
 
+            await term.tmux("send-keys", "-t", term.name, "C-c")  # nothing is being written: it arms
+            await term.wait_for("Ctrl-C again (or Ctrl-D) leaves")
             await term.tmux("send-keys", "-t", term.name, "C-c")
             screen = await term.wait_for("tui exited with 130")
             assert "Traceback" not in screen and "Exception" not in screen and "bye" in screen
@@ -120,3 +130,59 @@ async def test_the_tui_outlives_its_daemon_and_leaves_on_ctrl_c(tmp_path: Path) 
             daemon.send_signal(signal.SIGTERM)
             await daemon.wait()
     assert [m["messages"][-1]["content"] for m in model.requests] == ["hi", "hi again"]
+
+
+async def test_editing_history_completion_and_the_keys_that_stop_and_leave(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    held = Hold(then=Reply("too late"))
+    steps = [Reply("got it"), held, Reply("after the stop")]
+    async with scripted_model(*steps) as model:
+        config = write_config(tmp_path, model)
+        command = (
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; "
+            'echo "tui exited with $?"; sleep 30'
+        )
+        term = Terminal(f"beamclaw-test-keys-{os.getpid()}")
+        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        try:
+            await term.wait_for("you> ")
+            # Arrow keys edit the line: nothing of them reaches the model.
+            await term.keys("helo wrld", "Left", "Left", "Left")
+            await term.keys("o", "Home", "Right", "Right", "Right")
+            await term.keys("l", "End")
+            await term.type(" key=sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4p")
+            await term.wait_for("default> got it")
+            # The toolbar names the session and the context.
+            screen = await term.wait_for("context ")
+            assert "session " in screen and "connected" in screen
+            # Ctrl-C while a reply is being written stops that turn; the conversation goes on.
+            await term.type("take your time")
+            with trio.fail_after(20):
+                await held.reached.wait()
+            await term.wait_for("default is writing...")
+            await term.keys("", "C-c")
+            await term.wait_for("default> Stopped.")
+            # Up recalls the last line; Tab completes a /command.
+            await term.keys("", "Up")
+            await term.wait_for("you> take your time")
+            await term.keys("", "C-u")
+            await term.keys("/con", "Tab")
+            await term.wait_for("you> /context")
+            await term.keys("", "Enter")
+            await term.wait_for("tokens (")
+            await term.type("still there?")
+            await term.wait_for("default> after the stop")
+            # Ctrl-D on an empty line leaves with status 0.
+            await term.keys("", "C-d")
+            screen = await term.wait_for("tui exited with 0")
+            assert "Traceback" not in screen and "^[[" not in screen
+        finally:
+            await term.tmux("kill-server")
+    sent = [r["messages"][-1]["content"] for r in model.requests]
+    assert sent[0] == "hello world key=[REDACTED]"
+    assert sent[1:] == ["take your time", "still there?"]
+    history = home / "tui_history"
+    assert history.stat().st_mode & 0o777 == 0o600
+    kept = history.read_text()
+    assert "+take your time" in kept and "sk-ant-api03" not in kept and "[REDACTED]" in kept

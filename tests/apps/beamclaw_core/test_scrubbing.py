@@ -145,3 +145,27 @@ async def test_a_lone_surrogate_from_the_model_is_replaced_not_a_crash(run_core:
         history = await core.history(session)
         assert history[1].content == "half ? a pair"
         assert all(m.content.encode() for m in history)  # every message can be written as UTF-8
+
+
+async def test_the_approval_reason_and_tool_call_ids_are_scrubbed_too(run_core: RunCore, tmp_path: Path) -> None:
+    """The outside attack, again: the reason quoted the model's path whole, and a call's id
+    (chosen by the model) was stored as sent."""
+    from beamclaw_obs import register_secret
+
+    held = "Zq8vT3kLmN4pR7sK2wY9aB6cXe5fGh1JpQ"
+    register_secret(held)
+    write = Call("write_file", {"path": f"skills/{held}/SKILL.md", "content": "x"}, id=held)
+    home = tmp_path / "home"
+    async with run_core(Reply(tool_calls=(write,)), Reply("ok"), home=home, autonomy_level="supervised") as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "go", channel)
+        await wait_for(lambda: bool(channel.sent))
+        await core.send_message(session, "/no", core.CollectingChannel())
+        await run.wait()
+        history = await core.history(session)
+    assert held not in channel.sent[0] and "SKILL.md" in channel.sent[0]
+    call = history[1].tool_calls[0]
+    assert call.id.startswith("call_") and held not in call.id and history[2].tool_call_id == call.id
+    stored = b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
+    assert held.encode() not in stored

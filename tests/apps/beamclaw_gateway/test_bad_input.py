@@ -64,6 +64,7 @@ def _chat(**fields: Any) -> bytes:
         (_chat(stop=5), "'stop' must be a string or a list of strings"),
         (_chat(n=3), "'n' must be 1"),
         (_chat(user="api_key=hunter2hunter2"), "'user' looks like a credential"),
+        (_chat(user="local:sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4p"), "'user' looks like a credential"),
     ],
 )  # fmt: skip
 async def test_a_bad_chat_request_is_a_400_saying_what(run_gateway: RunGateway, body: bytes, message: str) -> None:

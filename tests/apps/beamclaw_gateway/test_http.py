@@ -250,3 +250,11 @@ async def test_an_idle_keep_alive_connection_is_closed(tmp_path: Path) -> None:
                     answer += chunk
         assert answer.startswith(b"HTTP/1.1 404") and b'"invalid_request_error"' in answer  # then closed
         nursery.cancel_scope.cancel()
+
+
+async def test_opaque_user_ids_such_as_uuids_are_fine(run_gateway: RunGateway) -> None:
+    """A regression the outside attack found: ``api:<32 hex digits>`` read whole looked like a credential."""
+    async with run_gateway(repeat=Reply("ok")) as g, g.client() as c:
+        for user in ("d7b8dda30f3c413992d774ff1a1f9a1c", "d7b8dda3-0f3c-4139-92d7-74ff1a1f9a1c", "abcdef0123456789"):
+            answer = await c.post("/v1/chat/completions", json={**CHAT, "user": user})
+            assert answer.status_code == 200, (user, answer.text)

@@ -210,6 +210,36 @@ def test_a_held_value_cut_short_or_percent_encoded_is_still_redacted() -> None:
     assert scrub(f"it is {value[: WINDOW - 1]}, see") == f"it is {value[: WINDOW - 1]}, see"
 
 
+_DISGUISED_KEY = "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"
+_DISGUISES = {
+    "hex of it cut short": _DISGUISED_KEY[1:].encode().hex(),
+    "HEX of it cut short": _DISGUISED_KEY[:-1].encode().hex().upper(),
+    "every byte %XX, mixed case": "".join(
+        ("%%%02x" if i % 2 else "%%%02X") % b for i, b in enumerate(_DISGUISED_KEY.encode())
+    ),
+    "some characters %XX": "".join(f"%{ord(c):02X}" if i % 10 == 5 else c for i, c in enumerate(_DISGUISED_KEY)),
+    "HTML entities": "".join(f"&#{ord(c)};" if i % 10 == 3 else c for i, c in enumerate(_DISGUISED_KEY)),
+    "HTML hex entities": "".join(f"&#x{ord(c):x};" if i % 7 == 3 else c for i, c in enumerate(_DISGUISED_KEY)),
+    "\\x escapes": "".join(f"\\x{ord(c):02x}" if i % 9 == 2 else c for i, c in enumerate(_DISGUISED_KEY)),
+    "soft hyphens": "".join(c + ("\u00ad" if i % 15 == 14 else "") for i, c in enumerate(_DISGUISED_KEY)),
+    "zero-width spaces": "".join(c + ("\u200b" if i % 5 == 4 else "") for i, c in enumerate(_DISGUISED_KEY)),
+    "full-width letters": "".join(chr(ord(c) + 0xFEE0) if c.isalnum() and i % 3 == 0 else c
+                                  for i, c in enumerate(_DISGUISED_KEY)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("disguise", list(_DISGUISES))
+def test_a_held_key_in_disguise_is_redacted(disguise: str) -> None:
+    """The outside attack's disguises: each shows (or decodes to) the key whole, or most of it."""
+    register_secret(_DISGUISED_KEY)
+    assert scrub(f"k={_DISGUISES[disguise]} end") == f"k={REDACTED} end"
+
+
+def test_ordinary_escapes_and_entities_are_left_alone() -> None:
+    text = "see https://example.com/search?q=hello%20world&x=1, caf\u00e9 &#38; 100% fine, \\x41 \uff21"
+    assert scrub(text) == text
+
+
 def test_nested_payloads_are_scrubbed() -> None:
     data = {"args": ["ok", {"auth": "Bearer abcdefghijk1"}], "n": 3, ("t", "token=a1b2c3d4e5"): None}
     assert scrub_data(data) == {

@@ -47,3 +47,16 @@ def test_default_allow_with_deny_rules() -> None:
 def test_bad_policy_tables_name_the_key(table: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         parse_sandbox_config(table)
+
+
+def test_exec_asks_when_it_could_write_the_workspace_or_reach_out() -> None:
+    """A writable workspace lets a script rewrite AGENTS.md or MEMORY.md: as bash, it asks."""
+    import beamclaw_sandbox as sandbox
+
+    def tool(**table: object) -> sandbox.ExecTool:
+        return sandbox.ExecTool(sandbox.parse_sandbox_config({"enabled": True, **table}))
+
+    assert not tool(workspace_mount="ro").requires_approval
+    assert not tool(workspace_mount="none").requires_approval
+    assert tool(workspace_mount="rw").requires_approval
+    assert tool(network="bridge").requires_approval
