@@ -17,7 +17,6 @@ holds. A stream is scrubbed piece by piece with `StreamScrubber`.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -39,6 +38,8 @@ __all__ = [
     "valid_unicode",
 ]
 
+#: What a decoded view keeps before *start*, as context for the rules (a keyword, a boundary).
+_DECODED_CONTEXT: Final = 64
 #: Longer texts are scrubbed in a worker thread by `scrub_async` (RE2 lets the event loop
 #: run meanwhile: a 3 MB text takes about half a second to scrub).
 OFF_LOOP_CHARS: Final = 65_536
@@ -69,10 +70,10 @@ def _find_spans(text: str, start: int) -> tuple[list[Span], list[Span]]:
         escaped = scan(unescaped_view(text), rules, start)
         secrets += escaped.secrets
         matches += escaped.matches
-    decoded = decoded_view(text)
+    decoded = decoded_view(text, max(0, start - _DECODED_CONTEXT))
     if decoded is not None:
         view, origin = decoded
-        begin = bisect.bisect_left(origin, start)
+        begin = origin.to_view(start)
         inside = scan(view, rules, begin)
         secrets += [(origin[a], origin[b]) for a, b in inside.secrets]
         matches += [(origin[a], origin[b]) for a, b in inside.matches]

@@ -192,9 +192,14 @@ def test_a_key_written_with_json_escapes_inside_it_is_found() -> None:
 def test_the_decoded_view_maps_back_to_the_original() -> None:
     text = "a\\u0073k-or\\/x\\\\y\\nz"
     view, origin = decoded_view(text)  # type: ignore[misc]
-    assert view == "ask-or/x\\y\nz" and len(origin) == len(view) + 1
+    assert view == "ask-or/x\\y\nz" and origin[len(view)] == len(text)
     assert text[origin[1] : origin[3]] == "\\u0073k" and text[origin[6] : origin[7]] == "\\/"
+    assert [origin.to_view(offset) for offset in (0, 1, 3, 7, 8)] == [0, 1, 1, 2, 3]
     assert decoded_view("no escapes here") is None and decoded_view("a lone \\ backslash") is None
+    # Invisible characters go, full-width ones fold, and a view may begin later in the text.
+    text = "xx ab\u00ad\u200bcd\uff21e"
+    view, origin = decoded_view(text, 3)  # type: ignore[misc]
+    assert view == "abcdAe" and [origin[i] for i in range(7)] == [3, 4, 7, 8, 9, 10, 11]
 
 
 def test_a_held_value_cut_short_or_percent_encoded_is_still_redacted() -> None:
