@@ -11,7 +11,7 @@ from typing import Final
 import beamclaw
 import beamclaw_core as core
 
-from ._help import Commands, add_actions, add_command
+from ._help import Commands, Help, add_group
 
 
 def _workspace(name: str, create: bool = False) -> core.Workspace:
@@ -107,52 +107,31 @@ def rehatch(args: argparse.Namespace) -> int:
 COMMANDS = {"create": create, "list": list_agents, "show": show, "delete": delete, "rehatch": rehatch}
 
 
+_HELP: Final = Help(
+    "create, list, show, delete or rehatch agents",
+    "Manage agents, each with its own workspace and conversations (no daemon needed). Without an action, list them.",
+    ["beamclaw agent list", "beamclaw agent create ops", "beamclaw agent show ops"],
+)
 _ACTIONS: Final = {
-    "list": (
-        "list the agents",
-        "List the agents and whether their first-run ritual is pending.",
-        ["beamclaw agent list"],
-    ),
-    "create": (
-        "create an agent and its workspace",
-        "Create an agent: its workspace, seeded with "
-        "IDENTITY.md, SOUL.md and the other templates (a file you wrote is never overwritten).",
-        ["beamclaw agent create ops", 'beamclaw chat --agent ops "hello"'],
-    ),
-    "show": (
-        "show an agent's workspace files",
-        "Show an agent's workspace: each file's size, its daily logs and its name.",
-        ["beamclaw agent show default"],
-    ),
-    "delete": (
-        "delete an agent, its workspace and its conversations",
-        "Delete an agent's workspace and its stored conversations (asks for --yes).",
-        ["beamclaw agent delete ops --yes"],
-    ),
-    "rehatch": (
-        "start an agent's first-run ritual again",
-        "Put BOOTSTRAP.md back, so the next conversation starts with the first-run ritual; the other files are kept.",
-        ["beamclaw agent rehatch default"],
-    ),
-}
+    "list": Help("list the agents", "List the agents and whether their first-run ritual is pending.",
+                 ["beamclaw agent list"]),
+    "create": Help("create an agent and its workspace", "Create an agent: its workspace, seeded with IDENTITY.md, "
+                   "SOUL.md and the other templates (a file you wrote is never overwritten).",
+                   ["beamclaw agent create ops", 'beamclaw chat --agent ops "hello"']),
+    "show": Help("show an agent's workspace files", "Show an agent's workspace: each file's size, its daily logs "
+                 "and its name.", ["beamclaw agent show default"]),
+    "delete": Help("delete an agent, its workspace and its conversations", "Delete an agent's workspace and its "
+                   "stored conversations (asks for --yes).", ["beamclaw agent delete ops --yes"]),
+    "rehatch": Help("start an agent's first-run ritual again", "Put BOOTSTRAP.md back, so the next conversation "
+                    "starts with the first-run ritual; the other files are kept.", ["beamclaw agent rehatch default"]),
+}  # fmt: skip
 
 
 def add_parser(commands: Commands) -> None:
-    agent = add_command(
-        commands,
-        "agent",
-        "create, list, show, delete or rehatch agents",
-        "Manage agents, each with its own workspace and conversations (no daemon needed). "
-        "Without an action, list them.",
-        ["beamclaw agent list", "beamclaw agent create ops", "beamclaw agent show ops"],
-    )
-    actions = add_actions(agent)
-    for action, (summary, description, examples) in _ACTIONS.items():
-        sub = add_command(actions, action, summary, description, examples)
-        if action != "list":
-            sub.add_argument("name")
-        if action == "delete":
-            sub.add_argument("--yes", action="store_true", help="really delete it")  # fmt: skip
+    actions = add_group(commands, "agent", _HELP, _ACTIONS)
+    for action in ("create", "show", "delete", "rehatch"):
+        actions[action].add_argument("name")
+    actions["delete"].add_argument("--yes", action="store_true", help="really delete it")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,8 +7,10 @@ that no command or action goes without.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TypeAlias
+
+import attrs
 
 Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
@@ -28,6 +30,26 @@ def add_command(
     )
 
 
-def add_actions(parser: argparse.ArgumentParser) -> Commands:
-    """The actions of a command; with none given, the command does its first (``skills`` lists)."""
-    return parser.add_subparsers(dest="action", metavar="ACTION")
+@attrs.frozen
+class Help:
+    """A command's or an action's help: the line in the list, its description, its examples."""
+
+    summary: str
+    description: str
+    examples: Sequence[str]
+
+
+def add_group(
+    commands: Commands,
+    name: str,
+    text: Help,
+    actions: Mapping[str, Help],
+) -> dict[str, argparse.ArgumentParser]:
+    """A command made of actions (``agent create``...); the parser of each action, for its
+    arguments. With no action given, the command does its first (``skills`` lists)."""
+    parser = add_command(commands, name, text.summary, text.description, text.examples)
+    subparsers = parser.add_subparsers(dest="action", metavar="ACTION")
+    return {
+        action: add_command(subparsers, action, what.summary, what.description, what.examples)
+        for action, what in actions.items()
+    }

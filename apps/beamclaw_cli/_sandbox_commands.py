@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any
+from typing import Any, Final
 
 import trio
 
 import beamclaw
 import beamclaw_sandbox as sandbox
 
-from ._help import Commands, add_actions, add_command
+from ._help import Commands, Help, add_group
 
 
 def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:
@@ -64,30 +64,32 @@ def _age(seconds: float) -> str:
 _ENGINE_COMMANDS: dict[str, Any] = {"status": _status, "list": _list, "kill": _kill}
 
 
-def add_parser(commands: Commands) -> None:
-    parser = add_command(
-        commands,
-        "sandbox",
-        "the Docker sandbox: status, list, kill ID, build",
-        "The Docker sandbox of the `exec` tool (no daemon needed). Without an action, its status.",
-        ["beamclaw sandbox", "beamclaw sandbox build", "beamclaw sandbox list"],
-    )
-    actions = add_actions(parser)
-    helps = {
-        "status": ("is the engine up, the image built, Docker code execution on", ["beamclaw sandbox status"]),
-        "list": ("the sandbox containers of this data dir", ["beamclaw sandbox list"]),
-        "kill": ("remove a sandbox container (by name or key, e.g. session:<id>)",
+_HELP: Final = Help(
+    "the Docker sandbox: status, list, kill ID, build",
+    "The Docker sandbox of the `exec` tool (no daemon needed). Without an action, its status.",
+    ["beamclaw sandbox", "beamclaw sandbox build", "beamclaw sandbox list"],
+)
+_ACTIONS: Final = {
+    "status": Help("is the engine up, the image built, Docker code execution on", "Say whether the Docker engine "
+                   "answers, the image is built and up to date, and code execution is enabled.",
+                   ["beamclaw sandbox status"]),
+    "list": Help("the sandbox containers of this data dir", "List the sandbox containers of this data dir.",
+                 ["beamclaw sandbox list"]),
+    "kill": Help("remove a sandbox container (by name or key, e.g. session:<id>)", "Remove a sandbox container.",
                  ["beamclaw sandbox kill session:3f9a1c2b"]),
-        "build": ("build the sandbox image (no image registry needed; a no-op when up to date)",
+    "build": Help("build the sandbox image (no image registry needed; a no-op when up to date)", "Build the "
+                  "sandbox image from sandbox-image/ (a debootstrap base; no image registry needed).",
                   ["beamclaw sandbox build", "beamclaw sandbox build --force"]),
-    }  # fmt: skip
-    for action, (text, examples) in helps.items():
-        sub = add_command(actions, action, text, text[0].upper() + text[1:] + ".", examples)
-        sub.add_argument("--config", metavar="PATH", help="configuration file")
+}  # fmt: skip
+
+
+def add_parser(commands: Commands) -> None:
+    for action, parser in add_group(commands, "sandbox", _HELP, _ACTIONS).items():
+        parser.add_argument("--config", metavar="PATH", help="configuration file")
         if action == "kill":
-            sub.add_argument("id", help="container name or key")
+            parser.add_argument("id", help="container name or key")
         if action == "build":
-            sub.add_argument("--force", action="store_true", help="rebuild even when up to date")
+            parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
 
 
 def run(args: argparse.Namespace) -> int:

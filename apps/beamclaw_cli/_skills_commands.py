@@ -10,7 +10,7 @@ from typing import Final
 import beamclaw
 import beamclaw_core as core
 
-from ._help import Commands, add_actions, add_command
+from ._help import Commands, Help, add_group
 
 
 def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:
@@ -92,48 +92,33 @@ def install(args: argparse.Namespace) -> int:
 COMMANDS = {"list": list_skills, "status": status, "show": show, "install": install}
 
 
+_HELP: Final = Help(
+    "list, check, show or install skills",
+    "Skills are SKILL.md folders: bundled, in $BEAMCLAW_HOME/skills, or in an agent's own skills folder. "
+    "Without an action, list them.",
+    ["beamclaw skills", "beamclaw skills status", "beamclaw skills show git-digest"],
+)
 _ACTIONS: Final = {
-    "list": (
-        "list the skills an agent has",
-        "List the skills an agent can use (bundled, yours, its own), with a mark for each whose requirements are met.",
-        ["beamclaw skills list --agent ops"],
-    ),
-    "status": (
-        "say why a skill cannot be used",
-        "For each skill whose requirements are not met, say which program, variable or system it lacks.",
-        ["beamclaw skills status"],
-    ),
-    "show": (
-        "show a skill: its description, requirements and files",
-        "Show one skill.",
-        ["beamclaw skills show git-digest"],
-    ),
-    "install": (
-        "run a skill's install steps (with --yes)",
-        "Show the steps a skill gives to install what it needs; with --yes, run them.",
-        ["beamclaw skills install git-digest --yes"],
-    ),
-}
+    "list": Help("list the skills an agent has", "List the skills an agent can use (bundled, yours, its own), with "
+                 "a mark for each whose requirements are met.", ["beamclaw skills list --agent ops"]),
+    "status": Help("say why a skill cannot be used", "For each skill whose requirements are not met, say which "
+                   "program, variable or system it lacks.", ["beamclaw skills status"]),
+    "show": Help("show a skill: its description, requirements and files", "Show one skill: its description, "
+                 "what it requires and whether that is met, how to install it, and its files.",
+                 ["beamclaw skills show git-digest"]),
+    "install": Help("run a skill's install steps (with --yes)", "Show the steps a skill gives to install what it "
+                    "needs; with --yes, run them.", ["beamclaw skills install git-digest --yes"]),
+}  # fmt: skip
 
 
 def add_parser(commands: Commands) -> None:
-    parser = add_command(
-        commands,
-        "skills",
-        "list, check, show or install skills",
-        "Skills are SKILL.md folders: bundled, in $BEAMCLAW_HOME/skills, or in an agent's own "
-        "skills folder. Without an action, list them.",
-        ["beamclaw skills", "beamclaw skills status", "beamclaw skills show git-digest"],
-    )
-    actions = add_actions(parser)
-    for action, (summary, description, examples) in _ACTIONS.items():
-        sub = add_command(actions, action, summary, description, examples)
-        sub.add_argument("--agent", default="default", help="whose skills (default: default)")
-        sub.add_argument("--config", metavar="PATH", help="configuration file")
+    for action, parser in add_group(commands, "skills", _HELP, _ACTIONS).items():
+        parser.add_argument("--agent", default="default", help="whose skills (default: default)")
+        parser.add_argument("--config", metavar="PATH", help="configuration file")
         if action in {"show", "install"}:
-            sub.add_argument("name")
+            parser.add_argument("name")
         if action == "install":
-            sub.add_argument("--yes", action="store_true", help="run the install steps")  # fmt: skip
+            parser.add_argument("--yes", action="store_true", help="run the install steps")
 
 
 def run(args: argparse.Namespace) -> int:

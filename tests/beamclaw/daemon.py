@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +63,18 @@ async def ping(home: Path) -> bool:
             return False
         await sock.send(b'{"cmd": "ping"}\n')
         return b'"pong"' in await sock.recv(4096)
+
+
+@asynccontextmanager
+async def running_daemon(config: Path, home: Path) -> AsyncIterator[trio.Process]:
+    """A daemon for the block, stopped with SIGTERM after it (the test may stop it first)."""
+    daemon = await start_daemon(config, home)
+    try:
+        yield daemon
+    finally:
+        if daemon.returncode is None:
+            daemon.send_signal(signal.SIGTERM)
+            await daemon.wait()
 
 
 async def start_daemon(config: Path, home: Path) -> trio.Process:

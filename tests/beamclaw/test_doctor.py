@@ -3,14 +3,13 @@ answering, each enabled channel, the port; each fix names the real file."""
 
 from __future__ import annotations
 
-import signal
 import socket
 from pathlib import Path
 
 from tests.support.model_server import Reply, scripted_model
 from tests.support.telegram_api import fake_telegram
 
-from .daemon import cli, start_daemon, write_config
+from .daemon import cli, running_daemon, write_config
 
 
 async def _doctor(home: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
@@ -22,8 +21,7 @@ async def test_it_checks_the_running_daemons_config_and_its_model(tmp_path: Path
     home = tmp_path / "home"
     async with scripted_model(repeat=Reply("hi")) as model:
         config = write_config(tmp_path, model)
-        daemon = await start_daemon(config, home)
-        try:
+        async with running_daemon(config, home):
             code, out = await _doctor(home, env={"OPENROUTER_API_KEY": ""})
             assert f"a daemon is running with {config}: checking what it runs" in out
             assert "OPENROUTER_API_KEY" not in out  # config.toml's provider is not the one that runs
@@ -31,9 +29,6 @@ async def test_it_checks_the_running_daemons_config_and_its_model(tmp_path: Path
             assert "the gateway at http://127.0.0.1:" in out and "answers: ok" in out
             assert "Docker" not in out  # nothing uses it
             assert code == 0 and out.endswith("all good\n"), out
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
 
 
 async def test_a_model_server_that_is_down_or_does_not_serve_the_model_is_a_problem(tmp_path: Path) -> None:

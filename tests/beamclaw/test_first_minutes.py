@@ -11,64 +11,59 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import trio
 
 from tests.support.model_server import Reply, Status, scripted_model
 
-from .daemon import cli, free_port, start_daemon, write_config
+from .daemon import cli, free_port, running_daemon, write_config
 
 
 async def test_sessions_name_a_conversation_for_history_kill_and_the_tree(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    async with scripted_model(repeat=Reply("hello")) as model:
-        daemon = await start_daemon(write_config(tmp_path, model), home)
-        try:
-            assert (await cli(home, "chat", "hi")).returncode == 0
-            assert (await cli(home, "chat", "hi from bob", "--user", "local:bob")).returncode == 0
-            listed = (await cli(home, "sessions")).stdout.decode()
-            header, *rows = listed.splitlines()
-            assert header.split() == ["ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST", "ACTIVITY", "STATE"]
-            by_user = {row.split()[1]: row.split() for row in rows}
-            assert set(by_user) == {"local:ada", "local:bob"}
-            ada = by_user["local:ada"]
-            assert ada[2:5] == ["default", "cli", "2"] and ada[-1] == "running" and len(ada[0]) == 12
+    async with scripted_model(repeat=Reply("hello")) as model, running_daemon(write_config(tmp_path, model), home):
+        assert (await cli(home, "chat", "hi")).returncode == 0
+        assert (await cli(home, "chat", "hi from bob", "--user", "local:bob")).returncode == 0
+        listed = (await cli(home, "sessions")).stdout.decode()
+        header, *rows = listed.splitlines()
+        assert header.split() == ["ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST", "ACTIVITY", "STATE"]
+        by_user = {row.split()[1]: row.split() for row in rows}
+        assert set(by_user) == {"local:ada", "local:bob"}
+        ada = by_user["local:ada"]
+        assert ada[2:5] == ["default", "cli", "2"] and ada[-1] == "running" and len(ada[0]) == 12
 
-            # history and kill take what `sessions` prints.
-            shown = (await cli(home, "history", ada[0][:8])).stdout.decode()
-            assert shown.splitlines() == [f"session {ada[0]}  local:ada → default", "user: hi", "assistant: hello"]
-            tree = json.loads((await cli(home, "tree", "--json")).stdout)
-            (sessions,) = [c for c in tree["children"] if c["id"] == "core"]
-            (sup,) = [c for c in sessions["children"] if c["id"] == "sessions_sup"]
-            labels = sorted(c["label"] for c in sup["children"])
-            assert labels == ["local:ada → default (cli)", "local:bob → default (cli)"]
-            killed = await cli(home, "kill", f"{ada[0][:8]}/loop")
-            assert killed.returncode == 0 and f"core/sessions_sup/{ada[0]}".encode() in killed.stdout
+        # history and kill take what `sessions` prints.
+        shown = (await cli(home, "history", ada[0][:8])).stdout.decode()
+        assert shown.splitlines() == [f"session {ada[0]}  local:ada → default", "user: hi", "assistant: hello"]
+        tree = json.loads((await cli(home, "tree", "--json")).stdout)
+        (sessions,) = [c for c in tree["children"] if c["id"] == "core"]
+        (sup,) = [c for c in sessions["children"] if c["id"] == "sessions_sup"]
+        labels = sorted(c["label"] for c in sup["children"])
+        assert labels == ["local:ada → default (cli)", "local:bob → default (cli)"]
+        killed = await cli(home, "kill", f"{ada[0][:8]}/loop")
+        assert killed.returncode == 0 and f"core/sessions_sup/{ada[0]}".encode() in killed.stdout
 
-            # A trailing slash names no process: nothing is killed.
-            refused = await cli(home, "kill", "core/sessions_sup/")
-            assert refused.returncode == 1 and b"ends with '/': name one process below it" in refused.stderr
-            assert "sessions running: 2" in (await cli(home, "status")).stdout.decode()
+        # A trailing slash names no process: nothing is killed.
+        refused = await cli(home, "kill", "core/sessions_sup/")
+        assert refused.returncode == 1 and b"ends with '/': name one process below it" in refused.stderr
+        assert "sessions running: 2" in (await cli(home, "status")).stdout.decode()
 
-            # Piped, the tree is one node per line, never wrapped; the session's label is on its line.
-            drawn = (await cli(home, "tree")).stdout.decode()
-            assert any(line.count("local:ada → default (cli)") == 1 and ada[0] in line for line in drawn.splitlines())
-            assert all("restarts=" in line for line in drawn.splitlines())
+        # Piped, the tree is one node per line, never wrapped; the session's label is on its line.
+        drawn = (await cli(home, "tree")).stdout.decode()
+        assert any(line.count("local:ada → default (cli)") == 1 and ada[0] in line for line in drawn.splitlines())
+        assert all("restarts=" in line for line in drawn.splitlines())
 
-            # After /new, history says so instead of printing nothing.
-            assert (await cli(home, "chat", "/new")).stdout == b"new conversation (2 messages forgotten)\n"
-            empty = (await cli(home, "history")).stdout.decode()
-            assert "no messages yet" in empty
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
+        # After /new, history says so instead of printing nothing.
+        assert (await cli(home, "chat", "/new")).stdout == b"new conversation (2 messages forgotten)\n"
+        empty = (await cli(home, "history")).stdout.decode()
+        assert "no messages yet" in empty
 
 
 async def test_a_typo_in_agent_creates_no_agent(tmp_path: Path) -> None:
     home = tmp_path / "home"
     async with scripted_model(repeat=Reply("hello")) as model:
         config = write_config(tmp_path, model)
-        daemon = await start_daemon(config, home)
-        try:
+        async with running_daemon(config, home):
             typo = await cli(home, "chat", "--agent", "nosuchagent", "hi")
             assert typo.returncode == 1
             assert b"there is no agent 'nosuchagent'" in typo.stderr + typo.stdout
@@ -76,9 +71,6 @@ async def test_a_typo_in_agent_creates_no_agent(tmp_path: Path) -> None:
             assert not (home / "agents" / "nosuchagent").exists()
             assert (await cli(home, "agent", "create", "ops")).returncode == 0
             assert (await cli(home, "chat", "--agent", "ops", "hi")).returncode == 0
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
     assert sorted(p.name for p in (home / "agents").iterdir()) == ["ops"]
 
 
@@ -93,8 +85,7 @@ async def test_reload_takes_a_key_from_the_shell_and_a_new_config_keeping_conver
             'model = "scripted-model"\n', 'model = "scripted-model"\napi_key = { env = "MY_MODEL_KEY" }\n'
         )
         config.write_text(text)
-        daemon = await start_daemon(config, home)
-        try:
+        async with running_daemon(config, home) as daemon:
             missing = await cli(home, "chat", "hi", env={"MY_MODEL_KEY": ""})
             said = (missing.stdout + missing.stderr).decode()
             assert missing.returncode == 1 and "MY_MODEL_KEY" in said and "beamclaw reload" in said
@@ -130,9 +121,6 @@ async def test_reload_takes_a_key_from_the_shell_and_a_new_config_keeping_conver
             status = (await cli(home, "status")).stdout.decode()
             assert f"gateway: http://127.0.0.1:{port}" in status and f"configuration: {config}" in status
             assert "model: scripted-model from provider 'scripted'" in status
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
 
 
 async def test_the_start_up_log_names_the_config_the_model_and_the_gateway(tmp_path: Path) -> None:
@@ -167,35 +155,52 @@ async def test_the_output_of_each_command(tmp_path: Path) -> None:
     await cli(home, "agent", "create", "ops")
     shown = (await cli(home, "agent", "show", "ops")).stdout.decode()
     assert shown.rstrip().endswith("name          not chosen yet (IDENTITY.md)")
-    async with scripted_model(repeat=Reply("hello")) as model:
-        daemon = await start_daemon(write_config(tmp_path, model), home)
-        try:
-            await trio.sleep(1.2)
-            killed = await cli(home, "kill", "obs")  # the app restarts; the daemon's uptime does not
-            assert killed.returncode == 0
-            await trio.sleep(0.3)
-            status = (await cli(home, "status")).stdout.decode()
-            uptime = status.split(" up ", 1)[1].split(" s", 1)[0]
-            assert int(uptime) >= 1
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
+    async with scripted_model(repeat=Reply("hello")) as model, running_daemon(write_config(tmp_path, model), home):
+        await trio.sleep(1.2)
+        killed = await cli(home, "kill", "obs")  # the app restarts; the daemon's uptime does not
+        assert killed.returncode == 0
+        await trio.sleep(0.3)
+        status = (await cli(home, "status")).stdout.decode()
+        uptime = status.split(" up ", 1)[1].split(" s", 1)[0]
+        assert int(uptime) >= 1
 
 
 async def test_a_model_that_is_down_is_retried_with_progress_and_a_bad_url_is_refused(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    async with scripted_model(Status(503), Status(503), Reply("finally")) as model:
-        daemon = await start_daemon(write_config(tmp_path, model), home)
-        try:
-            done = await cli(home, "chat", "hi")
-            assert done.returncode == 0 and done.stdout == b"finally\n"
-            notes = done.stderr.decode().splitlines()  # into a pipe: one line per retry
-            assert len(notes) == 2 and all("trying again in" in n for n in notes), notes
-            assert "(attempt 2 of 4)" in notes[0] and "(attempt 3 of 4)" in notes[1]
-        finally:
-            daemon.send_signal(signal.SIGTERM)
-            await daemon.wait()
+    async with (
+        scripted_model(Status(503), Status(503), Reply("finally")) as model,
+        running_daemon(write_config(tmp_path, model), home),
+    ):
+        done = await cli(home, "chat", "hi")
+        assert done.returncode == 0 and done.stdout == b"finally\n"
+        notes = done.stderr.decode().splitlines()  # into a pipe: one line per retry
+        assert len(notes) == 2 and all("trying again in" in n for n in notes), notes
+        assert "(attempt 2 of 4)" in notes[0] and "(attempt 3 of 4)" in notes[1]
     bad = tmp_path / "bad.toml"
     bad.write_text('[core]\ndefault_provider = "x"\n[core.providers.x]\nbase_url = "127.0.0.1:11434"\nmodel = "m"\n')
     ran = await cli(home, "run", "--config", str(bad))
     assert ran.returncode == 2 and b"not an http:// or https:// URL" in ran.stderr
+
+
+async def test_the_echo_model_of_the_first_steps_serves_echo(tmp_path: Path) -> None:
+    """The README's `python -m tests.support.model_server --port PORT`, then `model = "echo"`."""
+    port = free_port()
+    server = await trio.lowlevel.open_process(
+        [sys.executable, "-m", "tests.support.model_server", "--port", str(port)], stdout=subprocess.PIPE
+    )
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/v1") as client:
+            with trio.fail_after(20):
+                while True:
+                    try:
+                        listed = (await client.get("/models")).json()
+                        break
+                    except httpx.TransportError:
+                        await trio.sleep(0.1)
+            assert [model["id"] for model in listed["data"]] == ["echo"]
+            body = {"model": "echo", "messages": [{"role": "user", "content": "hi"}]}
+            answer = (await client.post("/chat/completions", json=body)).json()
+            assert answer["choices"][0]["message"]["content"] == "You said: hi"
+    finally:
+        server.kill()
+        await server.wait()

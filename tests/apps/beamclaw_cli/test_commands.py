@@ -128,3 +128,23 @@ def test_doctor_names_a_data_dir_that_is_a_file(home: Path, capsys: pytest.Captu
     )
     code, out = run(capsys, "agent", "create", "ada")
     assert code == 2 and out.startswith(f"beamclaw: the data dir {home} (BEAMCLAW_HOME) is not a directory")
+
+
+def test_every_command_and_action_has_a_description_and_an_example() -> None:
+    import argparse
+
+    from beamclaw_cli._main import _parser
+
+    def commands(parser: argparse.ArgumentParser, path: str) -> list[tuple[str, argparse.ArgumentParser]]:
+        found = []
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += [(f"{path} {name}", sub), *commands(sub, f"{path} {name}")]
+        return found
+
+    every = commands(_parser(), "beamclaw")
+    assert len(every) >= 30
+    for path, parser in every:
+        assert parser.description and len(parser.description) > 20, path
+        assert parser.epilog and parser.epilog.startswith("examples:\n  ") and "beamclaw " in parser.epilog, path
