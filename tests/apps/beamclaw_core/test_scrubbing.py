@@ -78,6 +78,16 @@ async def test_tool_call_arguments_are_stored_scrubbed_but_run_as_sent(run_core:
     assert SECRET not in repr(r.model.requests[1:])
 
 
+async def _asked_and_refused(session: core.SessionHandle) -> core.CollectingChannel:
+    """Send a message whose turn asks for an approval; answer /no; the channel that was asked."""
+    channel = core.CollectingChannel()
+    run = await core.submit(session, "go", channel)
+    await wait_for(lambda: bool(channel.sent))
+    await core.send_message(session, "/no", core.CollectingChannel())
+    await run.wait()
+    return channel
+
+
 async def test_arguments_written_with_escapes_are_shown_and_logged_decoded_and_scrubbed(
     run_core: RunCore, tmp_path: Path
 ) -> None:
@@ -93,11 +103,7 @@ async def test_arguments_written_with_escapes_are_shown_and_logged_decoded_and_s
     async with run_core(Reply(tool_calls=(Call("bash", raw, id="b"),)), Reply("ok"), home=home,
                         autonomy_level="supervised") as r:  # fmt: skip
         session = await r.open()
-        channel = core.CollectingChannel()
-        run = await core.submit(session, "go", channel)
-        await wait_for(lambda: bool(channel.sent))
-        await core.send_message(session, "/no", core.CollectingChannel())
-        await run.wait()
+        channel = await _asked_and_refused(session)
         await r.settle()
         events = repr([e.data for e in r.events])
     question = channel.sent[0]
@@ -158,11 +164,7 @@ async def test_the_approval_reason_and_tool_call_ids_are_scrubbed_too(run_core: 
     home = tmp_path / "home"
     async with run_core(Reply(tool_calls=(write,)), Reply("ok"), home=home, autonomy_level="supervised") as r:
         session = await r.open()
-        channel = core.CollectingChannel()
-        run = await core.submit(session, "go", channel)
-        await wait_for(lambda: bool(channel.sent))
-        await core.send_message(session, "/no", core.CollectingChannel())
-        await run.wait()
+        channel = await _asked_and_refused(session)
         history = await core.history(session)
     assert held not in channel.sent[0] and "SKILL.md" in channel.sent[0]
     call = history[1].tool_calls[0]
