@@ -17,7 +17,7 @@ from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
 from ._provider import tool_provider
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
-from ._secret import MissingSecret, Secret
+from ._secret import MissingSecret, Secret, TextOrSecret, resolve
 from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
 from ._shell_policy import check_command
 from ._subprocess import Unjailed, run_captured
@@ -47,6 +47,7 @@ __all__ = [
     "ReadFileTool",
     "Secret",
     "TerminalTool",
+    "TextOrSecret",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -68,6 +69,7 @@ __all__ = [
     "parse_arguments",
     "pinned_url",
     "register_tool",
+    "resolve",
     "resolve_in_workspace",
     "run_captured",
     "run_tool",

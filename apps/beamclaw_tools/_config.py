@@ -12,7 +12,9 @@ from typing import Any, TypeVar, get_origin
 import cattrs
 from cattrs.cols import list_structure_factory
 
-from ._secret import Secret
+from beamclaw_obs import scrub
+
+from ._secret import Secret, TextOrSecret
 
 T = TypeVar("T")
 
@@ -67,6 +69,16 @@ def _converter() -> cattrs.Converter:
 
     converter.register_structure_hook_factory(is_list, strict_list_factory)
     converter.register_structure_hook(Secret, secret)
+
+    def text_or_secret(value: Any, _: type) -> TextOrSecret:
+        if isinstance(value, dict):
+            return secret(value, Secret)
+        text = strict_str(value, str)
+        if scrub(text) != text:
+            raise ValueError('this looks like a credential: write it { env = "VARIABLE" }, never as a literal')
+        return text
+
+    converter.register_structure_hook(TextOrSecret, text_or_secret)
     converter.register_structure_hook(str, strict_str)
     converter.register_structure_hook(bool, strict_bool)
     converter.register_structure_hook(int, strict_int)

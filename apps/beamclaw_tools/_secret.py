@@ -34,3 +34,14 @@ class Secret:
         if value:
             register_secret(value)
         return value or None
+
+
+#: A configuration value that is either plain text (``"debug"``) or a secret reference
+#: (``{ env = "VAR" }``): an MCP server's environment or headers. Plain text that looks
+#: like a credential is refused when the configuration is read.
+TextOrSecret = str | Secret
+
+
+def resolve(value: TextOrSecret, purpose: str) -> str:
+    """The text of *value*: itself, or the secret's value (`MissingSecret` naming the variable)."""
+    return value.get(purpose) if isinstance(value, Secret) else value

@@ -36,17 +36,23 @@ def with_lifespan(app: ASGIApp) -> ASGIApp:
 
 
 @asynccontextmanager
-async def serve_asgi(app: ASGIApp) -> AsyncIterator[str]:
-    """Run *app* on a free loopback port; yield its base URL (``http://127.0.0.1:PORT``)."""
+async def serve_asgi(app: ASGIApp, *, port: int = 0, lifespan: bool = False) -> AsyncIterator[str]:
+    """Run *app* on loopback (a free port, or *port*); yield its base URL (``http://127.0.0.1:PORT``).
+
+    With *lifespan*, the app answers hypercorn's lifespan messages itself (an app that
+    starts something there, as the MCP SDK's does); otherwise they are answered for it.
+    """
     config = Config()
-    config.bind = ["127.0.0.1:0"]
+    config.bind = [f"127.0.0.1:{port}"]
     config.accesslog = None
     config.errorlog = None
     config.graceful_timeout = 0.5
     shutdown = trio.Event()
     async with trio.open_nursery() as nursery:
         binds = await nursery.start(
-            functools.partial(serve, with_lifespan(app), config, shutdown_trigger=shutdown.wait, mode="asgi")
+            functools.partial(
+                serve, app if lifespan else with_lifespan(app), config, shutdown_trigger=shutdown.wait, mode="asgi"
+            )
         )
         try:
             yield binds[0]

@@ -1,0 +1,298 @@
+"""The process that owns one MCP server's connection.
+
+It reports itself started at once (a slow server never holds up the daemon), then
+connects, runs the handshake (``initialize``, ``notifications/initialized``,
+``tools/list``) within ``init_timeout_seconds``, registers the server's tools with the
+tool registry (again after the registry restarts, and again after
+``notifications/tools/list_changed``) and attaches the session to the server's `Link`.
+Then it waits for the connection to end: a stdio server's stdout closing (it died), a
+transport error, an HTTP session lost (seen by a call), or, over HTTP, a ping not
+answered. Each is a crash, with the server's last stderr lines: its supervisor
+restarts it with backoff. Meanwhile its tools stay registered and fail at once ("not
+connected, restarting"), so a model never meets "no such tool" for a server coming
+back; they are unregistered when the server stops for good (the daemon stopping, a
+restart asked for, or its supervisor giving up, which the registry sees).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, Final
+
+import anyio
+import attrs
+import trio
+from jsonschema import Draft202012Validator, SchemaError
+from loguru import logger
+from mcp import ClientSession, types
+from mcp.shared.message import SessionMessage
+
+import supervision as sv
+from beamclaw_obs import emit, scrub
+from beamclaw_tools import REGISTRY, ToolDefinition, list_tools, register_tool, unregister_tool
+
+from ._config import ServerConfig
+from ._names import remote_server, tool_names
+from ._tool import Link, McpTool
+from ._transport import StderrTail, connect
+
+_CLIENT: Final = types.Implementation(name="beamclaw", version="0.1.0")
+#: How long leaving a connection may take (ending the HTTP session, stopping the server).
+_CLOSE_SECONDS: Final = 5.0
+
+
+class ConnectionLost(Exception):
+    """The MCP server's connection ended; the message says how, with its last stderr lines."""
+
+
+@attrs.define
+class _Watch:
+    """What ends the wait: the stream closing or failing, or the tool list changing."""
+
+    ended: trio.Event = attrs.field(factory=trio.Event)
+    changed: trio.Event = attrs.field(factory=trio.Event)
+    why: str = ""
+
+    def end(self, why: str) -> None:
+        if not self.ended.is_set():
+            self.why = why
+            self.ended.set()
+
+
+async def _relay(source: Any, sink: Any, watch: _Watch) -> None:
+    """Pass the server's messages on to the session; note when the stream ends or fails."""
+    async with sink:
+        try:
+            async for item in source:
+                if isinstance(item, Exception):
+                    watch.end(f"the transport failed: {type(item).__name__}: {item}")
+                await sink.send(item)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
+            pass
+    watch.end("the server closed the connection")
+
+
+def _usable(name: str, tool: types.Tool) -> str | None:
+    """Why a listed tool cannot be offered to a model, or None."""
+    schema = tool.input_schema
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return "its input schema is not a JSON object schema"
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as exc:
+        return f"its input schema is invalid: {exc.message}"
+    return None
+
+
+def mcp_tools(name: str, server: ServerConfig, link: Link, listed: list[types.Tool]) -> tuple[list[McpTool], list[str]]:
+    """The tools to register, and why any listed one was skipped."""
+    usable, skipped = [], []
+    for tool in listed:
+        problem = _usable(name, tool)
+        if problem is None:
+            usable.append(tool)
+        else:
+            skipped.append(f"{tool.name}: {problem}")
+    local = tool_names(name, [tool.name for tool in usable])
+    made = []
+    for tool in usable:
+        hints = tool.annotations
+        description = scrub(tool.description or tool.title or tool.name)
+        made.append(McpTool(
+            ToolDefinition(local[tool.name], f"[MCP server {name}] {description}", dict(tool.input_schema)),
+            tool.name, link, server.trust,
+            read_only=bool(hints and hints.read_only_hint), idempotent=bool(hints and hints.idempotent_hint),
+        ))  # fmt: skip
+    return made, skipped
+
+
+async def _listed(session: ClientSession) -> list[types.Tool]:
+    """Every tool, across pages."""
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools += page.tools
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+async def _registered(server: str) -> set[str]:
+    """The names of *server*'s tools the tool registry holds now."""
+    return {t.definition.name for t in await list_tools() if remote_server(t.definition.name) == server}
+
+
+async def offer_tools(server: str, tools: list[McpTool]) -> None:
+    """Register *tools* as *server*'s, and unregister any of its tools no longer listed."""
+    await sv.wait_for_name(REGISTRY, timeout=10)
+    before = await _registered(server)
+    for tool in tools:
+        await register_tool(tool)
+    for gone in before - {tool.definition.name for tool in tools}:
+        await unregister_tool(gone)
+
+
+async def withdraw_tools(server: str) -> None:
+    """Unregister every tool of *server* (it stopped for good), within a bound, shielded."""
+    with (
+        trio.CancelScope(shield=True),
+        trio.move_on_after(5),
+        contextlib.suppress(sv.NoProc, sv.ProcessExited, sv.CallTimeout),
+    ):
+        for name in await _registered(server):
+            await unregister_tool(name)
+
+
+Report = Callable[..., None]
+
+
+@attrs.define
+class _Connection:
+    """One run of a server's process: one connection, from handshake to its end."""
+
+    name: str
+    server: ServerConfig
+    link: Link
+    report: Report
+    tail: StderrTail = attrs.field(factory=StderrTail)
+    tools: list[str] = attrs.field(factory=list)
+    watch: _Watch = attrs.field(factory=_Watch)
+
+    async def run(self) -> None:
+        """Connect, serve, and end the connection; a stop (cancellation) still ends it cleanly.
+
+        Leaving a connection is work (an HTTP session's DELETE, a stdio server stopped):
+        it runs shielded, within `_CLOSE_SECONDS`, while a stop reaches the serving part.
+        """
+        serving = trio.CancelScope()
+        async with trio.open_nursery() as guard:
+            guard.start_soon(_cancel_when_cancelled, serving)
+            with trio.CancelScope(shield=True) as connection:
+                connection.deadline = trio.current_time() + self.link.config.init_timeout_seconds
+                async with connect(self.name, self.server, self.tail) as (read, write):
+                    connection.deadline = math.inf
+                    with serving:
+                        await self._session(read, write)
+                    connection.deadline = trio.current_time() + _CLOSE_SECONDS
+            guard.cancel_scope.cancel()
+        raise ConnectionLost(self.watch.why or "the connection ended")
+
+    async def _session(self, read: Any, write: Any) -> None:
+        config = self.link.config
+
+        async def on_message(message: Any) -> None:
+            if isinstance(message, Exception):
+                self.watch.end(f"the transport failed: {type(message).__name__}: {message}")
+            elif isinstance(message, types.ToolListChangedNotification):
+                self.watch.changed.set()
+
+        async with trio.open_nursery() as nursery:
+            send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+            nursery.start_soon(_relay, read, send, self.watch)
+            async with ClientSession(receive, write, client_info=_CLIENT, message_handler=on_message) as session:
+                with trio.move_on_after(config.init_timeout_seconds) as handshake:
+                    await session.initialize()
+                    await self._offer(await _listed(session))
+                if handshake.cancelled_caught:
+                    raise ConnectionLost(
+                        f"the handshake (initialize, tools/list) took more than {config.init_timeout_seconds:g} s "
+                        "(mcp.init_timeout_seconds)"
+                    )
+                self.link.attach(session)
+                emit("mcp_server_ready", server=self.name, tools=len(self.tools))
+                await self._serve(session)
+            nursery.cancel_scope.cancel()
+
+    async def _offer(self, listed: list[types.Tool]) -> None:
+        tools, skipped = mcp_tools(self.name, self.server, self.link, listed)
+        for problem in skipped:
+            logger.warning("MCP server {}: tool skipped: {}", self.name, problem)
+        await offer_tools(self.name, tools)
+        self.tools = sorted(tool.definition.name for tool in tools)
+        self.report(self.name, "ready", tools=self.tools, skipped=skipped)
+
+    async def _serve(self, session: ClientSession) -> None:
+        """Until the connection ends: keep the tools registered and current, and (HTTP) ping."""
+        registry = sv.monitor(REGISTRY)
+        watch, link = self.watch, self.link
+        while True:
+            with trio.move_on_after(link.config.ping_interval_seconds if self.server.url else math.inf) as idle:
+                async with trio.open_nursery() as waiting:
+                    for wait in (
+                        watch.ended.wait,
+                        watch.changed.wait,
+                        link.lost.wait,
+                        functools.partial(_down, registry),
+                    ):
+                        waiting.start_soon(_then_cancel, wait, waiting.cancel_scope)
+            if watch.ended.is_set():
+                return
+            if link.lost.is_set():
+                watch.end("the server lost the session (HTTP 404): a new one is made")
+                return
+            if idle.cancelled_caught:
+                try:
+                    with trio.fail_after(link.config.call_timeout_seconds):
+                        await session.send_ping()
+                except Exception as exc:  # noqa: BLE001 - any failure of a ping is a loss
+                    watch.end(f"the server did not answer a ping ({type(exc).__name__})")
+                    return
+                continue
+            if watch.changed.is_set():
+                watch.changed = trio.Event()
+            else:  # the tool registry restarted, empty: register again
+                registry = sv.monitor(REGISTRY)
+            with trio.fail_after(link.config.init_timeout_seconds):
+                await self._offer(await _listed(session))
+
+
+async def serve_server(
+    name: str, server: ServerConfig, link: Link, report: Report, task_status: Any = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Own the connection to *name* until it ends (a crash) or the process is stopped."""
+    task_status.started()
+    connection = _Connection(name, server, link, report)
+    report(name, "connecting")
+    try:
+        await connection.run()
+    except trio.Cancelled:
+        await withdraw_tools(name)  # stopped: by the daemon, or by `beamclaw mcp restart`
+        raise
+    except Exception as exc:
+        # Its tools stay registered, failing at once, until it is back (or given up on).
+        stderr = connection.tail.text()
+        why = _describe(exc)
+        report(name, "error", error=scrub(why), stderr=stderr)
+        raise ConnectionLost(why + (f"; its stderr ended with:\n{stderr}" if stderr else "")) from exc
+    finally:
+        link.detach()
+
+
+def _describe(exc: BaseException) -> str:
+    """What went wrong, in one line: the exceptions inside a group (nurseries wrap them), by name."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(inner) for inner in exc.exceptions)
+    if isinstance(exc, ConnectionLost):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _cancel_when_cancelled(scope: trio.CancelScope) -> None:
+    """Pass a cancellation of the process on to *scope* (the part of it that is not shielded)."""
+    try:
+        await trio.sleep_forever()
+    finally:
+        scope.cancel()
+
+
+async def _then_cancel(wait: Callable[[], Any], scope: trio.CancelScope) -> None:
+    await wait()
+    scope.cancel()
+
+
+async def _down(ref: sv.Ref) -> None:
+    await sv.receive(match=lambda m: isinstance(m, sv.Down) and m.ref == ref)

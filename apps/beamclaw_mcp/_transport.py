@@ -1,0 +1,98 @@
+"""Opening a connection to an MCP server: a stdio subprocess or a streamable HTTP endpoint.
+
+Both give the SDK's stream pair, which a `mcp.ClientSession` runs over. A stdio
+server starts with the SDK's small inherited environment (``PATH``, ``HOME``...) plus
+its configured ``env``, never the daemon's secrets; what it writes on stderr is kept,
+the last lines only (`StderrTail`), for the reason a server that keeps failing shows.
+Leaving the connection stops a stdio server (its stdin closed, then terminated, never
+respawned) and ends an HTTP session with a DELETE.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import os
+from collections.abc import AsyncIterator
+from typing import Any, Final
+
+import attrs
+import httpx2
+import trio
+from mcp import StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from beamclaw_obs import scrub
+from beamclaw_tools import resolve
+
+from ._config import ServerConfig
+
+#: How much of a server's stderr is kept: lines, and characters a line.
+_TAIL_LINES: Final = 40
+_LINE_CHARS: Final = 400
+#: After the server is gone, how long its last stderr lines may take to be read.
+_TAIL_GRACE: Final = 0.5
+#: The HTTP client's limits: an MCP response stream may stay open (SSE), so reads wait long.
+_HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
+
+
+@attrs.define
+class StderrTail:
+    """The last lines a stdio server wrote on stderr (scrubbed when read)."""
+
+    lines: collections.deque[str] = attrs.field(factory=lambda: collections.deque(maxlen=_TAIL_LINES))
+
+    async def collect(self, fd: int, done: trio.Event) -> None:
+        partial = b""
+        try:
+            async with trio.lowlevel.FdStream(fd) as stream:
+                while chunk := await stream.receive_some(65536):
+                    *whole, partial = (partial + chunk).split(b"\n")
+                    self.lines.extend(line.decode(errors="replace")[:_LINE_CHARS] for line in whole)
+                    partial = partial[-_LINE_CHARS * 4 :]
+        finally:
+            if partial:
+                self.lines.append(partial.decode(errors="replace")[:_LINE_CHARS])
+            done.set()
+
+    def text(self) -> str:
+        return scrub("\n".join(self.lines))
+
+
+def _stdio_parameters(name: str, server: ServerConfig) -> StdioServerParameters:
+    purpose = f"the MCP server {name!r}"
+    return StdioServerParameters(
+        command=server.command[0],
+        args=server.command[1:],
+        env={key: resolve(value, purpose) for key, value in server.env.items()},
+        cwd=server.cwd or None,
+    )
+
+
+@contextlib.asynccontextmanager
+async def connect(name: str, server: ServerConfig, tail: StderrTail) -> AsyncIterator[tuple[Any, Any]]:
+    """The server's (read, write) streams, for as long as the block runs."""
+    if server.url:
+        headers = {key: resolve(value, f"the MCP server {name!r}") for key, value in server.headers.items()}
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=_HTTP_TIMEOUT) as client,
+            streamable_http_client(server.url, http_client=client, terminate_on_close=True) as streams,
+        ):
+            yield streams
+        return
+    parameters = _stdio_parameters(name, server)
+    read_fd, write_fd = os.pipe()
+    errlog = os.fdopen(write_fd, "w")
+    collected = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(tail.collect, read_fd, collected)
+        try:
+            async with stdio_client(parameters, errlog=errlog) as streams:
+                errlog.close()  # the server holds its own copy: the tail ends when it exits
+                yield streams
+        finally:
+            errlog.close()
+            with trio.CancelScope(shield=True), trio.move_on_after(_TAIL_GRACE):
+                await collected.wait()  # the last words of a server that died
+            nursery.cancel_scope.cancel()
