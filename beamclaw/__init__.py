@@ -7,19 +7,21 @@ order under one root supervisor, and serves until SIGINT or SIGTERM.
 from ._apps import APPS, BUNDLED_SKILLS, check_config
 from ._config import ConfigError, data_dir, default_config_path, load_config
 from ._control import SOCKET_NAME as CONTROL_SOCKET
-from ._daemon import run_daemon
+from ._daemon import AlreadyRunning, daemon_lock, run_daemon
 from ._describe import describe
 from ._root import build_tree
 from ._version import __version__
 
 __all__ = [
     "APPS",
+    "AlreadyRunning",
     "BUNDLED_SKILLS",
     "CONTROL_SOCKET",
     "ConfigError",
     "__version__",
     "build_tree",
     "check_config",
+    "daemon_lock",
     "describe",
     "data_dir",
     "default_config_path",

@@ -132,7 +132,9 @@ async def _kill_path(path: str) -> str:
         try:
             found = await core.find_session(first)
         except core.SessionNotFound:
-            return path
+            raise _BadRequest(
+                f"{first} names no app ({', '.join(sorted(apps))}) and no session (`beamclaw sessions` lists them)"
+            ) from None
         if not found.running:
             raise _BadRequest(f"session {found.id[:12]} is not running (its next message starts it)")
         return "/".join([*_SESSIONS_PATH, found.id, *path.strip("/").split("/")[1:]])
@@ -224,7 +226,8 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return {"type": "context", "used": usage.used, "window": usage.window, "messages": usage.messages}
         case "chat":
             handle = await _session(request)
-            result = await core.send_message(handle, _text_field(request, "text"), _StreamChannel(connection))
+            text = core.truncated(_text_field(request, "text"))
+            result = await core.send_message(handle, text, _StreamChannel(connection))
             return {"type": "reply", "ok": result.ok, "text": result.text}
         case "history":
             handle = await _session(request)

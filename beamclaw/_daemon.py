@@ -10,8 +10,12 @@ app and child, and why), that the command line prints instead of a traceback.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 from loguru import logger
@@ -47,6 +51,38 @@ def run_daemon(config: dict[str, Any], config_path: Path | None = None) -> Any:
     note) when the tree fails.
     """
     home = data_dir(create=True)
+    with daemon_lock(home):
+        return _serve(config, home, config_path)
+
+
+class AlreadyRunning(Exception):
+    """Another daemon uses this data dir; the message says which, and what to do."""
+
+
+@contextlib.contextmanager
+def daemon_lock(home: Path) -> Iterator[None]:
+    """Hold the data dir's lock while the block runs (a daemon's life): a second daemon on the same
+    data dir is refused before it starts anything (it would share the databases, and its
+    start-up clean-up would remove the first one's sandboxes)."""
+    lock = home / _LOCK_FILE
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            raise AlreadyRunning(
+                f"another BeamClaw daemon (pid {holder}) is running on the data dir {home}; stop it first "
+                "(`beamclaw stop`), or give this one its own BEAMCLAW_HOME"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # the lock goes with it
+
+
+def _serve(config: dict[str, Any], home: Path, config_path: Path | None) -> Any:
     register_secrets(config)
     path = config_path or default_config_path()
     tree = build_tree(config, home, path)
@@ -71,6 +107,10 @@ def run_daemon(config: dict[str, Any], config_path: Path | None = None) -> Any:
         raise
     logger.info("BeamClaw stopped ({!r})", reason)
     return reason
+
+
+#: The data dir's lock file, held by the running daemon (it also holds its pid).
+_LOCK_FILE: Final = "daemon.lock"
 
 
 def _describe(reason: Any) -> str:

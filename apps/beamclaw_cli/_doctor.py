@@ -277,7 +277,7 @@ async def _jail(config: dict[str, Any], path: Path) -> list[Check]:
             checks.append(Check("ok", "bash and terminal run in a bubblewrap jail"))
             warning = jail.limits_warning()
             if warning:
-                checks.append(Check("warn", warning, "run BeamClaw as an unprivileged user"))
+                checks.append(Check("warn", warning, "useradd --system beamclaw, and run the daemon as that user"))
     return checks
 
 
@@ -324,5 +324,7 @@ def doctor(args: argparse.Namespace) -> int:
     for check in checks:
         print(f"{_MARKS[check.status]} {check.what}" + (f"\n    fix: {check.fix}" if check.fix else ""))
     failed = sum(1 for check in checks if check.status == "fail")
-    print(f"{failed} problem(s) to fix" if failed else "all good")
+    warned = sum(1 for check in checks if check.status == "warn")
+    notes = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""
+    print(f"{failed} problem(s) to fix{notes}" if failed else f"all good{notes}")
     return 1 if failed else 0

@@ -168,6 +168,9 @@ def _run(args: argparse.Namespace) -> int:
     except (beamclaw.ConfigError, ValueError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 2
+    except beamclaw.AlreadyRunning as exc:
+        print(f"beamclaw: {exc}", file=sys.stderr)
+        return 1
     except (sv.StartError, sv.MaxIntensity) as exc:
         # run_daemon notes which app and child, and why; the traceback is in the log file.
         notes = getattr(exc, "__notes__", None)
@@ -187,6 +190,9 @@ def _daemon_command(args: argparse.Namespace) -> int:
     except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
+    except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
+        print(f"beamclaw: {exc}", file=sys.stderr)
+        return 1
     except ControlError as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1

@@ -9,7 +9,8 @@ model being retried, the daemon down and being waited for).
 Replies stream above the input line: each finished line is printed for good, the
 line being written shows just above the prompt. Ctrl-C stops the reply being written
 (the daemon stops the turn); with nothing being written it clears the line, and a
-second Ctrl-C in a row leaves (status 130), as Ctrl-D on an empty line does (0).
+second Ctrl-C within three seconds leaves (status 130), as Ctrl-D on an empty line
+does (0).
 Approval questions can be answered (/yes, /no, /always) while their turn waits.
 
 If no daemon is running, one is started inside this process for as long as the TUI
@@ -32,6 +33,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final
@@ -152,13 +154,18 @@ class _ScrubbedHistory(FileHistory):
         super().store_string(obs.scrub(string))
 
 
+#: How long after a Ctrl-C a second one leaves (later, it counts as a first again).
+_ARMED_SECONDS: Final = 3.0
+
+
 @attrs.define
 class _Keys:
-    """Ctrl-C: stop the reply being written; else clear the line; twice in a row, leave."""
+    """Ctrl-C: stop the reply being written; else clear the line; twice within a few
+    seconds, on an empty line, leave."""
 
     screen: _Screen
     post: Any  # (event, *args) -> None, into the Trio side
-    _armed: bool = False
+    _armed_at: float | None = None
 
     def bindings(self) -> KeyBindings:
         keys = KeyBindings()
@@ -166,22 +173,31 @@ class _Keys:
         @keys.add("c-c")
         def _(event: KeyPressEvent) -> None:
             buffer = event.app.current_buffer
-            if self._armed and not buffer.text:
+            armed = self._armed_at is not None and time.monotonic() - self._armed_at < _ARMED_SECONDS
+            if armed and not buffer.text:
                 event.app.exit(result=_LEAVE)
                 return
             if self.screen.replying:
                 self.post("interrupt")
             elif buffer.text:
                 buffer.reset()
-            self._armed = True
+            self._armed_at = time.monotonic()
             self.screen.hint = "Ctrl-C again (or Ctrl-D) leaves"
             self.screen.refresh()
+            app = event.app
+            if app.loop is not None:
+                app.loop.call_later(_ARMED_SECONDS, self._expire, app)
 
         return keys
 
+    def _expire(self, app: Any) -> None:
+        if self._armed_at is not None and time.monotonic() - self._armed_at >= _ARMED_SECONDS - 0.05:
+            self.disarm()
+            app.invalidate()
+
     def disarm(self) -> None:
-        if self._armed:
-            self._armed = False
+        if self._armed_at is not None:
+            self._armed_at = None
             self.screen.hint = ""
 
 
@@ -459,7 +475,8 @@ async def tui(args: argparse.Namespace) -> int:
             trio.from_thread.run_sync(send_event.send_nowait, event, trio_token=token)
 
     outcome: list[int] = []
-    with trio.open_signal_receiver(signal.SIGINT) as interrupts:
+    lock = beamclaw.daemon_lock(beamclaw.data_dir()) if tree is not None else contextlib.nullcontext()
+    with lock, trio.open_signal_receiver(signal.SIGINT) as interrupts:
         try:
             async with trio.open_nursery() as nursery:
                 if tree is not None:

@@ -41,7 +41,7 @@ from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
 from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
 from ._history import INTERRUPTED, answered_history
 from ._http_client import HttpClientOwner, owned_http_client
-from ._messages import Message, ToolCall, estimate_tokens
+from ._messages import MAX_USER_CHARS, Message, ToolCall, estimate_tokens, truncated
 from ._pairing import (
     ALPHABET as PAIRING_ALPHABET,
 )
@@ -124,6 +124,7 @@ __all__ = [
     "HttpClientOwner",
     "CoreConfig",
     "Decision",
+    "MAX_USER_CHARS",
     "Message",
     "OpenAICompatProvider",
     "ProviderConfig",
@@ -164,6 +165,7 @@ __all__ = [
     "ThinkingFilter",
     "submit",
     "supervision_tree",
+    "truncated",
     "sweep_expired",
     "used_today",
 ]

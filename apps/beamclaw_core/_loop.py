@@ -48,6 +48,8 @@ STREAMING: Final = "streaming"
 AWAITING_APPROVAL: Final = "awaiting_approval"
 EXECUTING_TOOLS: Final = "executing_tools"
 FINALIZING: Final = "finalizing"
+#: The answer to a run the user stopped.
+STOPPED: Final = "Stopped."
 
 
 @attrs.define
@@ -171,8 +173,18 @@ class Loop(sv.StateMachine):
                 "execute": self._execute,
                 "finalize": self._finalize,
             }[content]
-            return await step(data)
+            turn = data.turn
+            if turn is None or content == "finalize":
+                return await step(data)
+            if turn.run.stop_requested:
+                return await self._stopped(data)
+            with turn.run.working() as work:  # /stop cancels it: the turn ends where it stands
+                result = await step(data)
+            return await self._stopped(data) if work.cancelled_caught else result
         if state == AWAITING_APPROVAL:
+            if event.type is sv.CAST and content == ("stop",):
+                await sv.call(data.session, ("awaiting_approval", None))
+                return await self._stopped(data)
             if event.type is sv.CAST and isinstance(content, tuple) and content[0] == "approval":
                 return self._resolve(data, content[1] in {"yes", "always"}, f"the user answered {content[1]}")
             if event.type is sv.STATE_TIMEOUT:
@@ -411,6 +423,11 @@ class Loop(sv.StateMachine):
         return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
 
     # --- finalizing -> idle ---------------------------------------------------------------
+
+    async def _stopped(self, data: _Data) -> Any:
+        """The user stopped the turn: calls it left unanswered are answered, and it ends "Stopped."."""
+        await sv.call(data.session, "close_open_calls")
+        return self._fail(data, STOPPED, TurnResult(STOPPED, ok=False, error=TurnError.STOPPED))
 
     def _fail(self, data: _Data, message: str, failure: TurnResult) -> Any:
         """End the turn with *message*, failed as *failure* says (its kind, status, retry)."""

@@ -143,3 +143,15 @@ async def scrubbed_all(messages: list[Message]) -> list[Message]:
     if sum(len(m.content) + sum(len(c.arguments) for c in m.tool_calls) for m in messages) < OFF_LOOP_CHARS:
         return [scrubbed(m) for m in messages]
     return await trio.to_thread.run_sync(lambda: [scrubbed(m) for m in messages])
+
+
+#: The most characters of a user's message a turn takes (the gateway's default
+#: ``max_user_chars``, and the control socket's): the rest is cut, with a notice.
+MAX_USER_CHARS: Final = 32_000
+
+
+def truncated(text: str, limit: int = MAX_USER_CHARS) -> str:
+    """*text* cut to *limit* characters, with a notice to the model saying so."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n\n[The user's message was truncated: {len(text) - limit} more characters were cut.]"

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import uuid
+from collections.abc import Iterator
 from typing import Final, final
 
 import attrs
@@ -66,7 +68,26 @@ class Run:
     #: The session process that accepted the run: if it is killed outright (it gets no
     #: chance to answer its queue), waiters are told instead of waiting for ever.
     owner: sv.Pid | None = None
+    #: Set by the user's /stop: the loop ends the turn where it stands (see `stop`).
+    stop_requested: bool = attrs.field(default=False, init=False)
     _done: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
+    _work: trio.CancelScope | None = attrs.field(default=None, init=False, repr=False)
+
+    def stop(self) -> None:
+        """Stop the turn: the step the loop is working on is cancelled, and no other begins."""
+        self.stop_requested = True
+        if self._work is not None:
+            self._work.cancel()
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[trio.CancelScope]:
+        """The scope of one step of the turn, which `stop` cancels."""
+        with trio.CancelScope() as scope:
+            self._work = scope
+            try:
+                yield scope
+            finally:
+                self._work = None
 
     def finish(self, result: TurnResult) -> None:
         """Settle the run once; later calls are ignored (a crash report after the answer, say)."""

@@ -36,10 +36,6 @@ APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": 
 _STORE_FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
 
 
-class TurnStopped(Exception):
-    """The reason a loop is stopped with when the user asks to stop the turn."""
-
-
 class PersistError(Exception):
     """The store could not save a change; nothing was acknowledged."""
 
@@ -163,9 +159,12 @@ class Session(sv.GenServer):
             case "stop_turn":
                 if state.current is None:
                     return sv.Reply(False, state)
-                with contextlib.suppress(sv.NoProc):
-                    sv.kill(state.loop_name, TurnStopped("stopped by the user"))
+                state.current.stop()  # the step at work is cancelled; one waiting (for approval) is told
+                self._notify_loop(state, ("stop",))
                 return sv.Reply(True, state)
+            case "close_open_calls":
+                await self._close_tool_calls(state)
+                return sv.Reply(None, state)
             case "info":
                 return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
         raise ValueError(f"unknown session request {request!r}")
@@ -239,16 +238,12 @@ class Session(sv.GenServer):
         run, state.current = state.current, None
         if run is None:
             return
-        error = TurnError.STOPPED if isinstance(reason, TurnStopped) else TurnError.INTERRUPTED
-        if error is TurnError.STOPPED:
-            text = "Stopped."
-        else:
-            text = scrub(
-                "Sorry, something went wrong while I was answering this message "
-                f"({_describe(reason)}). "
-                "The conversation is intact; please send it again."
-            )
-        run.finish(TurnResult(text, ok=False, error=error))
+        text = scrub(
+            "Sorry, something went wrong while I was answering this message "
+            f"({_describe(reason)}). "
+            "The conversation is intact; please send it again."
+        )
+        run.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
         with trio.move_on_after(10):
             try:
                 await (getattr(run.channel, "turn_failed", None) or run.channel.send)(text)

@@ -25,7 +25,6 @@ from ._turns import (
     header_user,
     parse_json,
     run_events,
-    truncated,
     user_id,
 )
 
@@ -231,7 +230,7 @@ async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
     ctx = context()
     agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent)
     user = user_id(body.get("user"), request.headers.get("X-User-Id"))
-    text = truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
+    text = core.truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise BadRequest("'stream' must be true or false")
     _check_options(body)

@@ -98,13 +98,6 @@ def agent_for(model: Any, data_dir: Path, default_agent: str, field: str = "mode
     return name
 
 
-def truncated(text: str, limit: int) -> str:
-    """*text* cut to *limit* characters, with a notice to the model saying so."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n\n[The user's message was truncated: {len(text) - limit} more characters were cut.]"
-
-
 async def run_events(handle: core.SessionHandle, text: str) -> AsyncGenerator[dict[str, Any], None]:
     """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``.
 

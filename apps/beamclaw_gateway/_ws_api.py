@@ -21,7 +21,7 @@ import beamclaw_core as core
 
 from ._http_api import RESTARTING, context
 from ._rate_limit import ClientLimiter, retry_after
-from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, truncated, user_id
+from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, user_id
 
 _REMEMBERED_IDS: Final = 10_000
 #: The longest message id: ids are remembered (see `_first_time`), so they must be short.
@@ -98,5 +98,5 @@ async def chat_socket() -> None:
             if not _first_time(user, message["id"]):
                 await send(type="duplicate", id=message["id"])
                 continue
-            text = truncated(message["text"], ctx.config.http.max_user_chars)
+            text = core.truncated(message["text"], ctx.config.http.max_user_chars)
             nursery.start_soon(run, handle, message["id"], text)

@@ -12,6 +12,7 @@ every sink added here has ``diagnose=False``, and loguru's own default stderr si
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -117,10 +118,31 @@ def format_event(event: ObsEvent) -> str:
     return f"{line}\n{traceback.rstrip()}" if traceback else line
 
 
+class _ToLoguru(logging.Handler):
+    """Records of the standard ``logging`` (libraries: the MCP SDK, hypercorn...) into loguru,
+    so they are scrubbed and written where BeamClaw's own lines go (loguru's recipe)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            level: str | int = logger.level(record.levelname).name
+        except ValueError:
+            level = record.levelno
+        logger.bind(library=record.name).opt(exception=record.exc_info).log(level, "{}", record.getMessage())
+
+
+def _route_standard_logging() -> None:
+    """Send the standard library's warnings and errors to loguru (idempotent)."""
+    root = logging.getLogger()
+    if not any(isinstance(handler, _ToLoguru) for handler in root.handlers):
+        root.addHandler(_ToLoguru(level=logging.WARNING))
+        root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
+
+
 class LogBackend(Backend):
     def setup(self, log_file: Path | None, level: str) -> int | None:
         install_scrubbing_patcher()
         _replace_default_sink()
+        _route_standard_logging()
         if log_file is None:
             return None
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

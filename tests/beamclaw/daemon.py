@@ -77,11 +77,17 @@ async def running_daemon(config: Path, home: Path) -> AsyncIterator[trio.Process
             await daemon.wait()
 
 
+#: Every daemon a test started: the autouse fixture of conftest.py kills those a failed
+#: test left running, so none outlives its test (and holds a port or a data dir).
+STARTED: list[trio.Process] = []
+
+
 async def start_daemon(config: Path, home: Path) -> trio.Process:
     process = await trio.lowlevel.open_process(
         [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
         env=environment(home), stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    STARTED.append(process)
     with trio.fail_after(30):
         while not await ping(home):
             assert process.poll() is None, "the daemon exited during start-up"

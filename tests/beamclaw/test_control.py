@@ -89,8 +89,10 @@ async def test_a_second_daemon_refuses_to_start(tmp_path: Path) -> None:
         )
         assert second.returncode == 1
         message = second.stderr.decode()
-        assert "could not start" in message and (
-            "another BeamClaw daemon is running" in message or "address already in use" in message.lower()
+        # Refused before anything started (not at the gateway's port or the control socket).
+        assert message == (
+            f"beamclaw: another BeamClaw daemon (pid {first.pid}) is running on the data dir {home}; stop it first "
+            "(`beamclaw stop`), or give this one its own BEAMCLAW_HOME\n"
         )
         assert (await cli(home, "status")).returncode == 0  # the first one still serves
         first.send_signal(signal.SIGTERM)

@@ -43,6 +43,9 @@ async def test_sessions_name_a_conversation_for_history_kill_and_the_tree(tmp_pa
         killed = await cli(home, "kill", f"{ada[0][:8]}/loop")
         assert killed.returncode == 0 and f"core/sessions_sup/{ada[0]}".encode() in killed.stdout
 
+        unknown = await cli(home, "kill", "0bad0bad/loop")
+        assert unknown.returncode == 1 and b"names no app" in unknown.stderr
+        assert b"and no session (`beamclaw sessions` lists them)" in unknown.stderr
         # A trailing slash names no process: nothing is killed.
         refused = await cli(home, "kill", "core/sessions_sup/")
         assert refused.returncode == 1 and b"ends with '/': name one process below it" in refused.stderr

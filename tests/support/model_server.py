@@ -310,6 +310,18 @@ async def _serve_forever(port: int) -> None:
 if __name__ == "__main__":
     import argparse
 
+    import socket
+    import sys
+
     parser = argparse.ArgumentParser(description="Serve the scripted model as an echo model, for trying BeamClaw.")
     parser.add_argument("--port", type=int, default=8001)
-    trio.run(_serve_forever, parser.parse_args().port)
+    port = parser.parse_args().port
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise SystemExit(f"model_server: cannot listen on 127.0.0.1:{port}: {exc.strerror}; use --port") from None
+    try:
+        trio.run(_serve_forever, port)
+    except KeyboardInterrupt:
+        sys.exit(130)
