@@ -309,7 +309,6 @@ async def _serve_forever(port: int) -> None:
 
 if __name__ == "__main__":
     import argparse
-
     import socket
     import sys
 
