@@ -15,6 +15,9 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "history", "session": PREFIX}             -> the same, for a session `sessions` listed
     {"cmd": "open", "user": U, "agent": A}            -> {"type": "session", "session": {...}}
     {"cmd": "sessions", "limit": N}                   -> {"type": "sessions", "sessions": [...], "total": T}
+    {"cmd": "mcp", "action": "list"}                  -> each MCP server's status
+    {"cmd": "mcp", "action": "tools", "server": S?}   -> the MCP tools (of one server)
+    {"cmd": "mcp", "action": "restart", "server": S}  -> start a server again (a failed one too)
     {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
     {"cmd": "interrupt", "user": U, "agent": A}       -> stop the turn being worked on (/stop, Ctrl-C)
     {"cmd": "context", "user": U, "agent": A}         -> context window use
@@ -37,6 +40,8 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_mcp as mcp
+import beamclaw_tools as tools
 import supervision as sv
 
 from ._apps import ROOT, Daemon
@@ -235,6 +240,8 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return {"type": "history", "session": _handle_fields(handle), "messages": messages}
         case "open":
             return {"type": "session", "session": _handle_fields(await _session(request))}
+        case "mcp":
+            return await _mcp(request)
         case "sessions":
             limit = request.get("limit", 50)
             if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -242,6 +249,31 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             sessions, total = await core.list_sessions(limit)
             return {"type": "sessions", "sessions": [attrs.asdict(x) for x in sessions], "total": total}
     raise _BadRequest(f"unknown command {request['cmd']!r}")
+
+
+async def _mcp(request: dict[str, Any]) -> dict[str, Any]:
+    """``beamclaw mcp list | tools [SERVER] | restart SERVER``."""
+    try:
+        match request.get("action"):
+            case "list":
+                return {"type": "mcp", "servers": [attrs.asdict(s) for s in await mcp.server_statuses()]}
+            case "tools":
+                server = request.get("server")
+                found = [
+                    {"name": t.definition.name, "server": t.link.server, "remote": t.remote,
+                     "description": t.definition.description, "asks": t.requires_approval}
+                    for t in await tools.list_tools()
+                    if isinstance(t, mcp.McpTool) and server in (None, t.link.server)
+                ]  # fmt: skip
+                return {"type": "mcp", "tools": sorted(found, key=lambda t: t["name"])}
+            case "restart":
+                await mcp.restart_server(_text_field(request, "server"))
+                return {"type": "mcp", "restarted": request["server"]}
+    except sv.NoProc:
+        raise _BadRequest("the MCP app is not running (disabled in the configuration?)") from None
+    except ValueError as exc:
+        raise _BadRequest(str(exc)) from None
+    raise _BadRequest('"action" must be list, tools or restart')
 
 
 async def _session(request: dict[str, Any]) -> core.SessionHandle:

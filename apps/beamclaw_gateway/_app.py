@@ -25,9 +25,10 @@ from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ._a2a_routes import a2a_api
-from ._browser_guard import BrowserGuard
+from ._browser_guard import BrowserGuard, Refusal
 from ._config import GatewayConfig
 from ._http_api import Context, api, error, request_user
+from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
@@ -191,8 +192,11 @@ def authorized(header: str | None, token: str | None) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = ()) -> QuartTrio:
-    """The app; *extra* blueprints (A2A, the Telegram webhook, WebSocket) are added as given."""
+def create_app(
+    config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (), mcp_app: _ASGI | None = None
+) -> QuartTrio:
+    """The app; *extra* blueprints are added as given, and *mcp_app* (the MCP server of the
+    agents) answers at ``/mcp``, behind the same checks."""
     app = QuartTrio("beamclaw_gateway")
     app.config["BEAMCLAW"] = Context(config, data_dir)
     app.config["MAX_CONTENT_LENGTH"] = config.http.max_body_bytes
@@ -203,26 +207,24 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
 
-    def check(method: str, headers: Any, remote: str | None, path: str, user: str) -> Response | None:
+    def check(method: str, headers: Any, remote: str | None, path: str, user: str) -> Refusal | None:
         refusal = guard.refusal(headers)
         if refusal is None and path not in _OPEN_PATHS:
             if not authorized(headers.get("Authorization"), token):
-                return error(
-                    "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
-                    401,
-                    "unauthorized",
-                    **{"WWW-Authenticate": "Bearer"},
-                )
+                return Refusal(
+                    401, "unauthorized", "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
+                    {"WWW-Authenticate": "Bearer"},
+                )  # fmt: skip
             wait = limiter.check(remote, user, trio.current_time())
             if wait is not None:
-                return error(
-                    f"rate limit reached; retry in {retry_after(wait)} s",
-                    429,
-                    "rate_limited",
-                    **{"Retry-After": retry_after(wait)},
-                )
-        refusal = refusal or guard.body_refusal(method, headers)
-        return error(refusal.message, refusal.status, refusal.code) if refusal is not None else None
+                after = retry_after(wait)
+                return Refusal(429, "rate_limited", f"rate limit reached; retry in {after} s", {"Retry-After": after})
+        return refusal or guard.body_refusal(method, headers)
+
+    def refused(refusal: Refusal | None) -> Response | None:
+        if refusal is None:
+            return None
+        return error(refusal.message, refusal.status, refusal.code, **refusal.headers)
 
     @app.before_request
     async def guard_request() -> Response | None:
@@ -230,17 +232,17 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
         # client is still writing a large body would leave both sides waiting.
         await request.get_data(as_text=False)
         user = await request_user()
-        return check(request.method, request.headers, request.remote_addr, request.path, user)
+        return refused(check(request.method, request.headers, request.remote_addr, request.path, user))
 
     @app.before_websocket
     async def guard_websocket() -> Response | None:
         user = header_user(websocket.headers.get("X-User-Id"))
-        refused = check("GET", websocket.headers, websocket.remote_addr, websocket.path, user)
-        if refused is not None:
+        response = refused(check("GET", websocket.headers, websocket.remote_addr, websocket.path, user))
+        if response is not None:
             # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
             # or the client's next request on it goes unanswered.
-            refused.headers["Connection"] = "close"
-        return refused
+            response.headers["Connection"] = "close"
+        return response
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:
@@ -262,4 +264,6 @@ def create_app(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (
     for blueprint in extra:
         app.register_blueprint(blueprint)
     app.asgi_app = _BodyLimit(app.asgi_app, config.http.max_body_bytes)  # type: ignore[method-assign,assignment]  # plain dicts for its TypedDicts
+    if mcp_app is not None:
+        app.asgi_app = McpEndpoint(app.asgi_app, mcp_app, check)  # type: ignore[method-assign,assignment]
     return app

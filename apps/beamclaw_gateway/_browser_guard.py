@@ -34,9 +34,12 @@ _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 @attrs.frozen
 class Refusal:
+    """A request turned away before any route: its status, error code, message and headers."""
+
     status: int
     code: str
     message: str
+    headers: dict[str, str] = attrs.field(factory=dict)
 
 
 @attrs.frozen

@@ -76,6 +76,8 @@ class GatewayConfig:
     transcription: TranscriptionConfig = TranscriptionConfig()
     default_agent: str = "default"
     root: str = "beamclaw"
+    #: BeamClaw's agents as an MCP server at /mcp (streamable HTTP, behind the token).
+    mcp_endpoint: bool = True
 
 
 def is_loopback(host: str) -> bool:

@@ -10,9 +10,12 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from loguru import logger
+from mcp.server.transport_security import TransportSecuritySettings
 
 from ._app import create_app
 from ._config import GatewayConfig, HttpConfig
+from ._mcp_endpoint import MCP_PATH, CoreBackend
+from ._mcp_server import Conversations, agents_server
 from ._rate_limit import ClientLimiter
 
 
@@ -43,7 +46,22 @@ async def serve_http(
     config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (), task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Bind, report started with the bound addresses, and serve until cancelled."""
-    app = create_app(config, data_dir, extra)
+    async with trio.open_nursery() as conversations:
+        server = agents_server(Conversations(CoreBackend(config, data_dir, conversations), config.default_agent))
+        mcp_app = server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            # The gateway checks Host and Origin itself (`BrowserGuard`), for every route.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+            max_request_body_size=config.http.max_body_bytes,
+            host=config.http.host,
+        )
+        async with server.session_manager.run():
+            await _serve(create_app(config, data_dir, extra, mcp_app if config.mcp_endpoint else None), config,
+                         task_status)  # fmt: skip
+        conversations.cancel_scope.cancel()
+
+
+async def _serve(app: Any, config: GatewayConfig, task_status: Any) -> None:
     hyper = Config()
     hyper.bind = [f"{config.http.host}:{config.http.port}"]
     hyper.accesslog = None

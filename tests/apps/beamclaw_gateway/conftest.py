@@ -20,10 +20,6 @@ import supervision as sv
 from tests.apps.beamclaw_core.conftest import tree as core_tree
 from tests.support.model_server import ScriptedModel, Step, scripted_model
 
-# Load the scrubber's rules now, before any test installs the log patcher: loading them
-# logs a warning, which the patcher scrubs, which loads them again (reported to obs).
-obs.scrub("warm up the rules: api_key=0123456789abcdef")
-
 
 def free_port() -> int:
     with socket.socket() as sock:

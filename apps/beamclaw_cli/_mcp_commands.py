@@ -1,0 +1,86 @@
+"""`beamclaw mcp list | tools [NAME] | restart NAME | serve`: the MCP servers of the running
+daemon, and BeamClaw itself as an MCP server over stdio."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Final
+
+import trio
+from rich.console import Console
+from rich.table import Table
+
+from ._control_client import ask
+from ._help import Commands, Help, add_group
+
+_HELP: Final = Help(
+    "the MCP servers BeamClaw uses, and BeamClaw as an MCP server",
+    "The MCP servers of the running daemon ([mcp.servers.NAME]): their state, tools and last error. "
+    "Without an action, list them. `serve` makes BeamClaw's agents an MCP server for other hosts.",
+    ["beamclaw mcp", "beamclaw mcp tools files", "beamclaw mcp restart files"],
+)
+_ACTIONS: Final = {
+    "list": Help("each server: state, tools, restarts, last error", "List each configured MCP server: its "
+                 "transport, state (connecting, ready, restarting, failed, disabled), how many tools it offers, "
+                 "its restarts and its last error, with the end of its stderr when it failed.", ["beamclaw mcp list"]),
+    "tools": Help("the MCP tools the agents see", "List the tools MCP servers offer the agents, as the agents see "
+                  "them (mcp__SERVER__TOOL), and whether each asks for approval.",
+                  ["beamclaw mcp tools", "beamclaw mcp tools files"]),
+    "restart": Help("start a server again (a failed one too)", "Stop an MCP server's process and start it again, "
+                    "with a fresh count of restarts: for a server left failed after a crash loop, once its "
+                    "problem is fixed.", ["beamclaw mcp restart files"]),
+    "serve": Help("be an MCP server over stdio for another host", "Serve BeamClaw's agents as MCP tools over stdio, "
+                  "for a desktop assistant or an IDE: `chat` (agent, message) talks to an agent of the running "
+                  "daemon, `agents` lists them. Put this command in the host's MCP configuration.",
+                  ["beamclaw mcp serve", "beamclaw mcp serve --user local:ada"]),
+}  # fmt: skip
+
+
+def add_parser(commands: Commands) -> None:
+    actions = add_group(commands, "mcp", _HELP, _ACTIONS)
+    actions["tools"].add_argument("server", nargs="?", help="one server's tools only")
+    actions["restart"].add_argument("server", help="the server's name ([mcp.servers.NAME])")
+    actions["serve"].add_argument("--user", default=None, help="the user id the host speaks as (default: local:$USER)")
+
+
+async def run(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    match args.action or "list":
+        case "list":
+            servers = (await ask({"cmd": "mcp", "action": "list"}))["servers"]
+            if not servers:
+                print("no MCP servers are configured: add [mcp.servers.NAME] to the configuration")
+                return 0
+            table = Table(box=None, pad_edge=False, header_style="bold")
+            for column in ("SERVER", "TRANSPORT", "STATE", "TOOLS", "RESTARTS", "LAST ERROR"):
+                table.add_column(column, no_wrap=column != "LAST ERROR", overflow="fold")
+            for server in servers:
+                table.add_row(
+                    server["name"], server["transport"], server["state"], str(len(server["tools"])),
+                    str(server["restarts"]), server["last_error"] or "-",
+                )  # fmt: skip
+            console.print(table)
+            for server in servers:
+                for skipped in server["skipped"]:
+                    console.print(f"{server['name']}: tool skipped: {skipped}", markup=False)
+                if server["state"] == "failed" and server["stderr"]:
+                    console.print(f"{server['name']}: the end of its stderr:", markup=False)
+                    console.print("  " + server["stderr"].replace("\n", "\n  "), markup=False)
+            return 0
+        case "tools":
+            found = (await ask({"cmd": "mcp", "action": "tools", "server": args.server}))["tools"]
+            if not found:
+                print("no MCP tools" + (f" from {args.server}" if args.server else "") + " (see `beamclaw mcp list`)")
+            for tool in found:
+                mark = "asks" if tool["asks"] else "runs"
+                console.print(f"{tool['name']}  [{mark}]  {tool['description']}", markup=False)
+            return 0
+        case "restart":
+            await ask({"cmd": "mcp", "action": "restart", "server": args.server})
+            print(f"restarting {args.server}: `beamclaw mcp list` shows how it goes")
+            return 0
+    raise AssertionError(f"unknown action {args.action}")  # pragma: no cover - argparse allows only these
+
+
+def run_command(args: argparse.Namespace) -> int:
+    return trio.run(run, args)

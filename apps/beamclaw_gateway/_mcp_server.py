@@ -1,0 +1,117 @@
+"""BeamClaw as an MCP server: its agents as tools for other MCP hosts (desktop assistants, IDEs).
+
+Tools: ``chat(message, agent, user)`` sends a message to an agent and answers with its
+reply (the same user and agent continue one conversation, with its memory, tools and
+approvals), and ``agents()`` lists them. Served at ``/mcp`` by the gateway (behind its
+token) and over stdio by ``beamclaw mcp serve``.
+
+An agent that asks to approve a tool call cannot wait for the host's user inside one
+tool call: ``chat`` answers with the question at once, and the run waits; the next
+``chat`` with ``/yes``, ``/no`` or ``/always`` answers it, and returns what the run
+says next (its reply, or another question).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Protocol
+
+import attrs
+import trio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+
+#: What answers an approval question (the session's words).
+APPROVALS: Final = frozenset({"/yes", "/no", "/always", "/y", "/n"})
+_INSTRUCTIONS: Final = (
+    "BeamClaw's agents. `chat` sends a message to an agent and returns its reply; the same `user` and `agent` "
+    "continue one conversation. When the reply asks to approve a tool call, answer with `chat` again and the "
+    "message /yes, /no or /always."
+)
+
+
+@attrs.define
+class Pending:
+    """A run in progress: what it says, as it says it (questions, then its last word)."""
+
+    send: trio.MemorySendChannel[tuple[bool, str]]
+    receive: trio.MemoryReceiveChannel[tuple[bool, str]]
+    finished: bool = False
+    last_question: str = ""
+
+    @classmethod
+    def open(cls) -> Pending:
+        send, receive = trio.open_memory_channel[tuple[bool, str]](64)
+        return cls(send, receive)
+
+    def said(self, text: str) -> None:
+        """A message of the run's (an approval question); the host's user must see it now."""
+        self.last_question = text
+        self.send.send_nowait((False, text))
+
+    def ended(self, ok: bool, text: str) -> None:
+        self.finished = True
+        self.send.send_nowait((True, text if ok else f"[the turn failed] {text}"))
+
+    async def next(self) -> str:
+        _, text = await self.receive.receive()
+        return text
+
+
+class Backend(Protocol):
+    """How the MCP server reaches the agents: core itself (the gateway), or the control socket."""
+
+    async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
+        """Submit *message* as a run; tell *pending* what it says, until its end (in the background)."""
+
+    async def answer(self, agent: str, user: str, word: str) -> None:
+        """Answer the approval the run waits for."""
+
+    async def agents(self) -> list[str]: ...
+
+
+@attrs.define
+class Conversations:
+    """The runs in progress, one per (agent, user): the state `chat` keeps between calls."""
+
+    backend: Backend
+    default_agent: str
+    runs: dict[tuple[str, str], Pending] = attrs.field(factory=dict)
+
+    async def chat(self, message: str, agent: str, user: str) -> str:
+        agent = agent or self.default_agent
+        key = (agent, user)
+        pending = self.runs.get(key)
+        if pending is not None and not pending.finished:
+            if message.strip().lower() not in APPROVALS:
+                return (
+                    f"The agent is still waiting for an answer to: {pending.last_question}\n"
+                    "Reply /yes, /no or /always first."
+                )
+            await self.backend.answer(agent, user, message.strip())
+        else:
+            pending = self.runs[key] = Pending.open()
+            await self.backend.start(agent, user, message, pending)
+        return await pending.next()
+
+
+def agents_server(conversations: Conversations, name: str = "beamclaw") -> MCPServer[Any]:
+    """The MCP server of BeamClaw's agents (`chat` and `agents`)."""
+    server: MCPServer[Any] = MCPServer(name, instructions=_INSTRUCTIONS, log_level="WARNING")
+
+    @server.tool()
+    async def chat(message: str, agent: str = "", user: str = "mcp:host") -> str:
+        """Send a message to a BeamClaw agent and return its reply. The same user and agent continue one
+        conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
+        chat again with /yes, /no or /always."""
+        try:
+            return await conversations.chat(message, agent, user)
+        except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
+            raise ToolError(str(exc)) from None
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def agents() -> str:
+        """The agents there are (the `agent` of chat)."""
+        return "\n".join(await conversations.backend.agents())
+
+    return server
