@@ -14,7 +14,7 @@ import trio
 import beamclaw
 import supervision as sv
 
-from . import _agents, _daemon_commands, _pairing_commands, _sandbox_commands, _skills_commands
+from . import _agents, _daemon_commands, _mcp_commands, _pairing_commands, _sandbox_commands, _skills_commands
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
@@ -138,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
     _sandbox_commands.add_parser(commands)
+    _mcp_commands.add_parser(commands)
     doctor_parser = add_command(
         commands,
         "doctor",
@@ -184,9 +185,10 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
     return group.split(kind)[1] is None
 
 
-def _daemon_command(args: argparse.Namespace) -> int:
+def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
+    """A command that talks to the daemon; its failures to reach it are one line each."""
     try:
-        return trio.run(_DAEMON_COMMANDS[args.command], args)
+        return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
     except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
@@ -257,6 +259,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _pairing_commands.run(args)
         case "sandbox":
             return _sandbox_commands.run(args)
+        case "mcp":
+            return _daemon_command(args, _mcp_commands.run_command)
         case "doctor":
             return doctor(args)
         case "version":

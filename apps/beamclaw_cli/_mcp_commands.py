@@ -6,12 +6,19 @@ from __future__ import annotations
 import argparse
 from typing import Final
 
+import attrs
 import trio
 from rich.console import Console
 from rich.table import Table
 
-from ._control_client import ask
+import beamclaw
+import beamclaw_core as core
+import beamclaw_gateway as gateway
+
+from ._control_client import NoDaemon, ask
+from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
+from ._who import add_who, user_id
 
 _HELP: Final = Help(
     "the MCP servers BeamClaw uses, and BeamClaw as an MCP server",
@@ -40,7 +47,7 @@ def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "mcp", _HELP, _ACTIONS)
     actions["tools"].add_argument("server", nargs="?", help="one server's tools only")
     actions["restart"].add_argument("server", help="the server's name ([mcp.servers.NAME])")
-    actions["serve"].add_argument("--user", default=None, help="the user id the host speaks as (default: local:$USER)")
+    add_who(actions["serve"])
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -82,5 +89,55 @@ async def run(args: argparse.Namespace) -> int:
     raise AssertionError(f"unknown action {args.action}")  # pragma: no cover - argparse allows only these
 
 
+@attrs.define
+class _ControlBackend:
+    """The agents of the running daemon, over its control socket (see `gateway.Conversations`)."""
+
+    nursery: trio.Nursery
+
+    async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending) -> None:
+        request = control_request({"cmd": "chat", "user": user, "agent": agent, "text": message})
+        first = await anext(request)  # the daemon has taken it (or refused: said at once)
+        if first.get("type") == "error":
+            raise ValueError(str(first["error"]))
+
+        async def follow() -> None:
+            message = first
+            try:
+                while True:
+                    match message.get("type"):
+                        case "message":
+                            pending.said(str(message["text"]))
+                        case "reply":
+                            pending.ended(bool(message["ok"]), str(message["text"]))
+                            return
+                        case "error":
+                            pending.ended(False, str(message["error"]))
+                            return
+                    message = await anext(request)
+            except (NoDaemon, StopAsyncIteration):
+                pending.ended(False, "the daemon stopped before answering; send the message again")
+
+        self.nursery.start_soon(follow)
+
+    async def answer(self, agent: str, user: str, word: str) -> None:
+        await ask({"cmd": "chat", "user": user, "agent": agent, "text": word})
+
+    async def agents(self) -> list[str]:
+        return core.agent_names(beamclaw.data_dir(), core.CoreConfig().default_agent)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
+    user = user_id(args)
+    async with trio.open_nursery() as nursery:
+        conversations = gateway.McpConversations(_ControlBackend(nursery), args.agent)
+        await gateway.agents_server(conversations, default_user=user).run_stdio_async()
+        nursery.cancel_scope.cancel()
+    return 0
+
+
 def run_command(args: argparse.Namespace) -> int:
+    if args.action == "serve":
+        return trio.run(serve, args)
     return trio.run(run, args)

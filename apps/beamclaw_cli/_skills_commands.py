@@ -59,6 +59,9 @@ def show(args: argparse.Namespace) -> int:
     if skill.homepage:
         print(f"homepage: {skill.homepage}")
     print("eligible" if skill.eligible else f"not eligible: {'; '.join(skill.missing)}")
+    if skill.mcp or skill.tools:
+        needs = [*(f"the MCP server {s!r}" for s in skill.mcp), *(f"the tool {t!r}" for t in skill.tools)]
+        print(f"needs {', '.join(needs)} (checked while the daemon runs: `beamclaw mcp list`)")
     for step in skill.install:
         print(f"install: {step.describe()}")
     print()

@@ -16,7 +16,7 @@ import watchfiles
 from loguru import logger
 
 import supervision as sv
-from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, list_tools, object_schema
 
 from ._runtime import RESTART_WAIT
 from ._skill_index import SkillIndex
@@ -85,6 +85,22 @@ async def watch_skills(
         sv.cast(SKILLS, "reload")
 
 
+async def tool_names() -> set[str]:
+    """The tools there are now (for skills that need MCP servers or tools); none while the
+    tool registry restarts."""
+    try:
+        return {tool.definition.name for tool in await list_tools()}
+    except sv.NoProc:
+        return set()
+
+
+async def usable_skills(agent_id: str) -> list[Skill]:
+    """The agent's skills that can be used now: their programs, variables, system, MCP servers and tools."""
+    skills, _ = await agent_skills(agent_id)
+    available = await tool_names()
+    return [skill for skill in skills.values() if not skill.unmet(available)]
+
+
 async def agent_skills(agent_id: str) -> tuple[dict[str, Skill], list[str]]:
     """The agent's skills by name (eligible or not), and the SKILL.md files that could not be read."""
     result: tuple[dict[str, Skill], list[str]] = await sv.call(
@@ -119,6 +135,8 @@ class SkillSearchTool:
             timeout=30.0,
             restart_wait=RESTART_WAIT,
         )
+        available = await tool_names()
+        hits = [(skill, score) for skill, score in hits if not skill.unmet(available)]
         if not hits:
             return f"no skill matches {args['query']!r}"
         return "\n".join(f"{skill.summary()} (score {score:.2f})" for skill, score in hits)
@@ -142,6 +160,7 @@ class ReadSkillTool:
         skill = skills.get(args["name"])
         if skill is None:
             raise ToolError(f"there is no skill called {args['name']!r}")
-        if not skill.eligible:
-            raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(skill.missing)}")
+        unmet = skill.unmet(await tool_names())
+        if unmet:
+            raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(unmet)}")
         return f"# {skill.name} (folder {skill.path})\n\n{skill.body}"

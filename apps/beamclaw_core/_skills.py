@@ -17,7 +17,7 @@ over SKILL_LIMIT bytes is skipped with the reason among the problems (shown by
     emoji: "📜"
     homepage: https://example.org
     metadata:
-      requires: {bins: [git], env: [], os: [linux, darwin]}
+      requires: {bins: [git], env: [], os: [linux, darwin], mcp: [github], tools: [mcp__github__search]}
       install: [{kind: apt, package: git}]
     ---
     Run `{baseDir}/digest.sh PATH` ...
@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from pathlib import Path
 from typing import Any, Final, final
 
@@ -85,16 +85,31 @@ class Skill:
     env: tuple[str, ...] = ()
     os: tuple[str, ...] = ()
     install: tuple[InstallStep, ...] = ()
+    #: MCP servers (``[mcp.servers.NAME]``) and tools (by the name the agent sees) it needs.
+    mcp: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
 
-    @property
-    def missing(self) -> list[str]:
-        """Why the skill cannot be used here (empty when it can)."""
+    def unmet(self, tools: Collection[str] | None = None) -> list[str]:
+        """Why the skill cannot be used here (empty when it can). Its MCP servers and tools
+        are checked against *tools*, the tools there are now; None (no daemon to ask) says
+        they are checked while the daemon runs."""
         reasons = [f"needs the program {b!r}, which is not on PATH" for b in self.bins if shutil.which(b) is None]
         reasons += [f"needs the environment variable {v}" for v in self.env if not os.environ.get(v)]
         platform = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
         if self.os and platform not in self.os:
             reasons.append(f"runs on {', '.join(self.os)}, not {platform}")
+        if tools is None:
+            return reasons
+        for server in self.mcp:
+            if not any(tool.startswith(f"mcp__{server}__") for tool in tools):
+                reasons.append(f"needs the MCP server {server!r}, which offers no tools now (`beamclaw mcp list`)")
+        reasons += [f"needs the tool {tool!r}, which is not there now" for tool in self.tools if tool not in tools]
         return reasons
+
+    @property
+    def missing(self) -> list[str]:
+        """Why the skill cannot be used here, as far as is known without the daemon (see `unmet`)."""
+        return self.unmet(None)
 
     @property
     def eligible(self) -> bool:
@@ -182,6 +197,8 @@ def _parse(text: str, skill_md: Path, source: str) -> Skill:
             bins=_strings(requires.get("bins"), "metadata.requires.bins"),
             env=_strings(requires.get("env"), "metadata.requires.env"),
             os=_strings(requires.get("os"), "metadata.requires.os"),
+            mcp=_strings(requires.get("mcp"), "metadata.requires.mcp"),
+            tools=_strings(requires.get("tools"), "metadata.requires.tools"),
             install=_install(extra.get("install") if isinstance(extra, dict) else None, "metadata.install"),
         )
     except SkillError as exc:

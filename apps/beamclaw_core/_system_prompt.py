@@ -24,7 +24,7 @@ import supervision as sv
 from beamclaw_tools import PathRefused
 
 from ._runtime import Runtime
-from ._skill_catalog import agent_skills
+from ._skill_catalog import usable_skills
 from ._skills import prompt_block
 from ._workspace import CONTEXT_FILES, Workspace
 
@@ -94,11 +94,11 @@ def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "") ->
 async def system_prompt(runtime: Runtime, agent_id: str) -> str:
     """The agent's system prompt as of now (workspace files are re-read every time)."""
     try:
-        skills, _ = await agent_skills(agent_id)
+        skills = await usable_skills(agent_id)
     except sv.NoProc:
-        skills = {}  # the catalog is restarting: this one call goes without skills
+        skills = []  # the catalog is restarting: this one call goes without skills
     workspace = Workspace.of(runtime.data_dir, agent_id)
     # The model writes the workspace: its files are read off the event loop (each capped,
     # none a FIFO), and what comes back is scrubbed like every other text sent out.
     files = await trio.to_thread.run_sync(context_files, workspace, datetime.date.today(), abandon_on_cancel=True)
-    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills.values())))
+    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills)))

@@ -8,6 +8,9 @@ OpenAPI document of it all.
 
 from ._app import authorized, create_app
 from ._config import GatewayConfig, parse_gateway_config
+from ._mcp_server import Conversations as McpConversations
+from ._mcp_server import Pending as McpPending
+from ._mcp_server import agents_server
 from ._openapi import DOCUMENT as OPENAPI
 from ._rate_limit import RateLimiter
 from ._server import serve_http
@@ -16,7 +19,10 @@ from ._tree import supervision_tree
 __all__ = [
     "OPENAPI",
     "GatewayConfig",
+    "McpConversations",
+    "McpPending",
     "RateLimiter",
+    "agents_server",
     "authorized",
     "create_app",
     "parse_gateway_config",

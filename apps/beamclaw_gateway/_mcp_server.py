@@ -95,17 +95,18 @@ class Conversations:
         return await pending.next()
 
 
-def agents_server(conversations: Conversations, name: str = "beamclaw") -> MCPServer[Any]:
-    """The MCP server of BeamClaw's agents (`chat` and `agents`)."""
-    server: MCPServer[Any] = MCPServer(name, instructions=_INSTRUCTIONS, log_level="WARNING")
+def agents_server(conversations: Conversations, default_user: str = "mcp:host") -> MCPServer[Any]:
+    """The MCP server of BeamClaw's agents (`chat` and `agents`); *default_user* speaks when
+    a call names no user."""
+    server: MCPServer[Any] = MCPServer("beamclaw", instructions=_INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
-    async def chat(message: str, agent: str = "", user: str = "mcp:host") -> str:
+    async def chat(message: str, agent: str = "", user: str = "") -> str:
         """Send a message to a BeamClaw agent and return its reply. The same user and agent continue one
         conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
         chat again with /yes, /no or /always."""
         try:
-            return await conversations.chat(message, agent, user)
+            return await conversations.chat(message, agent, user or default_user)
         except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
             raise ToolError(str(exc)) from None
 

@@ -131,3 +131,44 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+async def test_a_skill_needing_an_mcp_server_is_usable_only_while_it_offers_tools(
+    run_mcp: RunMcp, tmp_path: Path
+) -> None:
+    from beamclaw_core import parse_skill
+
+    skill_md = tmp_path / "notes-search" / "SKILL.md"
+    skill_md.parent.mkdir()
+    skill_md.write_text(
+        "---\nname: notes-search\ndescription: Search notes\nmetadata:\n  requires:\n    mcp: [test]\n"
+        "    tools: [mcp__test__add]\n---\nUse mcp__test__add.\n"
+    )
+    skill = parse_skill(skill_md, "home")
+    assert skill.eligible  # without the daemon, nothing says otherwise
+    assert skill.unmet(set()) == [
+        "needs the MCP server 'test', which offers no tools now (`beamclaw mcp list`)",
+        "needs the tool 'mcp__test__add', which is not there now",
+    ]
+    async with run_mcp({"servers": {"test": stdio()}}) as m:
+        await m.until("test", lambda s: s.state == "ready")
+        assert skill.unmet({t.definition.name for t in await list_tools()}) == []
+
+
+async def test_a_call_cancelled_by_stop_is_cancelled_on_the_server_too(run_mcp: RunMcp, tmp_path: Path) -> None:
+    """`/stop` cancels the loop's step, and with it the call: the server gets notifications/cancelled."""
+    marks = tmp_path / "marks.txt"
+    os.environ["MCP_TEST_MARKS_PATH"] = str(marks)
+    try:
+        server = stdio(env={"MCP_TEST_MARKS": {"env": "MCP_TEST_MARKS_PATH"}})
+        async with run_mcp({"servers": {"test": server}}) as m:
+            await m.until("test", lambda s: s.state == "ready")
+            with trio.move_on_after(1.0):
+                await m.call("mcp__test__slow", {"seconds": 60})
+            with trio.fail_after(10):
+                while not marks.exists():
+                    await trio.sleep(0.05)
+            assert marks.read_text() == "cancelled\n"
+            assert (await m.call("mcp__test__add", {"a": 1, "b": 2})).text == "3"  # the server goes on
+    finally:
+        del os.environ["MCP_TEST_MARKS_PATH"]
