@@ -39,7 +39,7 @@ _ACTIONS: Final = {
     "serve": Help("be an MCP server over stdio for another host", "Serve BeamClaw's agents as MCP tools over stdio, "
                   "for a desktop assistant or an IDE: `chat` (agent, message) talks to an agent of the running "
                   "daemon, `agents` lists them. Put this command in the host's MCP configuration.",
-                  ["beamclaw mcp serve", "beamclaw mcp serve --user local:ada"]),
+                  ["beamclaw mcp serve", "beamclaw mcp serve --agent ops"]),
 }  # fmt: skip
 
 

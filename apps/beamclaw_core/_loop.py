@@ -182,7 +182,7 @@ class Loop(sv.StateMachine):
                 result = await step(data)
             return await self._stopped(data) if work.cancelled_caught else result
         if state == AWAITING_APPROVAL:
-            if event.type is sv.CAST and content == ("stop",):
+            if event.type is sv.CAST and content == ("stop", data.turn.run.id if data.turn else None):
                 await sv.call(data.session, ("awaiting_approval", None))
                 return await self._stopped(data)
             if event.type is sv.CAST and isinstance(content, tuple) and content[0] == "approval":

@@ -160,7 +160,8 @@ class Session(sv.GenServer):
                 if state.current is None:
                     return sv.Reply(False, state)
                 state.current.stop()  # the step at work is cancelled; one waiting (for approval) is told
-                self._notify_loop(state, ("stop",))
+                if state.pending_approval is not None:
+                    self._notify_loop(state, ("stop", state.current.id))
                 return sv.Reply(True, state)
             case "close_open_calls":
                 await self._close_tool_calls(state)

@@ -46,6 +46,18 @@ async def serve_http(
     config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (), task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
     """Bind, report started with the bound addresses, and serve until cancelled."""
+    try:
+        await _with_mcp(config, data_dir, extra, task_status)
+    except BaseExceptionGroup as group:  # the nurseries around the server wrap what it raised
+        listen, rest = group.split(ListenError)
+        if listen is None or rest is not None:
+            raise
+        first = _first_leaf(listen)
+        raise first from first.__cause__
+
+
+async def _with_mcp(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...], task_status: Any) -> None:
+    """The app, with the MCP server of the agents at /mcp (whose session manager runs meanwhile)."""
     async with trio.open_nursery() as conversations:
         server = agents_server(Conversations(CoreBackend(config, data_dir, conversations), config.default_agent))
         mcp_app = server.streamable_http_app(
@@ -92,7 +104,7 @@ async def _serve(app: Any, config: GatewayConfig, task_status: Any) -> None:
         raise _listen_error(first, config.http) from first
 
 
-def _first_leaf(group: BaseExceptionGroup[OSError]) -> OSError:
+def _first_leaf(group: BaseExceptionGroup[Any]) -> Any:
     inner = group.exceptions[0]
     return _first_leaf(inner) if isinstance(inner, BaseExceptionGroup) else inner
 
