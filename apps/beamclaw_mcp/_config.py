@@ -47,6 +47,9 @@ class ServerConfig:
     headers: dict[str, TextOrSecret] = attrs.field(factory=dict)
     enabled: bool = True
     trust: Trust = "ask"
+    #: Which of its tools are offered to the model: names or shell-style patterns
+    #: (``["read_*", "search"]``); empty offers all it lists.
+    tools: list[str] = attrs.field(factory=list)
 
     @property
     def transport(self) -> str:
@@ -68,6 +71,10 @@ class McpConfig:
     restart_period_seconds: float = 30.0
     #: Over HTTP nothing tells of a server gone but a request: one (a ping) is made this often.
     ping_interval_seconds: float = 15.0
+    #: A stdio server's message (one line) longer than this ends its connection (a crash).
+    max_message_bytes: int = 8_000_000
+    #: A server's tools beyond this many are not offered (each costs the model's context).
+    max_tools_per_server: int = 64
     servers: dict[str, ServerConfig] = attrs.field(factory=dict)
 
 
@@ -75,7 +82,7 @@ def parse_mcp_config(table: dict[str, Any]) -> McpConfig:
     """Check ``[mcp]``; raises `ConfigError` (a ValueError) naming the bad key."""
     config = structure_config(table, McpConfig, "mcp")
     positive = ("call_timeout_seconds", "init_timeout_seconds", "max_result_bytes", "restart_period_seconds",
-                "ping_interval_seconds")  # fmt: skip
+                "ping_interval_seconds", "max_message_bytes", "max_tools_per_server")  # fmt: skip
     for key in positive:
         if not getattr(config, key) > 0:
             raise ValueError(f"mcp.{key} must be more than 0")
@@ -83,10 +90,11 @@ def parse_mcp_config(table: dict[str, Any]) -> McpConfig:
         raise ValueError("mcp.max_restarts must be 0 or more")
     for name, server in config.servers.items():
         where = f"mcp.servers.{name}"
-        if not _SERVER_NAME.fullmatch(name) or "__" in name:
+        if not _SERVER_NAME.fullmatch(name) or "__" in name or name.endswith("_"):
             raise ValueError(
-                f"{where}: a server's name is 1 to 32 lowercase letters, digits, '-' or '_' (not '__': it "
-                "separates the parts of a tool's name, mcp__SERVER__TOOL)"
+                f"{where}: a server's name is 1 to 32 lowercase letters, digits, '-' or '_', starting with a "
+                "letter or digit, without '__' or a final '_' (they would blur the parts of a tool's name, "
+                "mcp__SERVER__TOOL)"
             )
         if bool(server.command) == bool(server.url):
             raise ValueError(f"{where}: give either command (a stdio server) or url (streamable HTTP), not both")

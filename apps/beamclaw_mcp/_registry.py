@@ -92,7 +92,7 @@ class McpRegistry(sv.GenServer):
 
     async def _start(self, name: str, state: _State) -> None:
         server = state.config.servers[name]
-        link = state.links.setdefault(name, Link(name, state.config))
+        link = state.links.setdefault(name, Link(name, state.config, remake_after_timeout=bool(server.url)))
         pid = await sv.start_child(SERVERS, server_tree(name, server, link, state.config))
         assert pid is not None
         state.running[name] = pid

@@ -25,7 +25,6 @@ from typing import Any, Final
 import anyio
 import attrs
 import trio
-from jsonschema import Draft202012Validator, SchemaError
 from loguru import logger
 from mcp import ClientSession, types
 from mcp.shared.message import SessionMessage
@@ -35,6 +34,7 @@ from beamclaw_obs import emit, scrub
 from beamclaw_tools import REGISTRY, ToolDefinition, list_tools, register_tool, unregister_tool
 
 from ._config import ServerConfig
+from ._listing import Listings, listed
 from ._names import remote_server, tool_names
 from ._tool import Link, McpTool
 from ._transport import StderrTail, connect
@@ -62,63 +62,41 @@ class _Watch:
             self.ended.set()
 
 
-async def _relay(source: Any, sink: Any, watch: _Watch) -> None:
-    """Pass the server's messages on to the session; note when the stream ends or fails."""
+async def _relay(source: Any, sink: Any, watch: _Watch, listings: Listings) -> None:
+    """Pass the server's messages on to the session, its tool listings checked; note when
+    the stream ends or fails."""
     async with sink:
         try:
             async for item in source:
                 if isinstance(item, Exception):
                     watch.end(f"the transport failed: {type(item).__name__}: {item}")
-                await sink.send(item)
+                await sink.send(item if isinstance(item, Exception) else await listings.received(item))
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream):
             pass
     watch.end("the server closed the connection")
 
 
-def _usable(name: str, tool: types.Tool) -> str | None:
-    """Why a listed tool cannot be offered to a model, or None."""
-    schema = tool.input_schema
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        return "its input schema is not a JSON object schema"
-    try:
-        Draft202012Validator.check_schema(schema)
-    except SchemaError as exc:
-        return f"its input schema is invalid: {exc.message}"
-    return None
+async def _forward(source: Any, sink: Any, listings: Listings) -> None:
+    """Pass the session's messages on to the server, noting its requests for tool listings."""
+    async with source, sink:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            async for message in source:
+                listings.sent(message)
+                await sink.send(message)
 
 
-def mcp_tools(name: str, server: ServerConfig, link: Link, listed: list[types.Tool]) -> tuple[list[McpTool], list[str]]:
-    """The tools to register, and why any listed one was skipped."""
-    usable, skipped = [], []
-    for tool in listed:
-        problem = _usable(name, tool)
-        if problem is None:
-            usable.append(tool)
-        else:
-            skipped.append(f"{tool.name}: {problem}")
-    local = tool_names(name, [tool.name for tool in usable])
+def mcp_tools(name: str, server: ServerConfig, link: Link, listed: list[types.Tool]) -> list[McpTool]:
+    """*server*'s checked tools (see `_listing`) as BeamClaw tools."""
+    local = tool_names(name, [tool.name for tool in listed])
     made = []
-    for tool in usable:
+    for tool in listed:
         hints = tool.annotations
-        description = scrub(tool.description or tool.title or tool.name)
         made.append(McpTool(
-            ToolDefinition(local[tool.name], f"[MCP server {name}] {description}", dict(tool.input_schema)),
+            ToolDefinition(local[tool.name], f"[MCP server {name}] {tool.description}", dict(tool.input_schema)),
             tool.name, link, server.trust,
             read_only=bool(hints and hints.read_only_hint), idempotent=bool(hints and hints.idempotent_hint),
         ))  # fmt: skip
-    return made, skipped
-
-
-async def _listed(session: ClientSession) -> list[types.Tool]:
-    """Every tool, across pages."""
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-        tools += page.tools
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
+    return made
 
 
 async def _registered(server: str) -> set[str]:
@@ -161,6 +139,7 @@ class _Connection:
     tail: StderrTail = attrs.field(factory=StderrTail)
     tools: list[str] = attrs.field(factory=list)
     watch: _Watch = attrs.field(factory=_Watch)
+    listings: Listings = attrs.field(factory=Listings)
 
     async def run(self) -> None:
         """Connect, serve, and end the connection; a stop (cancellation) still ends it cleanly.
@@ -173,7 +152,7 @@ class _Connection:
             guard.start_soon(_cancel_when_cancelled, serving)
             with trio.CancelScope(shield=True) as connection:
                 connection.deadline = trio.current_time() + self.link.config.init_timeout_seconds
-                async with connect(self.name, self.server, self.tail) as (read, write):
+                async with connect(self.name, self.server, self.tail, self.link.config) as (read, write):
                     connection.deadline = math.inf
                     with serving:
                         await self._session(read, write)
@@ -182,8 +161,6 @@ class _Connection:
         raise ConnectionLost(self.watch.why or "the connection ended")
 
     async def _session(self, read: Any, write: Any) -> None:
-        config = self.link.config
-
         async def on_message(message: Any) -> None:
             if isinstance(message, Exception):
                 self.watch.end(f"the transport failed: {type(message).__name__}: {message}")
@@ -192,23 +169,38 @@ class _Connection:
 
         async with trio.open_nursery() as nursery:
             send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-            nursery.start_soon(_relay, read, send, self.watch)
-            async with ClientSession(receive, write, client_info=_CLIENT, message_handler=on_message) as session:
-                with trio.move_on_after(config.init_timeout_seconds) as handshake:
-                    await session.initialize()
-                    await self._offer(await _listed(session))
-                if handshake.cancelled_caught:
-                    raise ConnectionLost(
-                        f"the handshake (initialize, tools/list) took more than {config.init_timeout_seconds:g} s "
-                        "(mcp.init_timeout_seconds)"
-                    )
-                self.link.attach(session)
-                emit("mcp_server_ready", server=self.name, tools=len(self.tools))
-                await self._serve(session)
-            nursery.cancel_scope.cancel()
+            nursery.start_soon(_relay, read, send, self.watch, self.listings)
+            outgoing, forwarded = anyio.create_memory_object_stream[SessionMessage](0)
+            nursery.start_soon(_forward, forwarded, write, self.listings)
+            try:
+                async with ClientSession(receive, outgoing, client_info=_CLIENT, message_handler=on_message) as session:
+                    if await self._handshake(session, nursery):
+                        self.link.attach(session)
+                        emit("mcp_server_ready", server=self.name, tools=len(self.tools))
+                        await self._serve(session)
+            finally:
+                nursery.cancel_scope.cancel()
 
-    async def _offer(self, listed: list[types.Tool]) -> None:
-        tools, skipped = mcp_tools(self.name, self.server, self.link, listed)
+    async def _handshake(self, session: ClientSession, nursery: trio.Nursery) -> bool:
+        """``initialize`` and the first listing; False if the transport failed meanwhile."""
+        timeout = self.link.config.init_timeout_seconds
+        handshake = trio.CancelScope(deadline=trio.current_time() + timeout)
+        nursery.start_soon(_then_cancel, self.watch.ended.wait, handshake)  # the transport failing
+        with handshake:
+            self.listings.version = (await session.initialize()).protocol_version
+            await self._offer(session)
+        if self.watch.ended.is_set():
+            return False
+        if handshake.cancelled_caught:
+            raise ConnectionLost(
+                f"the handshake (initialize, tools/list) took more than {timeout:g} s (mcp.init_timeout_seconds)"
+            )
+        return True
+
+    async def _offer(self, session: ClientSession) -> None:
+        """List the server's tools and register them."""
+        listing, skipped = await listed(session, self.listings, self.server, self.link.config.max_tools_per_server)
+        tools = mcp_tools(self.name, self.server, self.link, listing)
         for problem in skipped:
             logger.warning("MCP server {}: tool skipped: {}", self.name, problem)
         await offer_tools(self.name, tools)
@@ -232,7 +224,7 @@ class _Connection:
             if watch.ended.is_set():
                 return
             if link.lost.is_set():
-                watch.end("the server lost the session (HTTP 404): a new one is made")
+                watch.end(link.lost_why)
                 return
             if idle.cancelled_caught:
                 try:
@@ -247,7 +239,7 @@ class _Connection:
             else:  # the tool registry restarted, empty: register again
                 registry = sv.monitor(REGISTRY)
             with trio.fail_after(link.config.init_timeout_seconds):
-                await self._offer(await _listed(session))
+                await self._offer(session)
 
 
 async def serve_server(
@@ -265,7 +257,7 @@ async def serve_server(
     except Exception as exc:
         # Its tools stay registered, failing at once, until it is back (or given up on).
         stderr = connection.tail.text()
-        why = _describe(exc)
+        why = connection.watch.why or _describe(exc)  # the cause, before what it made fail
         report(name, "error", error=scrub(why), stderr=stderr)
         raise ConnectionLost(why + (f"; its stderr ended with:\n{stderr}" if stderr else "")) from exc
     finally:

@@ -39,13 +39,23 @@ class Link:
     session: ClientSession | None = None
     #: Set (and replaced) at each attach and detach.
     _changed: trio.Event = attrs.field(factory=trio.Event)
-    #: Set by a call that saw the session lost; the owning process reconnects.
+    #: Over HTTP, a call given up on leaves its response stream open in the SDK's
+    #: transport (a server may keep it open for ever): the connection is made anew.
+    remake_after_timeout: bool = False
+    #: Set by a call that saw the connection unusable (`lose`); the owning process reconnects.
     lost: trio.Event = attrs.field(factory=trio.Event)
+    lost_why: str = ""
 
     def attach(self, session: ClientSession) -> None:
-        self.session, self.lost = session, trio.Event()
+        self.session, self.lost, self.lost_why = session, trio.Event(), ""
         self._changed.set()
         self._changed = trio.Event()
+
+    def lose(self, why: str) -> None:
+        """Tell the owning process to end this connection and make a new one."""
+        if not self.lost.is_set():
+            self.lost_why = why
+            self.lost.set()
 
     def detach(self) -> None:
         self.session = None
@@ -60,7 +70,7 @@ class Link:
         except MCPError as exc:
             if not any(words in str(exc).lower() for words in _SESSION_LOST):
                 raise ToolError(self._refused(exc)) from None
-            self.lost.set()
+            self.lose("the server lost the session (HTTP 404): a new one is made")
             if not repeatable:
                 raise ToolError(
                     f"the MCP server {self.server!r} lost its session during the call; the call was not repeated "
@@ -89,6 +99,8 @@ class Link:
             if not isinstance(result, CallToolResult):  # pragma: no cover - the SDK raises for the others
                 raise ToolError(f"the MCP server {self.server!r} answered with a {type(result).__name__}")
             return result
+        if self.remake_after_timeout:
+            self.lose(f"a call was not answered within {timeout:g} s: a new connection is made")
         raise ToolError(
             f"the MCP server {self.server!r} did not answer within {timeout:g} s (mcp.call_timeout_seconds)"
         )
@@ -134,6 +146,10 @@ class McpTool:
     trust: Trust = "ask"
     read_only: bool = False
     idempotent: bool = False
+    #: What BeamClaw checks a call's arguments against: only that they are an object. The
+    #: server's own schema (what the model is shown) is the server's to enforce; run here,
+    #: a hostile one (a crafted ``pattern``, a tree of ``$ref``) would hold the event loop.
+    argument_schema: dict[str, Any] = attrs.field(factory=lambda: {"type": "object"})
 
     @property
     def requires_approval(self) -> bool:

@@ -1,11 +1,11 @@
 """Opening a connection to an MCP server: a stdio subprocess or a streamable HTTP endpoint.
 
 Both give the SDK's stream pair, which a `mcp.ClientSession` runs over. A stdio
-server starts with the SDK's small inherited environment (``PATH``, ``HOME``...) plus
-its configured ``env``, never the daemon's secrets; what it writes on stderr is kept,
-the last lines only (`StderrTail`), for the reason a server that keeps failing shows.
-Leaving the connection stops a stdio server (its stdin closed, then terminated, never
-respawned) and ends an HTTP session with a DELETE.
+server (`_stdio`) starts with the SDK's small inherited environment (``PATH``,
+``HOME``...) plus its configured ``env``, never the daemon's secrets; what it writes on
+stderr is kept, the last lines only (`StderrTail`), for the reason a server that keeps
+failing shows. Leaving the connection stops a stdio server and its children, and ends
+an HTTP session with a DELETE.
 """
 
 from __future__ import annotations
@@ -19,14 +19,13 @@ from typing import Any, Final
 import attrs
 import httpx2
 import trio
-from mcp import StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from beamclaw_obs import scrub
 from beamclaw_tools import resolve
 
-from ._config import ServerConfig
+from ._config import McpConfig, ServerConfig
+from ._stdio import stdio_connection
 
 #: How much of a server's stderr is kept: lines, and characters a line.
 _TAIL_LINES: Final = 40
@@ -60,39 +59,40 @@ class StderrTail:
         return scrub("\n".join(self.lines))
 
 
-def _stdio_parameters(name: str, server: ServerConfig) -> StdioServerParameters:
-    purpose = f"the MCP server {name!r}"
-    return StdioServerParameters(
-        command=server.command[0],
-        args=server.command[1:],
-        env={key: resolve(value, purpose) for key, value in server.env.items()},
-        cwd=server.cwd or None,
-    )
-
-
 @contextlib.asynccontextmanager
-async def connect(name: str, server: ServerConfig, tail: StderrTail) -> AsyncIterator[tuple[Any, Any]]:
+async def connect(
+    name: str, server: ServerConfig, tail: StderrTail, config: McpConfig
+) -> AsyncIterator[tuple[Any, Any]]:
     """The server's (read, write) streams, for as long as the block runs."""
+    purpose = f"the MCP server {name!r}"
     if server.url:
-        headers = {key: resolve(value, f"the MCP server {name!r}") for key, value in server.headers.items()}
+        headers = {key: resolve(value, purpose) for key, value in server.headers.items()}
         async with (
             httpx2.AsyncClient(headers=headers, timeout=_HTTP_TIMEOUT) as client,
             streamable_http_client(server.url, http_client=client, terminate_on_close=True) as streams,
         ):
             yield streams
         return
-    parameters = _stdio_parameters(name, server)
+    env = {key: resolve(value, purpose) for key, value in server.env.items()}
     read_fd, write_fd = os.pipe()
-    errlog = os.fdopen(write_fd, "w")
     collected = trio.Event()
     async with trio.open_nursery() as nursery:
         nursery.start_soon(tail.collect, read_fd, collected)
         try:
-            async with stdio_client(parameters, errlog=errlog) as streams:
-                errlog.close()  # the server holds its own copy: the tail ends when it exits
+            async with stdio_connection(
+                f"MCP server {name}",
+                server.command,
+                env=env,
+                cwd=server.cwd or None,
+                stderr_fd=write_fd,
+                max_message_bytes=config.max_message_bytes,
+            ) as streams:
+                os.close(write_fd)  # the server holds its own copy: the tail ends when it exits
+                write_fd = -1
                 yield streams
         finally:
-            errlog.close()
+            if write_fd >= 0:
+                os.close(write_fd)
             with trio.CancelScope(shield=True), trio.move_on_after(_TAIL_GRACE):
                 await collected.wait()  # the last words of a server that died
             nursery.cancel_scope.cancel()

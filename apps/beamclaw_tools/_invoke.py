@@ -16,8 +16,9 @@ from loguru import logger
 from ._tool import Tool, ToolContext, ToolError, ToolResult, ToolSession
 
 
-def _schema_errors(schema: dict[str, Any], args: Any) -> list[str]:
-    validator = jsonschema.Draft202012Validator(schema)
+def _schema_errors(tool: Tool, args: Any) -> list[str]:
+    schema = getattr(tool, "argument_schema", None)
+    validator = jsonschema.Draft202012Validator(schema if isinstance(schema, dict) else tool.definition.parameters)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))
     return [f"{'/'.join(str(p) for p in error.absolute_path) or 'arguments'}: {error.message}" for error in errors[:5]]
 
@@ -28,6 +29,8 @@ def parse_arguments(tool_name: str, raw: str | dict[str, Any] | None) -> dict[st
         return {}
     if isinstance(raw, dict):
         return raw
+    if not isinstance(raw, str):
+        raise ToolError(f"arguments for {tool_name!r} must be a JSON object, not {type(raw).__name__}")
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
@@ -51,7 +54,7 @@ def approval_reason(tool: Tool, raw_args: str | dict[str, Any] | None) -> str | 
         args = parse_arguments(tool.definition.name, raw_args)
     except ToolError:
         return None
-    if _schema_errors(tool.definition.parameters, args):
+    if _schema_errors(tool, args):
         return None
     try:
         reason: str | None = hook(args)
@@ -68,7 +71,7 @@ async def run_tool(
     name = tool.definition.name
     try:
         args = parse_arguments(name, raw_args)
-        problems = _schema_errors(tool.definition.parameters, args)
+        problems = _schema_errors(tool, args)
         if problems:
             raise ToolError(f"invalid arguments for {name!r}: " + "; ".join(problems))
         result = await tool.execute(args, session, context)

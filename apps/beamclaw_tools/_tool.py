@@ -104,6 +104,9 @@ class Tool(Protocol):
     passed its schema, why this one call needs the user's approval even where the tool
     would not (``write_file`` of ``AGENTS.md``), or None. It is optional (a Protocol
     cannot say so: read it with `approval_reason`), must not block and must not raise.
+
+    A tool whose ``definition.parameters`` is not BeamClaw's own (an MCP server's) may
+    define ``argument_schema``, the schema its arguments are checked against here instead.
     """
 
     @property

@@ -44,7 +44,7 @@ class RunningMcp:
         assert found is not None, f"no tool {name}: {[t.definition.name for t in await tools.list_tools()]}"
         return found
 
-    async def call(self, name: str, args: dict[str, Any]) -> tools.ToolResult:
+    async def call(self, name: str, args: dict[str, Any] | str) -> tools.ToolResult:
         session = tools.ToolSession("s", "default", "u")
         return await tools.run_tool(await self.tool(name), args, session, tools.ToolContext(self.home, self.home))
 

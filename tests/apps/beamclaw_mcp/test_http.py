@@ -98,3 +98,17 @@ async def test_a_server_that_goes_away_fails_calls_at_once_and_is_used_again_whe
         async with _server(port, seen):
             await m.until("web", lambda s: s.state == "ready")
             assert (await m.call("mcp__web__add", {"a": 2, "b": 2})).text == "4"
+
+
+async def test_a_call_given_up_on_makes_a_new_connection(run_mcp: RunMcp) -> None:
+    """The SDK's transport would keep the unanswered call's event stream open for ever: a new session
+    leaves nothing of it behind, and the server serves the next call."""
+    port, seen = _free_port(), Seen()
+    async with _server(port, seen), run_mcp({**_table(port), "call_timeout_seconds": 1}) as m:
+        await m.until("web", lambda s: s.state == "ready")
+        late = await m.call("mcp__web__slow", {"seconds": 30})
+        assert late.is_error and "did not answer within 1 s (mcp.call_timeout_seconds)" in late.text
+        status = await m.until("web", lambda s: s.state == "ready" and s.restarts == 1)
+        assert "a call was not answered within 1 s: a new connection is made" in status.last_error
+        assert (await m.call("mcp__web__add", {"a": 2, "b": 2})).text == "4"
+        assert [method for method, _ in seen.requests].count("DELETE") >= 1  # the old session was ended
