@@ -1,4 +1,9 @@
-"""Talking to the running daemon over its control socket (JSON lines)."""
+"""Talking to the running daemon over its control socket (JSON lines).
+
+What the daemon answers is text from outside (a model's replies, user ids, an MCP
+server's stderr) and is printed to a terminal: each string in an answer is made
+`visible` as it arrives, so no print site can forget it.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ from typing import Any
 import trio
 
 import beamclaw
+
+from ._visible import visible
 
 
 class NoDaemon(Exception):
@@ -32,11 +39,23 @@ async def _lines(stream: trio.SocketStream) -> AsyncGenerator[bytes, None]:
             yield line
 
 
-async def request(payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+def _visible_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return visible(value)
+    if isinstance(value, dict):
+        return {key: _visible_strings(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_visible_strings(item) for item in value]
+    return value
+
+
+async def request(payload: dict[str, Any], *, raw: bool = False) -> AsyncIterator[dict[str, Any]]:
     """Send one request; yield each JSON line of the answer, the last with ``done``.
 
-    A daemon that is not there, or that goes away before the last line (stopped,
-    restarted, killed), raises NoDaemon: the caller says so in one line.
+    Its strings are made `visible` unless *raw* (for a program, not a terminal: what
+    `beamclaw mcp serve` hands its host). A daemon that is not there, or that goes away
+    before the last line (stopped, restarted, killed), raises NoDaemon: the caller says
+    so in one line.
     """
     path = socket_path()
     try:
@@ -51,7 +70,7 @@ async def request(payload: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
             lines = _lines(stream)
             async for line in lines:
                 message: dict[str, Any] = json.loads(line)
-                yield message
+                yield message if raw else _visible_strings(message)
                 if message.get("done"):
                     await lines.aclose()
                     return

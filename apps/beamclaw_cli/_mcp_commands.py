@@ -96,7 +96,7 @@ class _ControlBackend:
     nursery: trio.Nursery
 
     async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending) -> None:
-        request = control_request({"cmd": "chat", "user": user, "agent": agent, "text": message})
+        request = control_request({"cmd": "chat", "user": user, "agent": agent, "text": message}, raw=True)
         first = await anext(request)  # the daemon has taken it (or refused: said at once)
         if first.get("type") == "error":
             raise ValueError(str(first["error"]))

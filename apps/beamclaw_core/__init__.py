@@ -11,6 +11,7 @@ daemon being killed. Channels use `open_session`, `send_message` (or `submit`) a
 from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
 
 from ._api import (
+    MAX_USER_ID,
     ContextUsage,
     InvalidUserId,
     SessionHandle,
@@ -89,6 +90,7 @@ __all__ = [
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
+    "MAX_USER_ID",
     "InvalidUserId",
     "check_user_id",
     "UnknownAgent",

@@ -38,6 +38,10 @@ class SessionHandle:
     dest: sv.ViaName
 
 
+#: The longest user id (namespace included) a conversation may have.
+MAX_USER_ID: Final = 128
+
+
 class InvalidUserId(ValueError):
     """A user id that cannot be a conversation's key; the message says why."""
 
@@ -45,14 +49,18 @@ class InvalidUserId(ValueError):
 def check_user_id(user_id: str) -> str:
     """*user_id* if it may be a conversation's key (stored, and shown by `beamclaw sessions`).
 
-    Each part between colons is checked alone (``api:``, ``local:``, ``tg:`` are our own
-    namespaces; ``api:<32 hex digits>`` read whole looks like ``key: value`` to the
-    scrubber, and a UUID is a fine id).
+    Printable and short, whatever channel it came from: a terminal that prints the
+    sessions table must not be driven by escape sequences a client chose. Each part
+    between colons is checked for credentials alone (``api:``, ``local:``, ``tg:`` are
+    our own namespaces; ``api:<32 hex digits>`` read whole looks like ``key: value`` to
+    the scrubber, and a UUID is a fine id).
     """
     if not user_id:
-        raise InvalidUserId("a session needs a user id")
+        raise InvalidUserId("a user id must not be empty")
+    if len(user_id) > MAX_USER_ID or not user_id.isprintable():
+        raise InvalidUserId(f"a user id must be printable and at most {MAX_USER_ID} characters, its namespace included")
     if any(scrub(part) != part for part in user_id.split(":")):
-        raise InvalidUserId("a user id must not hold a credential; use an opaque id (a name, a number, a UUID)")
+        raise InvalidUserId("a user id looks like a credential; use an opaque id (a name, a number, a UUID)")
     return user_id
 
 

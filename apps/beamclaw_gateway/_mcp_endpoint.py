@@ -59,8 +59,7 @@ class CoreBackend:
 
     async def _open(self, agent: str, user: str) -> core.SessionHandle:
         name = core.check_agent_exists(self.data_dir, agent or self.config.default_agent, self.config.default_agent)
-        uid = core.check_user_id(user if ":" in user else f"mcp:{user}")
-        return await core.open_session(uid, name, "mcp")
+        return await core.open_session(user, name, "mcp")
 
     async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
         handle = await self._open(agent, user)

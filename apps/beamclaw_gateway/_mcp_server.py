@@ -21,8 +21,13 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
+import beamclaw_core as core
+
 #: What answers an approval question (the session's words).
 APPROVALS: Final = frozenset({"/yes", "/no", "/always", "/y", "/n"})
+#: Runs kept between `chat` calls at once: each (agent, user) has one, so a host that
+#: invents users cannot grow the table without end.
+MAX_RUNS: Final = 256
 _INSTRUCTIONS: Final = (
     "BeamClaw's agents. `chat` sends a message to an agent and returns its reply; the same `user` and `agent` "
     "continue one conversation. When the reply asks to approve a tool call, answer with `chat` again and the "
@@ -37,6 +42,8 @@ class Pending:
     send: trio.MemorySendChannel[tuple[bool, str]]
     receive: trio.MemoryReceiveChannel[tuple[bool, str]]
     finished: bool = False
+    #: The run's last word has been handed to a `chat` call: nothing more to keep.
+    told: bool = False
     last_question: str = ""
 
     @classmethod
@@ -54,7 +61,8 @@ class Pending:
         self.send.send_nowait((True, text if ok else f"[the turn failed] {text}"))
 
     async def next(self) -> str:
-        _, text = await self.receive.receive()
+        last, text = await self.receive.receive()
+        self.told = last
         return text
 
 
@@ -79,7 +87,13 @@ class Conversations:
     runs: dict[tuple[str, str], Pending] = attrs.field(factory=dict)
 
     async def chat(self, message: str, agent: str, user: str) -> str:
+        """The run's next word for *message*; a bare *user* is put in the ``mcp:`` namespace.
+
+        Raises `ValueError` (said to the host) for a bad user or agent, or when
+        `MAX_RUNS` conversations are waiting for answers.
+        """
         agent = agent or self.default_agent
+        user = core.check_user_id(user if ":" in user else f"mcp:{user}")
         key = (agent, user)
         pending = self.runs.get(key)
         if pending is not None and not pending.finished:
@@ -90,9 +104,26 @@ class Conversations:
                 )
             await self.backend.answer(agent, user, message.strip())
         else:
+            self._make_room()
             pending = self.runs[key] = Pending.open()
-            await self.backend.start(agent, user, message, pending)
-        return await pending.next()
+            try:
+                await self.backend.start(agent, user, message, pending)
+            except BaseException:
+                del self.runs[key]
+                raise
+        text = await pending.next()
+        if pending.told and self.runs.get(key) is pending:
+            del self.runs[key]
+        return text
+
+    def _make_room(self) -> None:
+        """Forget finished runs whose caller went away before their end; refuse past `MAX_RUNS`."""
+        if len(self.runs) < MAX_RUNS:
+            return
+        for key in [key for key, pending in self.runs.items() if pending.finished]:
+            del self.runs[key]
+        if len(self.runs) >= MAX_RUNS:
+            raise ValueError(f"{MAX_RUNS} conversations are waiting for an approval; answer one of them first")
 
 
 def agents_server(conversations: Conversations, default_user: str = "mcp:host") -> MCPServer[Any]:

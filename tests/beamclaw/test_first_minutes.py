@@ -207,3 +207,18 @@ async def test_the_echo_model_of_the_first_steps_serves_echo(tmp_path: Path) -> 
     finally:
         server.kill()
         await server.wait()
+
+
+async def test_a_hostile_reply_cannot_drive_the_terminal(tmp_path: Path) -> None:
+    """A reply's escape sequences (clipboard write, screen clear, a carriage return that
+    overwrites the line) are printed written out by `chat` and `history`, never obeyed."""
+    home = tmp_path / "home"
+    hostile = "ok\x1b]52;c;cHduZWQ=\x07\x1b[2J\rfake prompt \u202eexe.txt"
+    async with scripted_model(repeat=Reply(hostile)) as model, running_daemon(write_config(tmp_path, model), home):
+        chatted = (await cli(home, "chat", "hi")).stdout.decode()
+        shown = (await cli(home, "history")).stdout.decode()
+    written_out = "ok\\x1b]52;c;cHduZWQ=\\x07\\x1b[2Jfake prompt \\u202eexe.txt"
+    assert chatted == written_out + "\n"
+    assert shown.splitlines()[-1] == f"assistant: {written_out}"
+    for output in (chatted, shown):
+        assert not any(c in output for c in "\x1b\x07\r\u202e")

@@ -51,7 +51,7 @@ def _chat(**fields: Any) -> bytes:
         (json.dumps({"messages": [{"role": 5, "content": "x"}, *USER]}).encode(), "messages[0].role must be a string"),
         (json.dumps({"messages": [*USER, 5]}).encode(), "messages[1] must be an object"),
         (b'{"messages": [{"role": "user", "content": "a\\ud800b"}]}', "lone surrogate at character 1"),
-        (_chat(user="a\u0000b"), "'user' must be a printable"),
+        (_chat(user="a\u0000b"), "a user id must be printable"),
         (_chat(model=["default"]), "'model' must be a string"),
         (b'{"messages": [{"role": "user", "content": "x"}], "stream": 1e999}', "'stream' must be true or false"),
         (_chat(temperature="hot"), "'temperature' must be a number from 0 to 2"),
@@ -63,8 +63,11 @@ def _chat(**fields: Any) -> bytes:
         (_chat(tool_choice=5), "'tool_choice' must be a string or an object"),
         (_chat(stop=5), "'stop' must be a string or a list of strings"),
         (_chat(n=3), "'n' must be 1"),
-        (_chat(user="api_key=hunter2hunter2"), "'user' looks like a credential"),
-        (_chat(user="local:sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4p"), "'user' looks like a credential"),
+        (_chat(user="api_key=hunter2hunter2"), "a user id looks like a credential"),
+        (_chat(user="local:sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4p"), "a user id looks like a credential"),
+        (_chat(user="ada\x1b]0;pwned\x07"), "a user id must be printable"),
+        (_chat(user="x" * 125), "at most 128 characters, its namespace included"),
+        (_chat(user=5), "'user' must be a string"),
     ],
 )  # fmt: skip
 async def test_a_bad_chat_request_is_a_400_saying_what(run_gateway: RunGateway, body: bytes, message: str) -> None:

@@ -64,3 +64,11 @@ async def test_the_endpoint_is_behind_the_token_and_names_a_bad_agent(run_gatewa
             assert bad.is_error and _text(bad).endswith(
                 "there is no agent 'nosuch' (agents: default); create it with `beamclaw agent create nosuch`"
             )
+
+
+async def test_a_user_that_would_drive_a_terminal_is_refused(run_gateway: RunGateway) -> None:
+    async with run_gateway(repeat=Reply("ok"), token=TOKEN) as g, _client(g) as mcp:
+        for user, why in [("ada\x1b]0;pwned\x07", "must be printable"), ("x" * 200, "at most 128 characters")]:
+            bad = await mcp.call_tool("chat", {"message": "hi", "user": user})
+            assert bad.is_error and why in _text(bad)
+        assert g.model.count == 0

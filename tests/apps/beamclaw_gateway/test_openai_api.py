@@ -85,7 +85,7 @@ async def test_bad_requests_are_clear_errors(run_gateway: RunGateway) -> None:
                 (b'{"messages": [{"role": "user", "content": 5}]}', "has no text content"),
                 (b'{"messages": "hi"}', "must be a non-empty list"),
                 (b'{"messages": [{"role": "user", "content": "x"}], "stream": "yes"}', "'stream' must be true"),
-                (b'{"messages": [{"role": "user", "content": "x"}], "user": 7}', "'user' must be a printable"),
+                (b'{"messages": [{"role": "user", "content": "x"}], "user": 7}', "'user' must be a string"),
             ]:
                 answer = await http.post("/v1/chat/completions", content=bad, headers=json_type)
                 assert answer.status_code == 400 and message in answer.json()["error"]["message"], bad

@@ -33,6 +33,14 @@ async def eventually(check: Callable[[], bool], timeout: float = 15.0) -> None:
             await trio.sleep(0.02)
 
 
+async def idle(user_id: str, timeout: float = 15.0) -> None:
+    """Until the conversation has no run: a reply is on screen before its run is finished."""
+    handle = await core.open_session(user_id, "default", "telegram")
+    with trio.fail_after(timeout):
+        while (await sv.call(handle.dest, "info"))[2]:
+            await trio.sleep(0.02)
+
+
 @pytest.fixture
 def telegram(run_gateway: RunGateway, monkeypatch: pytest.MonkeyPatch) -> Callable[..., Any]:
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", TOKEN)
@@ -151,6 +159,7 @@ async def test_commands(telegram: Callable[..., Any]) -> None:
     async with telegram(Reply("first answer"), dm_policy="open") as (_, fake):
         fake.push(3, "remember this")
         await eventually(lambda: "first answer" in fake.texts(3))
+        await idle("telegram:3")
         fake.push(3, "/stop")
         await eventually(lambda: "There is nothing to stop." in fake.texts(3))
         fake.push(3, "/new")

@@ -1,0 +1,26 @@
+"""Text from outside (a model's reply, a user id, an MCP server's stderr) made safe to print.
+
+A terminal obeys the control characters in what it prints: ``ESC ] 0 ;`` retitles the
+window, ``ESC ] 52 ;`` writes the clipboard, ``ESC [ 2 J`` clears the screen, a carriage
+return overwrites the line just shown (an approval question rewritten under the user's
+eyes). rich passes them through, so every string the daemon sends goes through `visible`
+before it is printed: each C0 and C1 control other than newline and tab, and DEL, is
+shown as its escape (``\\x1b``), never obeyed; a carriage return is dropped (a CRLF
+line end stays one line end). Unicode's bidirectional overrides are written out too:
+they make a command read differently on screen from what it is.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+_CONTROLS: Final[dict[int, str | None]] = {
+    **{code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)},
+    **{code: f"\\u{code:04x}" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))},
+    0x0D: None,
+}
+
+
+def visible(text: str) -> str:
+    """*text* with its control characters (newline and tab apart) written out, not obeyed."""
+    return text.translate(_CONTROLS)

@@ -1,0 +1,33 @@
+"""What every test shares: a clean slate of the secrets the scrubber holds.
+
+A daemon registers each secret it resolves (`beamclaw_obs.register_secret`) for the
+rest of its process's life; in the test process, one test's token would redact text in
+every later test (a window of ``web-token-0123456789abcdef`` redacts the hex digits in
+ordinary code). Each test starts from, and leaves, the set it found.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from beamclaw_obs import _held_secrets
+
+
+@pytest.fixture(autouse=True)
+def _held_secrets_of_this_test_only() -> Iterator[None]:
+    with _held_secrets._lock:
+        saved = (
+            set(_held_secrets._values), set(_held_secrets._literal_forms), set(_held_secrets._encoded_forms),
+            {window: list(forms) for window, forms in _held_secrets._windows.items()}, _held_secrets._longest,
+        )  # fmt: skip
+    yield
+    with _held_secrets._lock:
+        values, literal, encoded, windows, longest = saved
+        for target, source in ((_held_secrets._values, values), (_held_secrets._literal_forms, literal),
+                               (_held_secrets._encoded_forms, encoded), (_held_secrets._windows, windows)):  # fmt: skip
+            target.clear()
+            target.update(source)  # type: ignore[attr-defined]
+        _held_secrets._longest = longest
+        _held_secrets._compiled = None
