@@ -43,6 +43,7 @@ from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_c
 from ._history import INTERRUPTED, answered_history
 from ._http_client import HttpClientOwner, owned_http_client
 from ._messages import MAX_USER_CHARS, Message, ToolCall, estimate_tokens, truncated
+from ._outbound import Reach, outbound, outbound_channel
 from ._pairing import (
     ALPHABET as PAIRING_ALPHABET,
 )
@@ -78,6 +79,9 @@ from ._workspace import (
 )
 
 __all__ = [
+    "Reach",
+    "outbound",
+    "outbound_channel",
     "ConfigError",
     "MissingSecret",
     "Secret",

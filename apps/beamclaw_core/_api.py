@@ -9,6 +9,7 @@ import trio
 
 import supervision as sv
 from beamclaw_obs import scrub
+from beamclaw_tools import Autonomy
 
 from ._channel import Channel
 from ._compaction import context_window
@@ -92,13 +93,20 @@ async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def submit(handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = ()) -> Run:
+async def submit(
+    handle: SessionHandle,
+    text: str,
+    channel: Channel,
+    images: tuple[str, ...] = (),
+    *,
+    autonomy: Autonomy | None = None,
+) -> Run:
     """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
-    ``await run.wait()`` for the answer.
+    ``await run.wait()`` for the answer. *autonomy* lowers the agent's for this run.
 
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing.
     """
-    run = Run(text, channel, images)
+    run = Run(text, channel, images, autonomy)
     await _submit(handle, run)
     return run
 

@@ -25,7 +25,7 @@ import httpx
 import supervision as sv
 from beamclaw_obs import emit, scrub, scrub_async
 from beamclaw_sandbox import session_jails
-from beamclaw_tools import Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
+from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
 
 from ._approval import Decision, decide
 from ._budget import BudgetExceeded, Reservation, reserve, settle
@@ -83,6 +83,13 @@ class _Data:
         return self.runtime.session_dest(self.info.id)
 
     @property
+    def autonomy(self) -> Autonomy:
+        """The agent's autonomy, lowered for this run when it asks for less (a scheduled job)."""
+        autonomy = self.runtime.config.autonomy
+        run_autonomy = self.turn.run.autonomy if self.turn is not None else None
+        return autonomy if run_autonomy is None else min(autonomy, run_autonomy)
+
+    @property
     def provider(self) -> OpenAICompatProvider:
         """The configured provider, as it is now: a reload may have changed it since the last call."""
         current = self.runtime.config.provider
@@ -135,7 +142,7 @@ def _script_dispatcher(
         if tool is None:
             return ToolResult(f"no tool {name!r} in this conversation", is_error=True)
         allowlist = await sv.call(data.session, "allowlist")
-        decision, reason = decide(tool, data.runtime.config.autonomy, allowlist, arguments)
+        decision, reason = decide(tool, data.autonomy, allowlist, arguments)
         if decision is not Decision.APPROVE:
             return ToolResult(reason or f"{name} needs the user's approval, which a script cannot ask for", True)
         emit("tool_call_start", session_id=data.info.id, tool=name, via="sandbox")
@@ -246,7 +253,7 @@ class Loop(sv.StateMachine):
         history: list[Message] = await sv.call(data.session, "history")
         messages = [Message("system", await system_prompt(data.runtime, data.info.agent_id)), *history]
         await self._load_tools(turn)
-        autonomy = config.autonomy
+        autonomy = data.autonomy
         tools = (
             [] if final_round else [t.definition.to_openai() for t in turn.tools.values() if t.min_autonomy <= autonomy]
         )
@@ -348,7 +355,7 @@ class Loop(sv.StateMachine):
                 continue
             if allowlist is None:
                 allowlist = await sv.call(data.session, "allowlist")
-            decision, reason = decide(tool, data.runtime.config.autonomy, allowlist, call.arguments)
+            decision, reason = decide(tool, data.autonomy, allowlist, call.arguments)
             if decision is Decision.ASK:
                 return await self._ask(data, call, reason)
             turn.decisions[call.id] = (decision is Decision.APPROVE, reason)

@@ -12,6 +12,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_tools import Autonomy
 
 from ._channel import Channel
 
@@ -63,6 +64,9 @@ class Run:
     text: str
     channel: Channel
     images: tuple[str, ...] = ()
+    #: At most this autonomy for the run (a scheduled job's ``default_autonomy``); None
+    #: leaves the agent's own.
+    autonomy: Autonomy | None = None
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:16])
     result: TurnResult | None = None
     #: The session process that accepted the run: if it is killed outright (it gets no

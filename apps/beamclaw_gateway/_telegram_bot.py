@@ -64,6 +64,14 @@ class _Bot:
     last_reply: dict[str, float] = attrs.field(factory=dict)
     failures: int = 0  # consecutive failed calls to getUpdates (or deleteWebhook, setWebhook)
 
+    def reach(self, user: str) -> TelegramChannel | None:
+        """A channel to *user*'s private chat (its id is the user's), for a reply nobody
+        waits for (a scheduled job's): `core.outbound`."""
+        _, _, number = user.partition(":")
+        if not number.lstrip("-").isdigit():
+            return None
+        return TelegramChannel(self.api, int(number), self.config.edit_interval_seconds, self.notices)
+
     def may_reply(self, user: str) -> bool:
         """At most one automatic reply (pairing code, refusal) a minute per user."""
         now = trio.current_time()
@@ -358,10 +366,11 @@ async def telegram_bot(
     )
     task_status.started()
     try:
-        if config.mode == "webhook":
-            await _webhook(bot, webhook_url)
-        else:
-            await _poll(bot)
+        with core.outbound(CHANNEL, bot.reach):
+            if config.mode == "webhook":
+                await _webhook(bot, webhook_url)
+            else:
+                await _poll(bot)
     finally:
         # Even when the process is killed: the long poll's connection must close now, so
         # the next poller does not meet it at Telegram (409).

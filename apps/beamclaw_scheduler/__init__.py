@@ -1,6 +1,41 @@
 """Jobs (at, every, cron), the heartbeat, and the runner/executor split.
 
-Its workers land with its issue; until then the daemon runs it as an empty supervisor.
+An agent acts on its own, on time, exactly once per due time: the store records each
+fire before it runs, the runner only keeps time, and the executor runs each fire in a
+temporary worker (see `_tree` for the supervision tree and `_store` for the guarantees).
 """
 
-__all__: list[str] = []
+from ._api import SchedulerNotRunning, add_job, change_job, find_job, job_runs, list_jobs
+from ._config import HeartbeatConfig, SchedulerConfig, parse_scheduler_config
+from ._job import Fire, Job, RunRecord
+from ._schedule import BadSchedule, Schedule, format_duration, make_schedule, parse_duration, parse_time
+from ._store import JobError, StoreError
+from ._tool import SchedulerTool, describe_job
+from ._tree import scheduler_tree, supervision_tree
+
+__all__ = [
+    "BadSchedule",
+    "Fire",
+    "HeartbeatConfig",
+    "Job",
+    "JobError",
+    "RunRecord",
+    "Schedule",
+    "SchedulerConfig",
+    "SchedulerNotRunning",
+    "SchedulerTool",
+    "StoreError",
+    "add_job",
+    "change_job",
+    "describe_job",
+    "find_job",
+    "format_duration",
+    "job_runs",
+    "list_jobs",
+    "make_schedule",
+    "parse_duration",
+    "parse_scheduler_config",
+    "parse_time",
+    "scheduler_tree",
+    "supervision_tree",
+]

@@ -1,0 +1,56 @@
+"""The scheduler app's tree.
+
+    beamclaw_scheduler (one_for_one)
+    ├── store     (GenServer): jobs and the run log in scheduler.db
+    ├── jobs      (DynamicSupervisor): one temporary worker per run in progress
+    ├── executor  (GenServer): starts the workers, at most max_concurrent_runs at once
+    ├── runner    (process): timers only; claims what is due and pokes the executor
+    └── tools     the agent's scheduler tool, registered while the app runs
+
+one_for_one: each keeps its state in the store, so each restarts alone. The runner and
+the executor ride through a restart of the store (their calls wait for it).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from pathlib import Path
+from typing import Any
+
+import supervision as sv
+from beamclaw_core import CoreConfig
+from beamclaw_tools import tool_provider
+
+from ._config import SchedulerConfig, parse_scheduler_config
+from ._executor import JOBS_SUP, Executor, Perform
+from ._runner import heartbeat_plan, runner
+from ._store import EXECUTOR, STORE, Clock, JobStore
+from ._tool import SchedulerTool
+from ._turns import JobTurns
+
+
+def scheduler_tree(
+    config: SchedulerConfig, path: Path | None, perform: Perform, clock: Clock, plan: Any
+) -> sv.Supervisor:
+    """The tree from its parts (tests give a MockClock's clock and their own *perform*)."""
+    return sv.Supervisor(
+        [
+            sv.ChildSpec("store", JobStore.start, args=(path, config, clock), name=STORE),
+            sv.DynamicSupervisor(intensity=1000, period=1.0, name=JOBS_SUP).child_spec("jobs"),
+            sv.ChildSpec("executor", Executor.start, args=(perform, config.max_concurrent_runs), name=EXECUTOR),
+            sv.ChildSpec("runner", runner, args=(clock, plan), backoff=sv.Backoff(initial=0.1, maximum=5.0)),
+            tool_provider("tools", [SchedulerTool(clock, config.min_interval_seconds)]),
+        ],
+        intensity=10,
+        period=10.0,
+        name="beamclaw_scheduler",
+    )
+
+
+def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+    config = parse_scheduler_config(table)
+    default_agent = CoreConfig().default_agent
+    plan = functools.partial(heartbeat_plan, config.heartbeat, data_dir, default_agent)
+    perform = JobTurns(config, data_dir, time.time)
+    return scheduler_tree(config, data_dir / "scheduler.db", perform, time.time, plan)

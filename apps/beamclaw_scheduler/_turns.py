@@ -1,0 +1,123 @@
+"""What a fire does: a job's message as a turn of its agent, in the session of the user
+who made it, the reply delivered to that user; or a heartbeat (see `_heartbeat`).
+
+The reply is delivered whole at the end (a channel app's `core.outbound` reaches
+Telegram or a connected terminal); an approval question the turn asks on the way is
+passed on at once, so the user can answer it (``/yes``) in the same conversation. A
+user no channel reaches now finds the reply in the history.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Final
+
+import attrs
+import trio
+from loguru import logger
+
+import beamclaw_core as core
+from beamclaw_tools import Autonomy
+
+from ._config import SchedulerConfig
+from ._heartbeat import digest, heartbeat_prompt, heartbeat_target, is_heartbeat_ok, within_active_hours
+from ._job import HEARTBEAT, Fire, Job
+from ._store import Clock, store_call
+
+#: A heartbeat output the same as one delivered within this many seconds is not sent again.
+_DEDUP_SECONDS: Final = 24 * 3600.0
+
+
+@attrs.define
+class _Delivery:
+    """A channel for a turn nobody is waiting on: questions go to the user now, the reply at the end."""
+
+    reach: core.Channel | None
+
+    async def send(self, text: str) -> None:
+        if self.reach is not None:
+            await self.reach.send(text)
+
+    async def send_typing(self) -> None:
+        pass
+
+    async def update_draft(self, text: str) -> None:
+        pass
+
+    async def finalize_draft(self, text: str) -> None:
+        pass
+
+    async def turn_failed(self, text: str) -> None:
+        """Nothing now: a failed run is retried, and told in the run log."""
+
+    async def deliver(self, text: str) -> str:
+        if self.reach is None:
+            return "kept in the history (no channel reaches the user now)"
+        with trio.move_on_after(60):
+            await self.reach.send(text)
+            return "delivered"
+        return "kept in the history (its channel did not answer in 60 s)"
+
+
+@attrs.frozen
+class JobTurns:
+    """The `Perform` of the executor in the daemon."""
+
+    config: SchedulerConfig
+    data_dir: Path
+    clock: Clock
+
+    async def __call__(self, fire: Fire) -> tuple[str, str]:
+        try:
+            if fire.job.purpose == HEARTBEAT:
+                return await self._heartbeat(fire.job)
+            return await self._job(fire.job)
+        except (core.UnknownAgent, core.InvalidUserId, core.InvalidAgentName) as exc:
+            return "failed", str(exc)
+
+    async def _turn(self, job: Job, user_id: str, channel_name: str, text: str) -> tuple[core.TurnResult, _Delivery]:
+        handle = await core.open_session(user_id, job.agent_id, channel_name)
+        delivery = _Delivery(core.outbound_channel(user_id))
+        autonomy = Autonomy.parse(self.config.default_autonomy)
+        run = await core.submit(handle, text, delivery, autonomy=autonomy)
+        return await run.wait(), delivery
+
+    async def _job(self, job: Job) -> tuple[str, str]:
+        text = f"[Scheduled job {job.id}, {job.schedule.describe()}] {job.message}"
+        result, delivery = await self._turn(job, job.user_id, job.channel, text)
+        if not result.ok:
+            return "failed", result.text
+        return "ok", await delivery.deliver(result.text)
+
+    async def _heartbeat(self, job: Job) -> tuple[str, str]:
+        beat = self.config.heartbeat
+        if not within_active_hours(self.clock(), beat):
+            return "skipped", "outside the active hours"
+        workspace = core.Workspace.of(self.data_dir, job.agent_id)
+        try:
+            content = await trio.to_thread.run_sync(workspace.read, "HEARTBEAT.md")
+        except OSError as exc:
+            return "failed", f"HEARTBEAT.md could not be read: {exc}"
+        prompt = heartbeat_prompt(content)
+        if prompt is None:
+            return "skipped", "HEARTBEAT.md has nothing to do"
+        user_id, channel = await heartbeat_target(job.agent_id, beat.target)
+        result, delivery = await self._turn(job, user_id, channel, prompt)
+        if not result.ok:
+            return "failed", result.text
+        if beat.suppress_ok and is_heartbeat_ok(result.text):
+            return "suppressed", "HEARTBEAT_OK"
+        seen = digest(result.text)
+        if await store_call(("delivered_recently", job.id, seen, self.clock() - _DEDUP_SECONDS)):
+            return "suppressed", "the same output was delivered within 24 h"
+        if user_id.startswith("heartbeat:"):
+            return (
+                "ok",
+                "kept in the heartbeat conversation (heartbeat.target is none, or no one has talked to the agent)",
+            )
+        told = await delivery.deliver(result.text)
+        with contextlib.suppress(Exception):
+            await store_call(("delivered", job.id, seen))
+        logger.info("heartbeat of {}: {}", job.agent_id, told)
+        return "ok", told
