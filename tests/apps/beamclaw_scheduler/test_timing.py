@@ -4,6 +4,7 @@ with backoff, auto-pause, missed times after a stop, and crashes of runner and e
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ async def test_an_hourly_cron_runs_in_both_passes_of_the_repeated_hour(
         await trio.sleep(3 * 3600)
     # 02:00 CEST, 02:00 CET, 03:00 CET: an hour apart each, as the clock on the wall says.
     times = [t for t, _ in script.fires]
-    assert [round(b - a) for a, b in zip(times, times[1:], strict=False)] == [3600, 3600]
+    assert [round(b - a) for a, b in itertools.pairwise(times)] == [3600, 3600]
 
 
 async def test_a_failing_job_is_retried_with_backoff_then_paused(tmp_path: Path, autojump_clock: MockClock) -> None:
