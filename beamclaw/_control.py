@@ -21,6 +21,12 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
     {"cmd": "interrupt", "user": U, "agent": A}       -> stop the turn being worked on (/stop, Ctrl-C)
     {"cmd": "context", "user": U, "agent": A}         -> context window use
+    {"cmd": "scheduler", "action": "list", "all": B}  -> the jobs (done ones too with all)
+    {"cmd": "scheduler", "action": "add", "user": U, "agent": A, "kind": K, "spec": S, "timezone": Z,
+     "message": M}                                    -> the new job
+    {"cmd": "scheduler", "action": "cancel|pause|resume|runs", "job": ID} -> the job, or its run log
+    {"cmd": "follow", "user": U}                      -> stays open: each message delivered to U
+                                                         (a scheduled job's reply), until closed
 """
 
 from __future__ import annotations
@@ -41,10 +47,11 @@ from loguru import logger
 
 import beamclaw_core as core
 import beamclaw_mcp as mcp
+import beamclaw_scheduler as scheduler
 import beamclaw_tools as tools
 import supervision as sv
 
-from ._apps import ROOT, Daemon
+from ._apps import ROOT, Daemon, app_table
 from ._describe import describe
 from ._reload import ReloadRefused, names_needed, reload
 from ._version import __version__
@@ -242,6 +249,10 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return {"type": "session", "session": _handle_fields(await _session(request))}
         case "mcp":
             return await _mcp(request)
+        case "scheduler":
+            return await _scheduler(request, daemon)
+        case "follow":
+            return await _follow(connection, _text_field(request, "user"))
         case "sessions":
             limit = request.get("limit", 50)
             if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
@@ -274,6 +285,62 @@ async def _mcp(request: dict[str, Any]) -> dict[str, Any]:
     except ValueError as exc:
         raise _BadRequest(str(exc)) from None
     raise _BadRequest('"action" must be list, tools or restart')
+
+
+def _job_fields(job: scheduler.Job) -> dict[str, Any]:
+    return {
+        "id": job.id, "agent": job.agent_id, "user": job.user_id, "schedule": job.schedule.describe(),
+        "message": job.message, "state": job.state, "next_due": job.next_due, "errors": job.errors,
+        "paused_reason": job.paused_reason, "created_by": job.created_by,
+    }  # fmt: skip
+
+
+async def _scheduler(request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
+    """``beamclaw scheduler list | add | cancel | pause | resume | runs``."""
+    action = request.get("action")
+    try:
+        match action:
+            case "list":
+                jobs = await scheduler.list_jobs(everything=bool(request.get("all")))
+                return {"type": "jobs", "jobs": [_job_fields(job) for job in jobs]}
+            case "add":
+                user = core.check_user_id(_text_field(request, "user"))
+                default_agent = core.parse_core_config(app_table("core", daemon.config)).default_agent
+                agent = core.check_agent_exists(daemon.home, _text_field(request, "agent"), default_agent)
+                config = scheduler.parse_scheduler_config(app_table("scheduler", daemon.config))
+                job = await scheduler.add_job(
+                    agent_id=agent, user_id=user, channel="cli", kind=_text_field(request, "kind"),
+                    spec=_text_field(request, "spec"), message=_text_field(request, "message"), created_by="cli",
+                    timezone=str(request.get("timezone") or "UTC"), now=time.time(),
+                    min_interval=config.min_interval_seconds,
+                )  # fmt: skip
+                return {"type": "job", "job": _job_fields(job)}
+            case "cancel" | "pause" | "resume":
+                return {
+                    "type": "job",
+                    "job": _job_fields(await scheduler.change_job(action, _text_field(request, "job"))),
+                }
+            case "runs":
+                runs = await scheduler.job_runs(_text_field(request, "job"))
+                return {"type": "runs", "runs": [attrs.asdict(run) for run in runs]}
+    except (ValueError, scheduler.SchedulerNotRunning, core.UnknownAgent) as exc:
+        raise _BadRequest(str(exc)) from None
+    raise _BadRequest('"action" must be list, add, cancel, pause, resume or runs')
+
+
+async def _follow(connection: _Connection, user: str) -> dict[str, Any]:
+    """Hand *user* what is delivered to them (a scheduled job's reply) until the client closes."""
+    try:
+        core.check_user_id(user)
+    except core.InvalidUserId as exc:
+        raise _BadRequest(str(exc)) from None
+    channel = _StreamChannel(connection)
+    namespace = user.partition(":")[0]
+    with core.outbound(namespace, lambda uid: channel if uid == user else None):
+        await connection.write(type="following", user=user)
+        while await connection.stream.receive_some(4096):
+            pass  # nothing is expected from the client; its close ends this
+    return {"type": "followed"}
 
 
 async def _session(request: dict[str, Any]) -> core.SessionHandle:

@@ -14,7 +14,15 @@ import trio
 import beamclaw
 import supervision as sv
 
-from . import _agents, _daemon_commands, _mcp_commands, _pairing_commands, _sandbox_commands, _skills_commands
+from . import (
+    _agents,
+    _daemon_commands,
+    _mcp_commands,
+    _pairing_commands,
+    _sandbox_commands,
+    _scheduler_commands,
+    _skills_commands,
+)
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
@@ -139,6 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     _pairing_commands.add_parser(commands)
     _sandbox_commands.add_parser(commands)
     _mcp_commands.add_parser(commands)
+    _scheduler_commands.add_parser(commands)
     doctor_parser = add_command(
         commands,
         "doctor",
@@ -261,6 +270,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _sandbox_commands.run(args)
         case "mcp":
             return _daemon_command(args, _mcp_commands.run_command)
+        case "scheduler":
+            return _daemon_command(args, _scheduler_commands.run_command)
         case "doctor":
             return doctor(args)
         case "version":

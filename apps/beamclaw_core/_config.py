@@ -53,12 +53,20 @@ class AgenticLoopConfig:
 
 
 @attrs.frozen
+class MaintenanceConfig:
+    #: A conversation without a call for this long sleeps: its processes stop (all it has
+    #: is in SQLite) and its next message wakes it. 0 keeps every conversation awake.
+    idle_seconds: float = 600.0
+
+
+@attrs.frozen
 class CoreConfig:
     enabled: bool = True
     default_provider: str = "openrouter"
     default_agent: str = "default"
     providers: dict[str, ProviderConfig] = attrs.field(factory=lambda: dict(_DEFAULT_PROVIDERS))
     agentic_loop: AgenticLoopConfig = AgenticLoopConfig()
+    maintenance: MaintenanceConfig = MaintenanceConfig()
     autonomy_level: str = "supervised"
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
     session_ttl_seconds: float = 30 * 24 * 3600.0
@@ -113,6 +121,8 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
     loop = config.agentic_loop
     if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:
         raise ValueError("core.agentic_loop: need 0 < compaction_target_pct < compaction_threshold_pct <= 100")
+    if config.maintenance.idle_seconds < 0:
+        raise ValueError("core.maintenance.idle_seconds must be 0 (never sleep) or more")
     if loop.max_tool_iterations < 0:
         raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
     return config

@@ -29,6 +29,7 @@ from beamclaw_obs import emit, scrub
 from ._history import answered_history
 from ._messages import Message, scrubbed_all
 from ._run import Run, TurnError, TurnResult
+from ._sleeper import tell_sleeper
 from ._store import StoreError, store_call
 from ._workspace import Workspace
 
@@ -67,6 +68,8 @@ class _State:
     allowlist: set[str] = attrs.field(factory=set)
     pending_approval: str | None = None
     updated_at: float = attrs.field(factory=time.time)
+    #: Set when the session agreed to sleep (see `_sleeper`): its tree is being stopped.
+    sleeping: bool = False
 
 
 def _describe(reason: Any) -> str:
@@ -94,6 +97,7 @@ class Session(sv.GenServer):
             emit("session_restored", session_id=info.id, agent_id=info.agent_id, messages=len(state.history))
         else:
             emit("session_start", session_id=info.id, agent_id=info.agent_id, user_id=info.user_id)
+        tell_sleeper(info.id)
         return state
 
     async def _save(self, state: _State, messages: list[Message], *, replace: bool = False) -> None:
@@ -108,6 +112,15 @@ class Session(sv.GenServer):
             raise PersistError(f"the session could not be saved ({type(exc).__name__}: {exc})") from None
 
     async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+        match request:
+            case "info":  # asked by the cleaner and the sleeper: not a use of the conversation
+                return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
+            case ("sleep_if_idle", float() | int() as idle):
+                return sv.Reply(self._sleep_if_idle(state, idle), state)
+        if state.sleeping:
+            # Going to sleep: the caller starts the conversation again and retries (see `_sleeper`).
+            sv.reply_error(caller, sv.NoProc(f"session {state.info.id[:12]} (asleep)"))
+            return sv.NoReply(state)
         state.updated_at = time.time()
         match request:
             case ("submit", Run() as run):
@@ -120,6 +133,7 @@ class Session(sv.GenServer):
                 run.finish(result)
                 if state.current is run:
                     state.current = None
+                tell_sleeper(state.info.id)
                 return sv.Reply(bool(state.queue), state)
             case ("append", list() as messages):
                 messages = await scrubbed_all(messages)
@@ -166,9 +180,19 @@ class Session(sv.GenServer):
             case "close_open_calls":
                 await self._close_tool_calls(state)
                 return sv.Reply(None, state)
-            case "info":
-                return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
         raise ValueError(f"unknown session request {request!r}")
+
+    @staticmethod
+    def _sleep_if_idle(state: _State, idle: float) -> float | None:
+        """None while a run is in progress or waiting; else the seconds of idleness still
+        to come, 0 when the session now sleeps (it refuses every call from here on)."""
+        if state.current is not None or state.queue or state.pending_approval is not None:
+            return None
+        left = state.updated_at + idle - time.time()
+        if left > 0:
+            return left
+        state.sleeping = True
+        return 0.0
 
     def _submit(self, run: Run, state: _State) -> str:
         word = APPROVAL_WORDS.get(run.text.strip().lower())

@@ -12,15 +12,17 @@ from ._cleaner import cleaner
 from ._config import parse_core_config
 from ._http_client import HttpClientOwner
 from ._runtime import HTTP_CLIENT, Runtime
-from ._sessions import SESSIONS_SUP, SessionsManager
+from ._sessions import SESSIONS, SESSIONS_SUP, SessionsManager
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
+from ._sleeper import sleeper
 from ._store import Store
 from ._workspace_tool import WorkspaceMemoryTool
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     """store, the shared HTTP client, the sessions' dynamic supervisor, the sessions
-    process, the skills catalog and its watcher, core's own tools, and the cleaner.
+    process, the sleeper (idle conversations stop, see `_sleeper`), the skills catalog
+    and its watcher, core's own tools, and the cleaner.
 
     rest_for_one: if the store restarts, everything after it restarts too, so no session
     keeps running on top of a store it no longer matches. What the sessions use but can
@@ -37,6 +39,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("http", HttpClientOwner.start, args=(HTTP_CLIENT,)),
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
+            sv.ChildSpec("sleeper", sleeper, args=(runtime, SESSIONS)),
             sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
             sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
             tool_provider("tools", [WorkspaceMemoryTool(), SkillSearchTool(), ReadSkillTool()]),

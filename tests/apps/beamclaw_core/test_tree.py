@@ -38,6 +38,7 @@ async def test_the_live_tree_of_a_session(run_core: RunCore) -> None:
                 ],
             ),
             ("sessions", "gen_server", None, "permanent"),
+            ("sleeper", "process", None, "permanent"),
             ("skills", "gen_server", None, "permanent"),
             ("skills_watcher", "process", None, "permanent"),
             ("tools", "process", None, "permanent"),

@@ -1,0 +1,107 @@
+"""`beamclaw scheduler list | add | cancel | pause | resume | runs`: the jobs of the running daemon."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any, Final
+
+import trio
+from rich.console import Console
+from rich.table import Table
+
+from ._control_client import ask
+from ._help import Commands, Help, add_group
+from ._who import add_who, user_id
+
+_HELP: Final = Help(
+    "jobs that run a message as a turn, on time",
+    "A job sends its message to an agent at a time (--at), every interval (--every) or on a cron "
+    "expression (--cron, with --tz), in your conversation with the agent; the reply goes to where "
+    "you are (Telegram, a connected `beamclaw tui`) and into the history. Without an action, list them.",
+    ['beamclaw scheduler add --every 1h --message "check the build"', "beamclaw scheduler list"],
+)
+_ACTIONS: Final = {
+    "list": Help("the jobs: schedule, next time, state", "List the jobs (--all: done ones too), with their "
+                 "schedule, next due time, state and, when paused, why.", ["beamclaw scheduler list"]),
+    "add": Help("a new job", "Add a job for an agent, in your conversation with it: exactly one of --at (an "
+                "ISO time), --every (30m, 2h, 1d) or --cron (5 fields), and --message.",
+                ['beamclaw scheduler add --at 2026-12-01T09:00 --tz Europe/Paris --message "send the report"',
+                 'beamclaw scheduler add --cron "0 9 * * 1-5" --tz Europe/Paris --message "plan my day"',
+                 'beamclaw scheduler add --agent ops --every 30m --message "check the disk"']),
+    "cancel": Help("delete a job", "Delete a job (its id from `list`; a prefix does).",
+                   ["beamclaw scheduler cancel 3f9a"]),
+    "pause": Help("stop a job for now", "Pause a job until it is resumed.", ["beamclaw scheduler pause 3f9a"]),
+    "resume": Help("start a paused job again", "Resume a job paused by hand or after failing max_errors times "
+                   "in a row; it runs at its next due time.", ["beamclaw scheduler resume 3f9a"]),
+    "runs": Help("a job's run log", "Each run of a job: its due time, try, outcome and detail.",
+                 ["beamclaw scheduler runs 3f9a"]),
+}  # fmt: skip
+
+
+def add_parser(commands: Commands) -> None:
+    actions = add_group(commands, "scheduler", _HELP, _ACTIONS)
+    actions["list"].add_argument("--all", action="store_true", help="done jobs too")
+    add = actions["add"]
+    add_who(add)
+    when = add.add_mutually_exclusive_group(required=True)
+    when.add_argument("--at", metavar="TIME", help="once, at an ISO time (2026-12-01T09:00)")
+    when.add_argument("--every", metavar="INTERVAL", help="every interval (30m, 2h, 1d)")
+    when.add_argument("--cron", metavar="EXPR", help="a 5-field cron expression ('0 9 * * 1-5')")
+    add.add_argument("--tz", default="UTC", help="the time zone of --at and --cron (default: UTC)")
+    add.add_argument("--message", required=True, help="what the agent gets when the job runs")
+    for action in ("cancel", "pause", "resume", "runs"):
+        actions[action].add_argument("job", help="the job's id (a prefix does)")
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    return dt.datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M %Z")
+
+
+def _print_job(console: Console, job: dict[str, Any], verb: str) -> None:
+    console.print(
+        f"{verb} job {job['id']}: {job['schedule']}, next {_when(job['next_due'])}, {job['state']}", markup=False
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    console = Console(highlight=False)
+    action = args.action or "list"
+    if action == "list":
+        jobs = (await ask({"cmd": "scheduler", "action": "list", "all": getattr(args, "all", False)}))["jobs"]
+        if not jobs:
+            print('no jobs: `beamclaw scheduler add --every 1h --message "..."` makes one')
+            return 0
+        table = Table(box=None, pad_edge=False, header_style="bold")
+        for column in ("ID", "AGENT", "USER", "SCHEDULE", "NEXT", "STATE", "MESSAGE"):
+            table.add_column(column, no_wrap=column != "MESSAGE", overflow="fold")
+        for job in jobs:
+            state = job["state"] + (f": {job['paused_reason']}" if job["paused_reason"] else "")
+            table.add_row(job["id"], job["agent"], job["user"], job["schedule"], _when(job["next_due"]), state,
+                          job["message"])  # fmt: skip
+        console.print(table)
+        return 0
+    if action == "add":
+        kind, spec = next((k, v) for k in ("at", "every", "cron") if (v := getattr(args, k)) is not None)
+        answer = await ask({"cmd": "scheduler", "action": "add", "user": user_id(args), "agent": args.agent,
+                            "kind": kind, "spec": spec, "timezone": args.tz, "message": args.message})  # fmt: skip
+        _print_job(console, answer["job"], "added")
+        return 0
+    if action == "runs":
+        runs = (await ask({"cmd": "scheduler", "action": "runs", "job": args.job}))["runs"]
+        if not runs:
+            print(f"job {args.job} has not run yet")
+        for item in runs:
+            console.print(
+                f"{_when(item['due'])}  try {item['attempt']}  {item['state']}  {item['detail']}", markup=False
+            )
+        return 0
+    answer = await ask({"cmd": "scheduler", "action": action, "job": args.job})
+    _print_job(console, answer["job"], {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}[action])
+    return 0
+
+
+def run_command(args: argparse.Namespace) -> int:
+    return trio.run(run, args)

@@ -1,0 +1,58 @@
+"""Idle conversations sleep (their processes stop) and the next message wakes them, history
+and all; a conversation at work, or waiting for an approval, is never put to sleep."""
+
+from __future__ import annotations
+
+import trio
+
+import beamclaw_core as core
+import supervision as sv
+from tests.support.model_server import Call, Hold, Reply
+
+from .conftest import RunCore, wait_for
+
+IDLE = {"maintenance": {"idle_seconds": 0.3}}
+
+
+async def test_an_idle_conversation_sleeps_and_a_message_wakes_it(run_core: RunCore) -> None:
+    async with run_core(repeat=Reply("hello"), **IDLE) as r:
+        ada, bob = await r.open("local:ada"), await r.open("local:bob")
+        await core.send_message(ada, "first", core.CollectingChannel())
+        await core.send_message(bob, "first", core.CollectingChannel())
+        await wait_for(lambda: sv.count_children(core.SESSIONS_SUP).active == 0)
+        assert [e.data["session_id"] for e in r.events if e.name == "session_sleep"].count(ada.id) == 1
+        # The next message wakes the conversation where it was.
+        result = await core.send_message(ada, "second", core.CollectingChannel())
+        assert result.ok and result.text == "hello"
+        assert [m.content for m in await core.history(ada)] == ["first", "hello", "second", "hello"]
+        assert await core.running_sessions() == [ada.id]
+
+
+async def test_a_message_racing_the_sleep_is_answered(run_core: RunCore) -> None:
+    async with run_core(repeat=Reply("awake"), **IDLE) as r:
+        ada = await r.open("local:ada")
+        for _ in range(20):  # messages sent as the conversation falls asleep, again and again
+            await trio.sleep(0.29)
+            result = await core.send_message(ada, "still there?", core.CollectingChannel())
+            assert (result.ok, result.text) == (True, "awake")
+        assert len(await core.history(ada)) == 40
+
+
+async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_core: RunCore) -> None:
+    hold = Hold(Reply("slow answer"))
+    steps = [hold, Reply(tool_calls=(Call("bash", {"command": "echo hi"}),))]
+    async with run_core(*steps, repeat=Reply("done"), autonomy_level="supervised", **IDLE) as r:
+        ada = await r.open("local:ada")
+        slow = await core.submit(ada, "take your time", core.CollectingChannel())
+        await hold.reached.wait()
+        await trio.sleep(1.0)  # well past idle_seconds, the model still thinking
+        assert ada.id in await core.running_sessions()
+        hold.release()
+        assert (await slow.wait()).text == "slow answer"
+        channel = core.CollectingChannel()
+        run = await core.submit(ada, "run it", channel)
+        await wait_for(lambda: any("Approve bash" in s for s in channel.sent))
+        await trio.sleep(1.0)  # well past idle_seconds, waiting for the user
+        assert ada.id in await core.running_sessions()
+        await core.submit(ada, "/yes", core.CollectingChannel())
+        assert (await run.wait()).text == "done"
