@@ -30,44 +30,46 @@ async def _job_turns(home: Path) -> list[str]:
 
 async def test_a_job_made_with_the_cli_fires_and_reaches_the_user(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    async with scripted_model(repeat=Reply("the report is ready")) as model:
-        async with running_daemon(write_config(tmp_path, model, extra=FAST), home):
-            # A terminal of ada's follows what is delivered to her.
-            follow = await trio.open_unix_socket(str(home / "control.sock"))
-            await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
-            assert b'"following"' in await follow.receive_some(4096)
+    async with (
+        scripted_model(repeat=Reply("the report is ready")) as model,
+        running_daemon(write_config(tmp_path, model, extra=FAST), home),
+    ):
+        # A terminal of ada's follows what is delivered to her.
+        follow = await trio.open_unix_socket(str(home / "control.sock"))
+        await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
+        assert b'"following"' in await follow.receive_some(4096)
 
-            added = await cli(home, "scheduler", "add", "--every", "2s", "--message", "make the report")
-            assert added.returncode == 0, added.stderr
-            job_id = added.stdout.decode().split()[2].rstrip(":")
-            with trio.fail_after(20):
-                delivered = await follow.receive_some(65536)
-            assert json.loads(delivered.splitlines()[0]) == {"type": "message", "text": "the report is ready"}
-            await follow.aclose()
+        added = await cli(home, "scheduler", "add", "--every", "2s", "--message", "make the report")
+        assert added.returncode == 0, added.stderr
+        job_id = added.stdout.decode().split()[2].rstrip(":")
+        with trio.fail_after(20):
+            delivered = await follow.receive_some(65536)
+        assert json.loads(delivered.splitlines()[0]) == {"type": "message", "text": "the report is ready"}
+        await follow.aclose()
 
-            turns = await _job_turns(home)
-            assert turns and turns[0] == f"[Scheduled job {job_id}, every 2s] make the report"
-            assert any(m["content"] == "the report is ready" for m in await _history(home))
-            listed = (await cli(home, "scheduler", "list")).stdout.decode()
-            assert job_id in listed and "every 2s" in listed and "active" in listed
+        turns = await _job_turns(home)
+        assert turns and turns[0] == f"[Scheduled job {job_id}, every 2s] make the report"
+        assert any(m["content"] == "the report is ready" for m in await _history(home))
+        listed = (await cli(home, "scheduler", "list")).stdout.decode()
+        assert job_id in listed and "every 2s" in listed and "active" in listed
 
-            # Killing the runner and the executor loses no job: it goes on firing.
-            for process in ("scheduler/runner", "scheduler/executor"):
-                assert (await cli(home, "kill", process)).returncode == 0
-            before = len(await _job_turns(home))
-            with trio.fail_after(20):
-                while len(await _job_turns(home)) < before + 2:
-                    await trio.sleep(0.2)
-            runs = (await cli(home, "scheduler", "runs", job_id)).stdout.decode()
-            assert "try 1  ok  delivered" in runs
+        # Killing the runner and the executor loses no job: it goes on firing.
+        for process in ("scheduler/runner", "scheduler/executor"):
+            assert (await cli(home, "kill", process)).returncode == 0
+        before = len(await _job_turns(home))
+        with trio.fail_after(20):
+            while len(await _job_turns(home)) < before + 2:
+                await trio.sleep(0.2)
+        runs = (await cli(home, "scheduler", "runs", job_id)).stdout.decode()
+        assert "try 1  ok  delivered" in runs
 
-            assert (await cli(home, "scheduler", "pause", job_id[:4])).returncode == 0
-            paused = len(await _job_turns(home))
-            await trio.sleep(3)
-            assert len(await _job_turns(home)) == paused
-            cancelled = await cli(home, "scheduler", "cancel", job_id)
-            assert cancelled.returncode == 0 and f"cancelled job {job_id}" in cancelled.stdout.decode()
-            assert "no jobs" in (await cli(home, "scheduler", "list")).stdout.decode()
+        assert (await cli(home, "scheduler", "pause", job_id[:4])).returncode == 0
+        paused = len(await _job_turns(home))
+        await trio.sleep(3)
+        assert len(await _job_turns(home)) == paused
+        cancelled = await cli(home, "scheduler", "cancel", job_id)
+        assert cancelled.returncode == 0 and f"cancelled job {job_id}" in cancelled.stdout.decode()
+        assert "no jobs" in (await cli(home, "scheduler", "list")).stdout.decode()
 
 
 async def test_bad_jobs_are_refused_saying_why(tmp_path: Path) -> None:
