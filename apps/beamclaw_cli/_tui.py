@@ -496,6 +496,7 @@ async def tui(args: argparse.Namespace) -> int:
                     f"(session {screen.session[:12]}). {HELP}"
                 )
                 nursery.start_soon(_signals, interrupts, send_event.clone())
+                nursery.start_soon(_follow, chat.who["user"], console)
                 nursery.start_soon(
                     lambda: trio.to_thread.run_sync(_prompt_thread, screen, post, history, abandon_on_cancel=True)
                 )
@@ -507,6 +508,17 @@ async def tui(args: argparse.Namespace) -> int:
             await _leave_prompt(screen)
     console.print("[dim]bye[/]")
     return outcome[0] if outcome else 0
+
+
+async def _follow(user: str, console: Console) -> None:
+    """Print what is delivered to *user* without a message of theirs (a scheduled job's
+    reply), for as long as the TUI runs; the daemon being away is waited out."""
+    while True:
+        with contextlib.suppress(NoDaemon, OSError):
+            async for message in request({"cmd": "follow", "user": user}):
+                if message.get("type") == "message":
+                    console.print(Text.assemble(("scheduled> ", "bold magenta"), str(message["text"])))
+        await trio.sleep(_RETRY[1])
 
 
 async def _signals(interrupts: Any, send: trio.MemorySendChannel[tuple[Any, ...]]) -> None:

@@ -186,3 +186,30 @@ async def test_editing_history_completion_and_the_keys_that_stop_and_leave(tmp_p
     assert history.stat().st_mode & 0o777 == 0o600
     kept = history.read_text()
     assert "+take your time" in kept and "sk-ant-api03" not in kept and "[REDACTED]" in kept
+
+
+async def test_a_scheduled_reply_shows_in_the_open_terminal(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model(repeat=Reply("Time to stretch.")) as model:
+        config = write_config(tmp_path, model, extra="[scheduler]\nmin_interval_seconds = 1\n")
+        daemon = await start_daemon(config, home)
+        command = (
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; sleep 30"
+        )
+        term = Terminal(f"beamclaw-test-sched-{os.getpid()}")
+        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        try:
+            await term.wait_for("you> ")
+            added = await trio.run_process(
+                [sys.executable, "-m", "beamclaw", "scheduler", "add", "--every", "3s", "--message", "remind me"],
+                env={**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}, capture_stdout=True,
+            )  # fmt: skip
+            assert added.stdout.startswith(b"added job ")
+            await term.wait_for("scheduled> Time to stretch.")
+            await term.type("/quit")
+            await term.wait_for("bye")
+        finally:
+            await term.tmux("kill-server")
+            daemon.send_signal(signal.SIGTERM)
+            await daemon.wait()
