@@ -17,6 +17,7 @@ at once never start the same session twice.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final
 
 import supervision as sv
@@ -60,6 +61,25 @@ def session_tree(info: SessionInfo, runtime: Runtime) -> sv.ChildSpec:
     return tree.child_spec(info.id, restart=sv.TRANSIENT, label=session_label(info))
 
 
+def running_trees() -> list[str]:
+    """The ids of the conversations whose tree runs."""
+    return sorted(str(c.id) for c in sv.which_children(SESSIONS_SUP) if c.pid)
+
+
+async def stop_tree(sid: str) -> bool:
+    """Stop a conversation's tree (its history stays in the store); whether one ran.
+
+    Called by the sessions process and by the sleeper directly: a stop never waits
+    behind the conversations being started.
+    """
+    pid = sv.whereis(tree_name(sid))
+    if pid is None:
+        return False
+    with contextlib.suppress(sv.NoProc, LookupError):
+        await sv.terminate_child(SESSIONS_SUP, pid)
+    return True
+
+
 def session_label(info: SessionInfo) -> str:
     """Who talks to whom, and where: ``local:ada → default (cli)``."""
     return f"{info.user_id} → {info.agent_id}" + (f" ({info.channel})" if info.channel else "")
@@ -86,15 +106,12 @@ class SessionsManager(sv.GenServer):
                     await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
                 return sv.Reply((sid, runtime.session_dest(sid)), runtime)
             case ("stop", str() as sid):
-                pids = [c.pid for c in sv.which_children(SESSIONS_SUP) if c.id == sid and c.pid is not None]
-                for pid in pids:
-                    await sv.terminate_child(SESSIONS_SUP, pid)
-                return sv.Reply(bool(pids), runtime)
+                return sv.Reply(await stop_tree(sid), runtime)
             case "runtime":
                 return sv.Reply(runtime, runtime)
             case ("reconfigure", CoreConfig() as config):
                 runtime.config = config
                 return sv.Reply(None, runtime)
             case "running":
-                return sv.Reply(sorted(str(c.id) for c in sv.which_children(SESSIONS_SUP) if c.pid), runtime)
+                return sv.Reply(running_trees(), runtime)
         raise ValueError(f"unknown sessions request {request!r}")

@@ -8,16 +8,19 @@ were gone, and the sleeper stops its tree. A message that arrives meanwhile is r
 by its sender (`_api._session_call`) against the tree started anew, so it wakes the
 conversation with its history, and nothing sent is lost.
 
-Sessions tell the sleeper when they start and when a run ends (a cast: the sleeper
-never slows them); it keeps one deadline per session in a heap, so a thousand sleeping
-sessions cost nothing until one is due. A restarted sleeper gives every running
-session a fresh deadline.
+Sessions tell the sleeper when they start and when a run ends (a message into an
+unbounded mailbox: the sleeper never slows them); it keeps one deadline per session in
+a heap, so a thousand sessions cost nothing until one is due. Every `_RESYNC` seconds,
+and when it restarts, it gives each running session it does not know a deadline, so
+no conversation stays awake for ever whatever was missed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import heapq
+import math
+from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import trio
@@ -30,6 +33,8 @@ from ._runtime import Runtime
 SLEEPER: Final = "beamclaw_core.sleeper"
 #: Sessions checked in one go when many are due at once (the rest a moment later).
 _BATCH: Final = 200
+#: Seconds between looks for running sessions without a deadline.
+_RESYNC: Final = 60.0
 
 
 def tell_sleeper(session_id: str) -> None:
@@ -38,9 +43,15 @@ def tell_sleeper(session_id: str) -> None:
         sv.send(SLEEPER, ("active", session_id))
 
 
-async def sleeper(runtime: Runtime, sessions: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-    """*sessions* is the name of the sessions process, which lists and stops the trees."""
+async def sleeper(
+    runtime: Runtime,
+    running: Callable[[], list[str]],
+    stop: Callable[[str], Awaitable[bool]],
+    task_status: Any = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """*running* lists the conversations whose tree runs, *stop* stops one's tree."""
     sv.register(SLEEPER)
+    sv.set_mailbox(capacity=math.inf)
     deadlines: dict[str, float] = {}
     heap: list[tuple[float, str]] = []
 
@@ -49,13 +60,19 @@ async def sleeper(runtime: Runtime, sessions: str, task_status: Any = trio.TASK_
         deadlines[sid] = at
         heapq.heappush(heap, (at, sid))
 
-    idle = runtime.config.maintenance.idle_seconds
-    for sid in await sv.call(sessions, "running"):
-        schedule(sid, idle)
+    async def resync() -> float:
+        for sid in running():
+            if sid not in deadlines:
+                schedule(sid, runtime.config.maintenance.idle_seconds)
+        return trio.current_time() + _RESYNC
+
+    next_resync = await resync()
     task_status.started()
     while True:
         idle = runtime.config.maintenance.idle_seconds
-        wait = None if not heap or not idle else max(0.0, heap[0][0] - trio.current_time())
+        if idle and trio.current_time() >= next_resync:
+            next_resync = await resync()
+        wait = None if not idle else max(0.0, min(heap[0][0] if heap else math.inf, next_resync) - trio.current_time())
         try:
             message = await sv.receive(timeout=wait)
         except sv.ReceiveTimeout:
@@ -80,5 +97,5 @@ async def sleeper(runtime: Runtime, sessions: str, task_status: Any = trio.TASK_
             if left > 0:
                 schedule(sid, left)
                 continue
-            await sv.call(sessions, ("stop", sid))
+            await stop(sid)
             emit("session_sleep", session_id=sid, idle_seconds=idle)

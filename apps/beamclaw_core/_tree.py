@@ -12,7 +12,7 @@ from ._cleaner import cleaner
 from ._config import parse_core_config
 from ._http_client import HttpClientOwner
 from ._runtime import HTTP_CLIENT, Runtime
-from ._sessions import SESSIONS, SESSIONS_SUP, SessionsManager
+from ._sessions import SESSIONS_SUP, SessionsManager, running_trees, stop_tree
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
 from ._sleeper import sleeper
 from ._store import Store
@@ -39,7 +39,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("http", HttpClientOwner.start, args=(HTTP_CLIENT,)),
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
-            sv.ChildSpec("sleeper", sleeper, args=(runtime, SESSIONS)),
+            sv.ChildSpec("sleeper", sleeper, args=(runtime, running_trees, stop_tree)),
             sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
             sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
             tool_provider("tools", [WorkspaceMemoryTool(), SkillSearchTool(), ReadSkillTool()]),
