@@ -275,6 +275,12 @@ _INLINE: Final = frozenset({"append", "adjust", "reserve", "used", "pairing_allo
 _CHECKPOINT_EVERY: Final = 200
 
 
+def _checkpoint_now(db: sqlite3.Connection) -> None:
+    # The pragma answers a row: read it, so no statement is left in progress (a commit
+    # made while one is fails with "cannot commit transaction - SQL statements in progress").
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
 @attrs.define
 class _Db:
     connection: sqlite3.Connection
@@ -313,7 +319,7 @@ class Store(sv.GenServer):
     async def _checkpoint(db: _Db) -> None:
         db.writes_since_checkpoint = 0
         try:
-            await trio.to_thread.run_sync(db.connection.execute, "PRAGMA wal_checkpoint(PASSIVE)")
+            await trio.to_thread.run_sync(_checkpoint_now, db.connection)
         except sqlite3.Error as exc:
             logger.warning("session database checkpoint failed: {}", exc)
 

@@ -61,8 +61,11 @@ def parse_scheduler_config(table: dict[str, Any]) -> SchedulerConfig:
         raise ValueError(
             f"scheduler.heartbeat.active_hours must be two hours from 0 to 24, not {list(beat.active_hours)}"
         )
-    if beat.default_interval_seconds < 60:
-        raise ValueError("scheduler.heartbeat.default_interval_seconds must be at least 60")
+    if beat.default_interval_seconds < config.min_interval_seconds:
+        raise ValueError(
+            f"scheduler.heartbeat.default_interval_seconds must be at least min_interval_seconds "
+            f"({config.min_interval_seconds:g})"
+        )
     if beat.target not in {"last", "none"}:
         raise ValueError(f"scheduler.heartbeat.target must be 'last' or 'none', not {beat.target!r}")
     try:

@@ -7,6 +7,7 @@ import traceback
 from pathlib import Path
 
 import pytest
+import trio
 
 import beamclaw_core as core
 import supervision as sv
@@ -105,3 +106,20 @@ async def test_a_failed_write_is_an_error_for_the_caller_not_a_crash(run_core: R
         stored = await store_call("load", "s")
         assert [m.content for m in stored.history] == ["one"]
         assert r.named("child_restarted") == []
+
+
+async def test_writes_go_on_across_checkpoints(run_core: RunCore) -> None:
+    """Every 200 writes the store checkpoints the log; no write after one may fail (the
+    checkpoint's answer row once left a statement in progress, and a commit then failed)."""
+    async with run_core(repeat=Reply("ok")) as r:
+        handles = [await r.open(f"user-{n}") for n in range(20)]
+
+        async def talk(handle: core.SessionHandle) -> None:
+            for n in range(12):
+                result = await core.send_message(handle, f"message {n}", core.CollectingChannel())
+                assert result.ok, result.text
+
+        async with trio.open_nursery() as nursery:
+            for handle in handles:
+                nursery.start_soon(talk, handle)
+        assert [len(await core.history(h)) for h in handles] == [24] * 20

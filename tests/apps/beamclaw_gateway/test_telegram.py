@@ -370,3 +370,15 @@ async def test_a_crash_looping_channel_is_back_in_seconds_and_the_http_server_is
     quickest = [channel.backoff.delay(n, random.Random(0)) * 0 + min(5.0, 0.5 * 2**n) * 0.8 for n in range(50)]
     escalation_every = sum(quickest[: subtree.intensity])  # the fastest a crash loop uses up the subtree
     assert gateway_spec.intensity >= gateway_spec.period / escalation_every + 1
+
+
+async def test_a_reply_nobody_waits_for_reaches_the_telegram_chat(telegram: Callable[..., Any]) -> None:
+    """While the bot runs it offers `core.outbound` for telegram users: what the scheduler
+    delivers (a job's reply) is sent to the user's private chat; once it stops, nothing is."""
+    async with telegram(Reply("unused"), dm_policy="open") as (_, fake):
+        channel = core.outbound_channel("telegram:77")
+        assert channel is not None
+        await channel.send("Your report is ready.")
+        await eventually(lambda: fake.texts(77) == ["Your report is ready."])
+        assert core.outbound_channel("telegram:not-a-number") is None
+    assert core.outbound_channel("telegram:77") is None
