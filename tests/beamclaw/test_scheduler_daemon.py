@@ -148,27 +148,32 @@ async def test_the_heartbeat_delivers_what_matters_once_and_keeps_quiet_otherwis
         '[scheduler.heartbeat]\ndefault_interval_seconds = 2\nactive_hours = [0, 0]\ntarget = "last"\n'
     )
     steps = [Reply("hello"), Reply("**HEARTBEAT_OK**"), Reply("Your 10:00 meeting moved to 11:00.")]
-    async with scripted_model(*steps, repeat=Reply("Your 10:00 meeting moved to 11:00.")) as model:
-        async with running_daemon(write_config(tmp_path, model, extra=beat), home):
-            # Only headings and comments (the template): the heartbeat does not run.
-            await trio.sleep(3)
-            assert model.count == 0
-            assert (await cli(home, "chat", "hello")).returncode == 0  # ada is the last one active
-            (home / "agents" / "default" / "HEARTBEAT.md").write_text("# Heartbeat\n- Check my calendar.\n")
-            follow = await trio.open_unix_socket(str(home / "control.sock"))
-            await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
-            assert b'"following"' in await follow.receive_some(4096)
-            with trio.fail_after(30):
-                delivered = await follow.receive_some(65536)
-            assert json.loads(delivered.splitlines()[0])["text"] == "Your 10:00 meeting moved to 11:00."
-            with trio.move_on_after(5):  # the same output again within 24 h: not delivered twice
-                again = await follow.receive_some(65536)
-                raise AssertionError(f"delivered twice: {again!r}")
-            await follow.aclose()
-            runs = (await control(home, {"cmd": "scheduler", "action": "runs", "job": "heartbeat-default"}))["runs"]
-            outcomes = [(r["state"], r["detail"]) for r in reversed(runs)]
-            assert outcomes[0] == ("suppressed", "HEARTBEAT_OK")
-            assert ("ok", "delivered") in outcomes
-            assert ("suppressed", "the same output was delivered within 24 h") in outcomes
-            prompt = model.requests[1]["messages"][-1]["content"]
-            assert prompt.startswith("Heartbeat: a scheduled check") and "- Check my calendar." in prompt
+    moved = Reply("Your 10:00 meeting moved to 11:00.")
+    async with (
+        scripted_model(*steps, repeat=moved) as model,
+        running_daemon(write_config(tmp_path, model, extra=beat), home),
+    ):
+        # Only headings and comments (the template): the heartbeat does not run.
+        await trio.sleep(3)
+        assert model.count == 0
+        assert (await cli(home, "chat", "hello")).returncode == 0  # ada is the last one active
+        (home / "agents" / "default" / "HEARTBEAT.md").write_text("# Heartbeat\n- Check my calendar.\n")
+        follow = await trio.open_unix_socket(str(home / "control.sock"))
+        await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
+        assert b'"following"' in await follow.receive_some(4096)
+        with trio.fail_after(30):
+            delivered = await follow.receive_some(65536)
+        assert json.loads(delivered.splitlines()[0])["text"] == "Your 10:00 meeting moved to 11:00."
+        with trio.move_on_after(5):  # the same output again within 24 h: not delivered twice
+            again = await follow.receive_some(65536)
+            raise AssertionError(f"delivered twice: {again!r}")
+        await follow.aclose()
+        runs = (await control(home, {"cmd": "scheduler", "action": "runs", "job": "heartbeat-default"}))["runs"]
+        outcomes = [(r["state"], r["detail"]) for r in reversed(runs)]
+        assert outcomes[0] == ("skipped", "HEARTBEAT.md has nothing to do")
+        ran = [outcome for outcome in outcomes if outcome[0] != "skipped"]
+        assert ran[0] == ("suppressed", "HEARTBEAT_OK")
+        assert ("ok", "delivered") in outcomes
+        assert ("suppressed", "the same output was delivered within 24 h") in outcomes
+        prompt = model.requests[1]["messages"][-1]["content"]
+        assert prompt.startswith("Heartbeat: a scheduled check") and "- Check my calendar." in prompt
