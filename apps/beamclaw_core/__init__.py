@@ -63,7 +63,7 @@ from ._run import Run, TurnError, TurnResult
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
-from ._store import SCHEMA_VERSION, StoreError, open_database
+from ._store import SCHEMA_VERSION, StoreError, immediate_transaction, open_database
 from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._workspace import (
@@ -79,6 +79,7 @@ from ._workspace import (
 )
 
 __all__ = [
+    "immediate_transaction",
     "Reach",
     "outbound",
     "outbound_channel",

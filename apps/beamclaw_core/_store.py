@@ -10,10 +10,11 @@ serialised without locks.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -76,6 +77,20 @@ CREATE TABLE IF NOT EXISTS pairing_allow (
 );
 """,
 }
+
+
+@contextlib.contextmanager
+def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
+    """A write transaction on an autocommit connection (``isolation_level=None``), taken
+    at once (``BEGIN IMMEDIATE``: no upgrade from a read to fail half-way), rolled back
+    when the block raises."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 class StoreError(Exception):

@@ -22,15 +22,15 @@ message is dropped without the user being told:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 import trio
+
+import beamclaw_core as core
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS telegram_offsets (bot TEXT PRIMARY KEY, next_update INTEGER NOT NULL)",
@@ -47,17 +47,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
     db.execute("PRAGMA synchronous=FULL")
     return db
-
-
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 def _open(path: Path) -> sqlite3.Connection:
@@ -122,7 +111,7 @@ class Ledger:
 
     def _receive(self, fresh: list[tuple[int, str]]) -> None:
         top = max(update_id for update_id, _ in fresh) + 1
-        with _transaction(self.db):
+        with core.immediate_transaction(self.db):
             self.db.executemany(
                 "INSERT OR IGNORE INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?)",
                 [(self.bot, update_id, body) for update_id, body in fresh],
@@ -158,7 +147,7 @@ class Ledger:
         return [json.loads(body) for (body,) in rows]
 
     def _claim(self, update_id: int, chat_id: int | None, preview: str) -> None:
-        with _transaction(self.db):
+        with core.immediate_transaction(self.db):
             self.db.execute("DELETE FROM telegram_inbox WHERE bot = ? AND update_id = ?", (self.bot, update_id))
             if chat_id is not None:
                 self.db.execute(

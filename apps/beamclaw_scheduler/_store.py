@@ -19,12 +19,13 @@ import contextlib
 import random
 import secrets
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
 import attrs
 
+import beamclaw_core as core
 import supervision as sv
 from beamclaw_obs import emit
 
@@ -125,17 +126,6 @@ def _job(row: tuple[Any, ...]) -> Job:
                created_at, created_by, errors, reason, purpose)  # fmt: skip
 
 
-@contextlib.contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
 def retry_delay(config: SchedulerConfig, attempt: int, rng: random.Random | None = None) -> float:
     """Seconds before try *attempt* + 1: doubling from the base, capped, ±25% jitter."""
     base: float = min(config.retry_max_seconds, config.retry_base_seconds * 2 ** (attempt - 1))
@@ -167,7 +157,7 @@ class JobStore(sv.GenServer):
         """After a stop or a kill: runs that had started are interrupted, missed due times
         older than the grace window are recorded as missed."""
         now, db = state.clock(), state.db
-        with _transaction(db):
+        with core.immediate_transaction(db):
             interrupted = db.execute(
                 "UPDATE runs SET state = 'interrupted', finished_at = ?, "
                 "detail = 'the daemon stopped while it ran; not run again (it may have answered)' "
@@ -359,7 +349,7 @@ class JobStore(sv.GenServer):
         """Claim what is due at *now* (new due times, and retries whose time came); return
         how many. The executor is told; it takes them with ``claimed``."""
         db, claimed = state.db, 0
-        with _transaction(db):
+        with core.immediate_transaction(db):
             due = db.execute(
                 f"SELECT {_JOB_COLUMNS} FROM jobs WHERE state = 'active' AND next_due <= ? ORDER BY next_due LIMIT ?",
                 (now, CLAIM_BATCH),
@@ -417,7 +407,7 @@ class JobStore(sv.GenServer):
         if row is None or row[2] not in {"claimed", "running"}:
             return "ignored"  # already settled (a late report after a restart)
         job_id, attempt, _ = row
-        with _transaction(db):
+        with core.immediate_transaction(db):
             retry_at = None
             if outcome == "failed" and attempt < state.config.retry_attempts:
                 retry_at = now + retry_delay(state.config, attempt)
