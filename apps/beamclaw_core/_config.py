@@ -57,6 +57,11 @@ class MaintenanceConfig:
     #: A conversation without a call for this long sleeps: its processes stop (all it has
     #: is in SQLite) and its next message wakes it. 0 keeps every conversation awake.
     idle_seconds: float = 600.0
+    #: Before an idle conversation sleeps, a history longer than ``compact_above_pct`` of
+    #: the model's window is summarised down to ``compact_to_pct`` (a model call: opt-in).
+    idle_compaction: bool = False
+    compact_above_pct: int = 20
+    compact_to_pct: int = 10
 
 
 @attrs.frozen
@@ -121,8 +126,11 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
     loop = config.agentic_loop
     if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:
         raise ValueError("core.agentic_loop: need 0 < compaction_target_pct < compaction_threshold_pct <= 100")
-    if config.maintenance.idle_seconds < 0:
+    upkeep = config.maintenance
+    if upkeep.idle_seconds < 0:
         raise ValueError("core.maintenance.idle_seconds must be 0 (never sleep) or more")
+    if not 0 < upkeep.compact_to_pct < upkeep.compact_above_pct <= 100:
+        raise ValueError("core.maintenance: need 0 < compact_to_pct < compact_above_pct <= 100")
     if loop.max_tool_iterations < 0:
         raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
     return config

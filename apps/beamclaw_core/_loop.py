@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import attrs
 import httpx
+from loguru import logger
 
 import supervision as sv
 from beamclaw_obs import emit, scrub, scrub_async
@@ -171,6 +172,8 @@ class Loop(sv.StateMachine):
         if state == IDLE:
             if content in {"run_available", "next"}:
                 return await self._start(data)
+            if isinstance(content, tuple) and content[0] == "idle_compact":
+                await self._idle_compact(data, *content[1:])
             return sv.KeepState()
         if event.type is sv.INTERNAL:
             step = {
@@ -215,6 +218,26 @@ class Loop(sv.StateMachine):
             text = f"Your message could not be saved, so it was not sent to the model: {exc}"
             return self._fail(data, text, _STORAGE)
         return sv.NextState(COMPACTING, data, sv.NextEvent("compact"))
+
+    async def _idle_compact(self, data: _Data, above_pct: int, to_pct: int) -> None:
+        """Summarise a long history while nobody waits (the sleeper asks before the
+        conversation sleeps). Unlike a turn's compaction, a model that fails to summarise
+        changes nothing: nothing forces the history shorter now."""
+        history: list[Message] = await sv.call(data.session, "history")
+        provider = data.provider
+        window = context_window(provider.model, provider.config.context_window)
+        result = await compact(history, provider, window, above_pct, to_pct)
+        if result is None or result.method != "summary":
+            return
+        try:
+            await sv.call(data.session, ("replace", result.history))
+        except PersistError:
+            logger.warning("session {}: the idle compaction could not be saved", data.info.id[:12])
+            return
+        emit(
+            "maintenance_compact_complete", session_id=data.info.id, tokens_before=result.tokens_before,
+            tokens_after=result.tokens_after,
+        )  # fmt: skip
 
     # --- compacting -> streaming ----------------------------------------------------------
 

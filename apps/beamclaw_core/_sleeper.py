@@ -54,6 +54,8 @@ async def sleeper(
     sv.set_mailbox(capacity=math.inf)
     deadlines: dict[str, float] = {}
     heap: list[tuple[float, str]] = []
+    #: Sessions offered an idle compaction since their last activity.
+    compacted: set[str] = set()
 
     def schedule(sid: str, after: float) -> None:
         at = trio.current_time() + after
@@ -79,6 +81,7 @@ async def sleeper(
             message = None
         if message is not None:
             _, sid = message
+            compacted.discard(sid)
             schedule(sid, idle)
             continue
         for _ in range(_BATCH):
@@ -88,6 +91,15 @@ async def sleeper(
             if deadlines.get(sid) != at:
                 continue  # pushed back by a later activity
             del deadlines[sid]
+            upkeep = runtime.config.maintenance
+            if upkeep.idle_compaction and sid not in compacted:
+                # First the loop summarises a long history; the conversation sleeps after
+                # one more idle period (the compaction is not activity: it sleeps then).
+                compacted.add(sid)
+                with contextlib.suppress(sv.NoProc, sv.MailboxFull):
+                    sv.cast(runtime.loop_dest(sid), ("idle_compact", upkeep.compact_above_pct, upkeep.compact_to_pct))
+                schedule(sid, idle)
+                continue
             try:
                 left = await sv.call(runtime.session_dest(sid), ("sleep_if_idle", idle), timeout=5.0)
             except (sv.NoProc, sv.ProcessExited, sv.CallTimeout):
@@ -97,5 +109,6 @@ async def sleeper(
             if left > 0:
                 schedule(sid, left)
                 continue
+            compacted.discard(sid)
             await stop(sid)
             emit("session_sleep", session_id=sid, idle_seconds=idle)

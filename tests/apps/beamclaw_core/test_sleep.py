@@ -56,3 +56,25 @@ async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_cor
         assert ada.id in await core.running_sessions()
         await core.submit(ada, "/yes", core.CollectingChannel())
         assert (await run.wait()).text == "done"
+
+
+async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_model_fails(run_core: RunCore) -> None:
+    from tests.support.model_server import Status
+
+    long = "words " * 150
+    steps = [Reply(long), Reply(long), Reply(long), Reply("They talked at length."), Reply(long), Status(500)]
+    upkeep = {"maintenance": {"idle_seconds": 0.3, "idle_compaction": True, "compact_above_pct": 20,
+                              "compact_to_pct": 10}}  # fmt: skip
+    async with run_core(*steps, provider={"context_window": 2000, "max_retries": 0}, **upkeep) as r:
+        ada = await r.open("local:ada")
+        for n in range(3):
+            await core.send_message(ada, f"tell me more {n}", core.CollectingChannel())
+        await wait_for(lambda: any(e.name == "session_sleep" for e in r.events))
+        summarised = await core.history(ada)
+        assert summarised[0].content == f"{core.SUMMARY_HEADER}\nThey talked at length."
+        assert len(summarised) < 6 and [e.name for e in r.events].count("maintenance_compact_complete") == 1
+        # Woken, it talks on; idle again, the summary fails: the history stays whole.
+        await core.send_message(ada, "and then?", core.CollectingChannel())
+        before = await core.history(ada)
+        await wait_for(lambda: [e.name for e in r.events].count("session_sleep") == 2)
+        assert await core.history(ada) == before
