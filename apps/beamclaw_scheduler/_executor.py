@@ -20,6 +20,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_obs import emit
 
 from ._job import Fire
 from ._store import store_call
@@ -92,6 +93,7 @@ class Executor(sv.GenServer):
             fire = state.queue.popleft()
             state.waiting.discard(fire.run_id)
             await store_call(("started", fire.run_id))
+            emit("sched_job_fired", job_id=fire.job.id, run_id=fire.run_id, due=fire.due, attempt=fire.attempt)
             spec = sv.ChildSpec(
                 ("run", fire.run_id), _work, args=(fire, state.perform), restart=sv.TEMPORARY,
                 name=worker_name(fire.run_id), label=f"job {fire.job.id} try {fire.attempt}",
