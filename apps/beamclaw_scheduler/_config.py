@@ -7,7 +7,7 @@ from typing import Any
 
 import attrs
 
-from beamclaw_tools import structure_config
+from beamclaw_tools import Autonomy, structure_config
 
 
 @attrs.frozen
@@ -53,6 +53,7 @@ def parse_scheduler_config(table: dict[str, Any]) -> SchedulerConfig:
     for key in ("max_jobs_per_agent", "max_errors", "retry_attempts", "max_concurrent_runs"):
         if getattr(config, key) < 1:
             raise ValueError(f"scheduler.{key} must be at least 1")
+    Autonomy.parse(config.default_autonomy)  # a typo fails at start, not at the first job
     if config.min_interval_seconds <= 0 or config.missed_grace_seconds < 0:
         raise ValueError("scheduler.min_interval_seconds must be positive and missed_grace_seconds not negative")
     beat = config.heartbeat
