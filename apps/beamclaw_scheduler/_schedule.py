@@ -119,7 +119,8 @@ def make_schedule(kind: str, spec: str, timezone: str, now: float, min_interval:
     _zone(timezone)
     match kind:
         case "at":
-            parse_time(spec, timezone)
+            if parse_time(spec, timezone) < now - 60:
+                raise BadSchedule(f"at {spec} ({timezone}) is in the past")
             return Schedule("at", spec.strip(), timezone)
         case "every":
             seconds = parse_duration(spec)

@@ -324,7 +324,8 @@ class JobStore(sv.GenServer):
         if not prefix or len(prefix) > 64 or not prefix.replace("-", "").replace("_", "").isalnum():
             raise JobError(f"{prefix!r} is not a job id: `beamclaw scheduler list` shows them")
         rows = state.db.execute(
-            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? OR (id LIKE ? || '%' AND purpose = 'job')", (prefix, prefix)
+            f"SELECT {_JOB_COLUMNS} FROM jobs WHERE id = ? OR (substr(id, 1, ?) = ? AND purpose = 'job')",
+            (prefix, len(prefix), prefix),
         ).fetchall()
         exact = [row for row in rows if row[0] == prefix]
         if exact or len(rows) == 1:

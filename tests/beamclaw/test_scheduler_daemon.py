@@ -80,6 +80,7 @@ async def test_bad_jobs_are_refused_saying_why(tmp_path: Path) -> None:
             (["--cron", "0 9 * *"], "write five fields"),
             (["--cron", "61 * * * *"], "is not a valid expression"),
             (["--at", "tomorrow"], "is not an ISO time"),
+            (["--at", "2020-01-01T09:00"], "is in the past"),
             (["--at", "2026-12-01T09:00", "--tz", "Mars/Olympus"], "is not a time zone"),
             (["--every", "1h", "--agent", "nosuch"], "there is no agent 'nosuch'"),
         ]:
