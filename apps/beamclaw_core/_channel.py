@@ -32,6 +32,20 @@ class Channel(Protocol):
     async def finalize_draft(self, text: str) -> None: ...
 
 
+class ReplyOnlyChannel:
+    """A base for a channel that shows no drafts and no typing (nobody watches the reply
+    grow): a subclass defines ``send``, and takes the final text from the run's result."""
+
+    async def send_typing(self) -> None:
+        """Nothing: no one is watching."""
+
+    async def update_draft(self, text: str) -> None:
+        """Nothing: only the final reply counts."""
+
+    async def finalize_draft(self, text: str) -> None:
+        """Nothing: the run's result carries the final text."""
+
+
 @attrs.define
 class CollectingChannel:
     """A channel that keeps everything it is given: for request/response callers and tests."""

@@ -28,22 +28,13 @@ Check = Callable[[str, Any, str | None, str, str], Refusal | None]
 
 
 @attrs.define
-class _PendingChannel:
+class _PendingChannel(core.ReplyOnlyChannel):
     """A channel that hands what a run says to its `Pending` (replies come with the run's end)."""
 
     pending: Pending
 
     async def send(self, text: str) -> None:
         self.pending.said(text)
-
-    async def send_typing(self) -> None:
-        pass
-
-    async def update_draft(self, text: str) -> None:
-        pass
-
-    async def finalize_draft(self, text: str) -> None:
-        pass
 
     async def turn_failed(self, text: str) -> None:
         """Nothing: the run's end carries the same text."""

@@ -30,7 +30,7 @@ _DEDUP_SECONDS: Final = 24 * 3600.0
 
 
 @attrs.define
-class _Delivery:
+class _Delivery(core.ReplyOnlyChannel):
     """A channel for a turn nobody is waiting on: questions go to the user now, the reply at the end."""
 
     reach: core.Channel | None
@@ -38,15 +38,6 @@ class _Delivery:
     async def send(self, text: str) -> None:
         if self.reach is not None:
             await self.reach.send(text)
-
-    async def send_typing(self) -> None:
-        pass
-
-    async def update_draft(self, text: str) -> None:
-        pass
-
-    async def finalize_draft(self, text: str) -> None:
-        pass
 
     async def turn_failed(self, text: str) -> None:
         """Nothing now: a failed run is retried, and told in the run log."""

@@ -15,7 +15,7 @@ import trio
 
 from tests.support.model_server import Call, Hold, Reply, scripted_model
 
-from .daemon import start_daemon, write_config
+from .daemon import cli, start_daemon, write_config
 
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed (.ci/run installs it)")
 
@@ -30,6 +30,14 @@ class Terminal:
     async def tmux(self, *args: str) -> str:
         done = await trio.run_process([*self.base, *args], capture_stdout=True, capture_stderr=True, check=False)
         return done.stdout.decode()
+
+    async def start_tui(self, home: Path, *options: str, then: str = "sleep 30") -> None:
+        """``beamclaw tui OPTIONS`` as ada in a 160x50 terminal, then the shell command *then*."""
+        command = (
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada {shlex.quote(sys.executable)} "
+            f"-m beamclaw tui {shlex.join(options)}; {then}"
+        )
+        await self.tmux("new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", command)
 
     async def screen(self) -> str:
         return await self.tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", self.name)
@@ -96,12 +104,8 @@ async def test_the_tui_outlives_its_daemon_and_leaves_on_ctrl_c(tmp_path: Path) 
     async with scripted_model(repeat=Reply("hello there")) as model:
         config = write_config(tmp_path, model)
         daemon = await start_daemon(config, home)
-        command = (
-            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
-            f'{shlex.quote(sys.executable)} -m beamclaw tui; echo "tui exited with $?"; sleep 30'
-        )
         term = Terminal(f"beamclaw-test-link-{os.getpid()}")
-        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        await term.start_tui(home, then='echo "tui exited with $?"; sleep 30')
         try:
             await term.wait_for("you> ")
             await term.type("hi")
@@ -193,18 +197,11 @@ async def test_a_scheduled_reply_shows_in_the_open_terminal(tmp_path: Path) -> N
     async with scripted_model(repeat=Reply("Time to stretch.")) as model:
         config = write_config(tmp_path, model, extra="[scheduler]\nmin_interval_seconds = 1\n")
         daemon = await start_daemon(config, home)
-        command = (
-            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
-            f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; sleep 30"
-        )
         term = Terminal(f"beamclaw-test-sched-{os.getpid()}")
-        await term.tmux("new-session", "-d", "-s", term.name, "-x", "160", "-y", "50", command)
+        await term.start_tui(home, "--config", str(config))
         try:
             await term.wait_for("you> ")
-            added = await trio.run_process(
-                [sys.executable, "-m", "beamclaw", "scheduler", "add", "--every", "3s", "--message", "remind me"],
-                env={**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}, capture_stdout=True,
-            )  # fmt: skip
+            added = await cli(home, "scheduler", "add", "--every", "3s", "--message", "remind me")
             assert added.stdout.startswith(b"added job ")
             await term.wait_for("scheduled> Time to stretch.")
             await term.type("/quit")
