@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import supervision as sv
+from beamclaw_obs import scrub
 
 from ._job import Job, RunRecord
 from ._schedule import make_schedule
@@ -34,8 +35,9 @@ async def add_job(
     if len(message) > 4000:
         raise JobError("a job's message is at most 4000 characters")
     schedule = make_schedule(kind, spec, timezone, now, min_interval)
+    # Stored, listed and sent to the model: scrubbed like every other path into history.
     fields = {"agent_id": agent_id, "user_id": user_id, "channel": channel, "schedule": schedule,
-              "message": message.strip(), "created_by": created_by}  # fmt: skip
+              "message": scrub(message.strip()), "created_by": created_by}  # fmt: skip
     job: Job = await _call(("add", fields))
     return job
 

@@ -27,7 +27,7 @@ import attrs
 
 import beamclaw_core as core
 import supervision as sv
-from beamclaw_obs import emit
+from beamclaw_obs import emit, scrub
 
 from ._config import SchedulerConfig
 from ._job import HEARTBEAT, Fire, Job, RunRecord
@@ -408,13 +408,14 @@ class JobStore(sv.GenServer):
         if row is None or row[2] not in {"claimed", "running"}:
             return "ignored"  # already settled (a late report after a restart)
         job_id, attempt, _ = row
+        detail = scrub(detail[:1000])  # a model's error may quote what it was sent
         with core.immediate_transaction(db):
             retry_at = None
             if outcome == "failed" and attempt < state.config.retry_attempts:
                 retry_at = now + retry_delay(state.config, attempt)
             db.execute(
                 "UPDATE runs SET state = ?, finished_at = ?, detail = ?, retry_at = ? WHERE id = ?",
-                (outcome, now, detail[:1000], retry_at, run_id),
+                (outcome, now, detail, retry_at, run_id),
             )
             if outcome == "failed" and retry_at is None:
                 self._failed_due(state, job_id, detail)

@@ -213,3 +213,16 @@ def test_active_hours() -> None:
     assert not within_active_hours(at(2026, 5, 4, 22, 0), day)
     assert within_active_hours(at(2026, 5, 4, 23, 0), night) and within_active_hours(at(2026, 5, 5, 5, 0), night)
     assert not within_active_hours(at(2026, 5, 4, 12, 0), night)
+
+
+async def test_a_credential_in_a_job_or_its_failure_is_never_stored(tmp_path: Path, autojump_clock: MockClock) -> None:
+    clock = virtual_clock(at(2026, 5, 4, 10, 0))
+    key = "sk-ant-api03-Zq8vT3xLmN4pR7sK2wY9aB6cZq8vT3xLmN4p"
+    script = Script(clock, outcome=lambda fire: ("failed", f"the model said: bad key {key}"))
+    async with running_scheduler(tmp_path, script, clock, max_errors=1):
+        job = await _add(clock, "every", "10m", message=f"use the key {key} to check")
+        await trio.sleep(700)
+        runs = await job_runs(job.id)
+    assert key not in job.message and "[REDACTED]" in job.message
+    assert runs and all(key not in run.detail for run in runs)
+    assert key.encode() not in (tmp_path / "scheduler.db").read_bytes()
