@@ -25,8 +25,8 @@ BUNDLED_SKILLS: Final = Path(__file__).resolve().parent.parent / "skills"
 #: app -> the apps it depends on (the CLI is not part of the daemon tree).
 APPS: Final[dict[str, tuple[str, ...]]] = {
     "obs": (),
-    "memory": ("obs",),
     "tools": ("obs",),
+    "memory": ("tools", "obs"),
     "sandbox": ("tools", "obs"),
     "mcp": ("tools", "obs"),
     "core": ("sandbox", "mcp", "memory", "tools", "obs"),
@@ -38,8 +38,9 @@ APPS: Final[dict[str, tuple[str, ...]]] = {
 
 #: Apps whose ``enabled`` key is about a part of the app, not the app: the sandbox app's
 #: opts in to Docker code execution, and the app always runs, because it holds the jails
-#: that bash and terminal run in (core depends on it).
-ALWAYS_RUNNING: Final = frozenset({"sandbox"})
+#: that bash and terminal run in (core depends on it); the memory app's turns its search
+#: off (its tree is then empty, and core is told memory is unavailable).
+ALWAYS_RUNNING: Final = frozenset({"sandbox", "memory"})
 
 
 @attrs.define(eq=False)

@@ -1,0 +1,83 @@
+"""What the rest of BeamClaw calls: search, read, keep fresh, remember, reindex, status.
+
+Every call names the agent; searches and reads also name the user they are for
+(``owner``): the agent's files are everyone's, a conversation is its user's alone.
+When the memory app is not running (disabled, or restarting past the wait) the call
+raises `MemoryUnavailable` saying so; callers that only keep memory fresh ignore it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import supervision as sv
+
+from ._agents import AGENTS, UnknownMemory, running_agents
+from ._index import SearchResult
+
+#: Seconds a call waits for an index to start (its first start indexes the workspace).
+_START_TIMEOUT: Final = 120.0
+_RESTART_WAIT: Final = 2.0
+
+
+class MemoryUnavailable(Exception):
+    """The memory app cannot answer now; the message says why."""
+
+
+async def _index(agent: str) -> str:
+    try:
+        name: str = await sv.call(AGENTS, ("start", agent), timeout=_START_TIMEOUT, restart_wait=_RESTART_WAIT)
+    except UnknownMemory:
+        raise
+    except sv.NoProc:
+        raise MemoryUnavailable("the memory app is not running ([memory] enabled = false?)") from None
+    except (sv.StartError, sv.CallTimeout, sv.ProcessExited) as exc:
+        raise MemoryUnavailable(f"the memory index of agent {agent!r} could not be started: {exc}") from None
+    return name
+
+
+async def _ask(agent: str, request: Any, timeout: float = 60.0) -> Any:
+    """*request* to the agent's index; a crash in it is answered by one try on the restarted one."""
+    for attempt in (1, 2):
+        name = await _index(agent)
+        try:
+            return await sv.call(name, request, timeout=timeout)
+        except (sv.NoProc, sv.ProcessExited) as exc:
+            if attempt == 2:
+                raise MemoryUnavailable(f"the memory index of agent {agent!r} failed: {exc}") from None
+        except sv.CallTimeout:
+            raise MemoryUnavailable(f"the memory index of agent {agent!r} did not answer in {timeout:g} s") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+async def search(agent: str, query: str, *, owner: str | None, limit: int) -> SearchResult:
+    """The agent's memory chunks best matching *query* that *owner* may see (None: files only)."""
+    result: SearchResult = await _ask(agent, ("search", query, owner, limit))
+    return result
+
+
+async def read_lines(agent: str, path: str, *, owner: str | None, start: int, count: int) -> str:
+    """Lines of an indexed document; `LookupError` when it is not one *owner* may see."""
+    text: str = await _ask(agent, ("get", path, owner, start, count))
+    return text
+
+
+async def sync(agent: str) -> int:
+    """Index what changed in the agent's workspace now; the documents changed."""
+    changed: int = await _ask(agent, ("sync",))
+    return changed
+
+
+def remember(agent: str, owner: str, doc: str, text: str) -> bool:
+    """Keep one exchange of *owner*'s conversation with *agent* (best effort: False if not sent)."""
+    return sv.cast(AGENTS, ("remember", agent, owner, doc, text))
+
+
+async def reindex(agent: str) -> dict[str, Any]:
+    status: dict[str, Any] = await _ask(agent, "reindex", timeout=_START_TIMEOUT)
+    return status
+
+
+async def status(agents: list[str]) -> list[dict[str, Any]]:
+    """Each agent's counts (documents, chunks, embedded, keyword chunks, vector model)."""
+    return [await _ask(agent, "status") for agent in sorted(set(agents) | set(running_agents()))]

@@ -1,0 +1,102 @@
+"""Keyword search: a tantivy index (BM25, English stemming) of an agent's chunks.
+
+The index is derived data: the chunks it holds are also in the agent's chunk store, so
+an index that cannot be opened (a crash mid-write, a disk that lost a file, a newer
+format) is deleted and rebuilt from there (see `_index`). Each chunk carries its
+owner (``""`` for the agent's files, the user's id for a conversation), and every
+search is filtered to the owners the caller may see.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Final
+
+import tantivy
+
+#: What a query keeps of the user's text: words only, so no query syntax reaches tantivy.
+_WORD: Final = re.compile(r"\w+")
+_HEAP: Final = 50_000_000
+#: Words of a query past this many are ignored (a query is a few words, not a document).
+MAX_QUERY_WORDS: Final = 64
+
+
+class IndexCorrupted(Exception):
+    """The index on disk cannot be read; the message says why. Rebuild it from the store."""
+
+
+def _schema() -> tantivy.Schema:
+    builder = tantivy.SchemaBuilder()
+    builder.add_integer_field("id", stored=True, indexed=True, fast=True)
+    builder.add_text_field("doc", stored=False, tokenizer_name="raw")
+    builder.add_text_field("owner", stored=False, tokenizer_name="raw")
+    builder.add_text_field("text", stored=False, tokenizer_name="en_stem")
+    return builder.build()
+
+
+def query_words(query: str) -> list[str]:
+    # Lowercase: AND, OR, NOT and IN are operators to the query parser, and the index is lowercase.
+    return [word.lower() for word in _WORD.findall(query)[:MAX_QUERY_WORDS]]
+
+
+class Bm25Index:
+    """One agent's keyword index in *folder*. Blocking: call it from a worker thread."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._schema = _schema()
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self._index = tantivy.Index(self._schema, path=str(folder), reuse=True)
+            self._writer = self._index.writer(heap_size=_HEAP, num_threads=1)
+            self._index.reload()
+            self._index.searcher().num_docs  # noqa: B018 - reads the segment list now, not at the first search
+        except (ValueError, OSError, RuntimeError) as exc:
+            raise IndexCorrupted(f"the keyword index in {folder} cannot be opened: {exc}") from None
+
+    @classmethod
+    def rebuilt(cls, folder: Path) -> Bm25Index:
+        """A new, empty index where *folder* was (whatever it held is deleted)."""
+        shutil.rmtree(folder, ignore_errors=True)
+        return cls(folder)
+
+    def __len__(self) -> int:
+        return int(self._index.searcher().num_docs)
+
+    def replace(self, doc: str, chunks: Iterable[tuple[int, str, str]]) -> None:
+        """Drop *doc*'s chunks and add *chunks* ((id, owner, text)) in one commit."""
+        self._writer.delete_documents_by_term("doc", doc)
+        for chunk_id, owner, text in chunks:
+            self._writer.add_document(tantivy.Document(id=chunk_id, doc=doc, owner=owner, text=text))
+        self._writer.commit()
+        self._index.reload()
+
+    def add_many(self, rows: Iterable[tuple[int, str, str, str]]) -> None:
+        """Add (id, doc, owner, text) rows in one commit (a rebuild)."""
+        for chunk_id, doc, owner, text in rows:
+            self._writer.add_document(tantivy.Document(id=chunk_id, doc=doc, owner=owner, text=text))
+        self._writer.commit()
+        self._index.reload()
+
+    def remove(self, doc: str) -> None:
+        self._writer.delete_documents_by_term("doc", doc)
+        self._writer.commit()
+        self._index.reload()
+
+    def search(self, query: str, owners: Iterable[str], limit: int) -> list[tuple[int, float]]:
+        """(chunk id, BM25 score) of the best *limit* chunks of *owners* for *query*."""
+        words = query_words(query)
+        if not words:
+            return []
+        parsed = self._index.parse_query(" ".join(words), ["text"])
+        visible = tantivy.Query.term_set_query(self._schema, "owner", list(owners))
+        both = tantivy.Query.boolean_query([(tantivy.Occur.Must, parsed), (tantivy.Occur.Must, visible)])
+        searcher = self._index.searcher()
+        hits = searcher.search(both, limit).hits
+        return [(int(searcher.doc(address)["id"][0]), float(score)) for score, address in hits]
+
+    def close(self) -> None:
+        self._writer.wait_merging_threads()

@@ -1,0 +1,106 @@
+"""The embedder process: one per daemon, it turns texts into vectors for every agent.
+
+It owns the embedding model (the local one is loaded once, in a worker thread) and the
+embedding cache. A crash here (a model that raises, a malformed remote answer that gets
+past the checks) restarts only this process: the indexes wait, searches answer from
+keywords meanwhile (`embed` raises `EmbeddingUnavailable`, which they report).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+import httpx
+import numpy as np
+import trio
+
+import supervision as sv
+
+from ._cache import EmbeddingCache
+from ._config import EmbeddingConfig
+from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder, Vectors
+from ._local import LocalEmbedder, LocalModelMissing
+
+EMBEDDER: Final = "beamclaw_memory.embedder"
+
+
+class EmbeddingUnavailable(Exception):
+    """No vectors now: the embedder is down, restarting, not configured or failing (says which)."""
+
+
+@attrs.define
+class _State:
+    embedder: Embedder | None
+    #: Why there is no embedder (the local model is not installed), for every caller.
+    missing: str
+    cache: EmbeddingCache
+    client: httpx.AsyncClient | None
+
+
+def _make(config: EmbeddingConfig) -> tuple[Embedder | None, str, httpx.AsyncClient | None]:
+    if config.provider == "openai":
+        client = httpx.AsyncClient(follow_redirects=False)
+        return OpenAIEmbedder(config, client), "", client
+    if config.provider == "local":
+        try:
+            return LocalEmbedder(), "", None
+        except LocalModelMissing as exc:
+            return None, str(exc), None
+    return None, 'memory.embedding.provider is "none"', None
+
+
+class EmbedderServer(sv.GenServer):
+    async def init(self, config: EmbeddingConfig, cache_path: Path | None) -> _State:
+        embedder, missing, client = _make(config)
+        cache = await trio.to_thread.run_sync(EmbeddingCache, cache_path, config.cache_ttl_seconds)
+        return _State(embedder, missing, cache, client)
+
+    async def terminate(self, reason: Any, state: _State) -> None:
+        state.cache.close()
+        if state.client is not None:
+            await state.client.aclose()
+
+    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+        match request:
+            case ("embed", list() as texts):
+                if state.embedder is None:
+                    sv.reply_error(caller, EmbeddingUnavailable(state.missing))
+                    return sv.NoReply(state)
+                try:
+                    vectors = await self._embed(state, state.embedder, texts)
+                except EmbeddingError as exc:
+                    sv.reply_error(caller, EmbeddingUnavailable(str(exc)))
+                    return sv.NoReply(state)
+                return sv.Reply((state.embedder.model, vectors), state)
+            case "model":
+                return sv.Reply(None if state.embedder is None else state.embedder.model, state)
+        raise ValueError(f"unknown embedder request {request!r}")
+
+    @staticmethod
+    async def _embed(state: _State, embedder: Embedder, texts: list[str]) -> Vectors:
+        """Vectors of *texts*: from the cache where fresh, the rest from the model (and cached)."""
+        model = embedder.model
+        cached = await trio.to_thread.run_sync(state.cache.get, model, texts)
+        wanted = [i for i in range(len(texts)) if i not in cached]
+        fresh = await embedder.embed([texts[i] for i in wanted]) if wanted else None
+        if fresh is not None:
+            if len(fresh) != len(wanted):
+                raise EmbeddingError(f"the embedder gave {len(fresh)} vectors for {len(wanted)} texts")
+            await trio.to_thread.run_sync(state.cache.put, model, [texts[i] for i in wanted], fresh)
+        new = dict(zip(wanted, fresh if fresh is not None else [], strict=True))
+        rows = [cached[i] if i in cached else new[i] for i in range(len(texts))]
+        if len({len(row) for row in rows}) > 1:
+            raise EmbeddingError("cached and new vectors differ in length (the model changed its output)")
+        return np.stack(rows).astype(np.float32)
+
+
+async def embed(texts: Sequence[str], *, timeout: float | None) -> tuple[str, Vectors]:
+    """(model, one unit vector per text) from the embedder process; `EmbeddingUnavailable` otherwise."""
+    try:
+        result: tuple[str, Vectors] = await sv.call(EMBEDDER, ("embed", list(texts)), timeout=timeout)
+    except (sv.NoProc, sv.CallTimeout, sv.ProcessExited) as exc:
+        raise EmbeddingUnavailable(f"the embedder is not answering ({type(exc).__name__}); restarting") from None
+    return result

@@ -1,0 +1,91 @@
+"""What an agent's memory holds from its workspace: the files to index, read safely.
+
+The agent's configured ``workspace_files`` (MEMORY.md first) and its daily logs
+``memory/YYYY-MM-DD.md``. The model writes this folder (bash runs in a jail whose only
+writable place is the workspace), so every file is reached through `Beneath`: a planted
+link (``MEMORY.md -> /proc/self/environ``), a FIFO or a hard link to a file elsewhere is
+skipped, never followed or blocked on; a file is read up to `MAX_FILE_BYTES`.
+Blocking: called from worker threads.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from pathlib import Path
+from typing import Final
+
+import attrs
+from loguru import logger
+
+from beamclaw_tools import Beneath, PathRefused
+
+#: What is read of one file: a memory file past this is indexed from its first bytes.
+MAX_FILE_BYTES: Final = 2_000_000
+#: Daily logs looked at, newest first: years of them, not an unbounded folder.
+MAX_DAILY_LOGS: Final = 5_000
+_DAILY: Final = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
+
+
+@attrs.frozen
+class SourceFile:
+    path: str  # relative to the workspace
+    kind: str  # "file" or "daily"
+    signature: str  # changes whenever the file does
+    day: str | None = None
+
+
+def workspace_of(data_dir: Path, agent: str) -> Path:
+    return data_dir / "agents" / agent
+
+
+def scan(root: Path, files: tuple[str, ...]) -> list[SourceFile]:
+    """The memory files of the workspace *root* as they are now (none if it does not exist)."""
+    try:
+        beneath = Beneath(root)
+    except (FileNotFoundError, PathRefused):
+        return []
+    found = []
+    with beneath:
+        for name in files:
+            signature = _signature(beneath, name)
+            if signature:
+                found.append(SourceFile(name, "file", signature))
+        try:
+            entries = beneath.list_dir("memory", limit=MAX_DAILY_LOGS)
+        except (FileNotFoundError, PathRefused, NotADirectoryError):
+            entries = []
+        for entry, kind in entries:
+            match = _DAILY.fullmatch(entry)
+            name = f"memory/{entry}"
+            if kind == "file" and match and _valid_day(match.group(1)) and name not in files:
+                signature = _signature(beneath, name)
+                if signature:
+                    found.append(SourceFile(name, "daily", signature, match.group(1)))
+    return found
+
+
+def _valid_day(text: str) -> bool:
+    try:
+        datetime.date.fromisoformat(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _signature(beneath: Beneath, name: str) -> str:
+    st = beneath.lstat(name)
+    if st is None or beneath.kind(name) != "file":
+        return ""
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def read(root: Path, path: str) -> str | None:
+    """The text of the workspace file *path*, or None if it cannot be read safely now."""
+    try:
+        with Beneath(root) as beneath:
+            excerpt = beneath.read_text(path, limit=MAX_FILE_BYTES)
+    except (FileNotFoundError, PathRefused, NotADirectoryError, IsADirectoryError) as exc:
+        logger.debug("memory: {} skipped ({})", path, exc)
+        return None
+    return excerpt.head

@@ -1,0 +1,197 @@
+"""An agent's chunk store: ``memory/<agent>/chunks.db``, the truth the indexes derive from.
+
+Documents (a workspace file, one exchange of a conversation) and their chunks, each
+chunk with its lines, owner and vector (NULL until the embedder has given it). The
+keyword index and the in-memory vectors are rebuilt from here; this file is rebuilt
+from the workspace files if it cannot be read (conversations it held are then gone
+from search, not from the conversations' own history).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Final
+
+import attrs
+import numpy as np
+
+from ._chunker import Chunk
+from ._embedding import Vectors
+
+SCHEMA_VERSION: Final = 1
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    day TEXT,
+    body TEXT
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    doc TEXT NOT NULL REFERENCES documents(doc) ON DELETE CASCADE,
+    owner TEXT NOT NULL,
+    start_line INTEGER NOT NULL,
+    end_line INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    vector BLOB
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc);
+CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(id) WHERE vector IS NULL;
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+class StoreCorrupted(Exception):
+    """The chunk store cannot be read; the message says why."""
+
+
+@attrs.frozen
+class StoredChunk:
+    id: int
+    doc: str
+    owner: str
+    start_line: int
+    end_line: int
+    text: str
+    kind: str
+    day: str | None
+
+
+@attrs.frozen
+class Document:
+    doc: str
+    owner: str
+    kind: str  # "file", "daily" or "conversation"
+    signature: str
+    day: str | None = None
+    #: The text itself, kept for a conversation (a file is read again from the workspace).
+    body: str | None = None
+
+
+_CHUNK_COLUMNS: Final = "c.id, c.doc, c.owner, c.start_line, c.end_line, c.text, d.kind, d.day"
+
+
+class ChunkStore:
+    """Blocking SQLite access (the agent's index process calls it from worker threads)."""
+
+    def __init__(self, path: Path | None) -> None:
+        if path is not None:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                ":memory:" if path is None else path, isolation_level=None, check_same_thread=False
+            )
+            (version,) = self._db.execute("PRAGMA user_version").fetchone()
+            if version > SCHEMA_VERSION:
+                raise StoreCorrupted(f"{path} has format version {version}, newer than this BeamClaw's")
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA foreign_keys=ON")
+            self._db.executescript(_SCHEMA)
+            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+            self._db.execute("SELECT count(*) FROM chunks").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise StoreCorrupted(f"the chunk store {path} cannot be read: {exc}") from None
+
+    @contextlib.contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def signatures(self, kinds: Sequence[str]) -> dict[str, str]:
+        marks = ",".join("?" * len(kinds))
+        rows = self._db.execute(f"SELECT doc, signature FROM documents WHERE kind IN ({marks})", tuple(kinds))
+        return dict(rows.fetchall())
+
+    def put(self, document: Document, chunks: Sequence[Chunk]) -> list[int]:
+        """Replace the document and its chunks; the new chunks' ids."""
+        with self._transaction() as db:
+            db.execute("DELETE FROM documents WHERE doc = ?", (document.doc,))
+            db.execute(
+                "INSERT INTO documents (doc, owner, kind, signature, day, body) VALUES (?, ?, ?, ?, ?, ?)",
+                (document.doc, document.owner, document.kind, document.signature, document.day, document.body),
+            )
+            return [
+                db.execute(
+                    "INSERT INTO chunks (doc, owner, start_line, end_line, text) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                    (document.doc, document.owner, c.start_line, c.end_line, c.text),
+                ).fetchone()[0]
+                for c in chunks
+            ]
+
+    def remove(self, doc: str) -> None:
+        with self._transaction() as db:
+            db.execute("DELETE FROM documents WHERE doc = ?", (doc,))
+
+    def chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
+        found: dict[int, StoredChunk] = {}
+        for start in range(0, len(ids), 500):
+            part = ids[start : start + 500]
+            rows = self._db.execute(
+                f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d USING (doc) "
+                f"WHERE c.id IN ({','.join('?' * len(part))})",
+                tuple(part),
+            )
+            found.update((row[0], StoredChunk(*row)) for row in rows)
+        return found
+
+    def document_chunks(self, doc: str) -> list[StoredChunk]:
+        rows = self._db.execute(
+            f"SELECT {_CHUNK_COLUMNS} FROM chunks c JOIN documents d USING (doc) WHERE c.doc = ? ORDER BY c.id",
+            (doc,),
+        )
+        return [StoredChunk(*row) for row in rows]
+
+    def body(self, doc: str) -> str:
+        row = self._db.execute("SELECT body FROM documents WHERE doc = ?", (doc,)).fetchone()
+        return "" if row is None or row[0] is None else str(row[0])
+
+    def all_for_keywords(self) -> Iterator[tuple[int, str, str, str]]:
+        """(id, doc, owner, text) of every chunk: what a rebuilt keyword index holds."""
+        yield from self._db.execute("SELECT id, doc, owner, text FROM chunks")
+
+    def unembedded(self, limit: int) -> list[tuple[int, str]]:
+        return self._db.execute("SELECT id, text FROM chunks WHERE vector IS NULL LIMIT ?", (limit,)).fetchall()
+
+    def set_vectors(self, ids: Sequence[int], vectors: Vectors) -> None:
+        with self._transaction() as db:
+            db.executemany(
+                "UPDATE chunks SET vector = ? WHERE id = ?",
+                [(row.astype(np.float32).tobytes(), cid) for cid, row in zip(ids, vectors, strict=True)],
+            )
+
+    def vectors(self) -> tuple[list[int], list[str], Vectors]:
+        """(ids, owners, matrix) of every chunk that has a vector."""
+        rows = self._db.execute("SELECT id, owner, vector FROM chunks WHERE vector IS NOT NULL").fetchall()
+        if not rows:
+            return [], [], np.zeros((0, 0), dtype=np.float32)
+        matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for _, _, vector in rows])
+        return [r[0] for r in rows], [r[1] for r in rows], matrix
+
+    def vector_model(self) -> str | None:
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'vector_model'").fetchone()
+        return None if row is None else str(row[0])
+
+    def reset_vectors(self, model: str) -> None:
+        """Forget every vector (they came from another model) and remember whose the next are."""
+        with self._transaction() as db:
+            db.execute("UPDATE chunks SET vector = NULL WHERE vector IS NOT NULL")
+            db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vector_model', ?)", (model,))
+
+    def counts(self) -> dict[str, int]:
+        (documents,) = self._db.execute("SELECT count(*) FROM documents").fetchone()
+        (chunks,) = self._db.execute("SELECT count(*) FROM chunks").fetchone()
+        (embedded,) = self._db.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()
+        return {"documents": documents, "chunks": chunks, "embedded": embedded}
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,56 @@
+"""The memory app's tree.
+
+    beamclaw_memory (one_for_one)
+    ├── embedder  (GenServer): the embedding model and the embedding cache
+    ├── indexes   (DynamicSupervisor): one AgentIndex per agent in use (temporary)
+    ├── agents    (GenServer): starts the indexes, one per agent
+    ├── watcher   (process): picks up edits to the workspace files; restarts crashed indexes
+    └── tools     memory_search and memory_get, registered while the app runs
+
+one_for_one: an embedder crash leaves the indexes answering from keywords; an index
+crash loses nothing (it is derived from the files and its own store, see `_index`).
+With ``enabled = false`` the tree is empty: no tools, and core's calls are told so.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import supervision as sv
+from beamclaw_tools import tool_provider
+
+from ._agents import AGENTS, Agents
+from ._config import MemoryConfig, parse_memory_config
+from ._embedder import EMBEDDER, EmbedderServer
+from ._index import INDEXES_SUP
+from ._tools import MemoryGetTool, MemorySearchTool
+from ._watcher import watch
+
+
+def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) -> sv.Supervisor:
+    if not config.enabled:
+        return sv.Supervisor([], name="beamclaw_memory", intensity=10, period=10.0)
+    return sv.Supervisor(
+        [
+            sv.ChildSpec(
+                "embedder",
+                EmbedderServer.start,
+                args=(config.embedding, data_dir / "memory" / "embeddings.db"),
+                name=EMBEDDER,
+                backoff=sv.Backoff(initial=0.5, maximum=30.0),
+            ),
+            sv.DynamicSupervisor(intensity=100, period=10.0, name=INDEXES_SUP).child_spec("indexes"),
+            sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock), name=AGENTS),
+            sv.ChildSpec("watcher", watch, args=(config.watch_interval_seconds,)),
+            tool_provider("tools", [MemorySearchTool(config.search.default_limit), MemoryGetTool()]),
+        ],
+        intensity=10,
+        period=10.0,
+        name="beamclaw_memory",
+    )
+
+
+def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+    return memory_tree(parse_memory_config(table), data_dir)
