@@ -9,6 +9,7 @@ still goes on.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Final
 
 import attrs
@@ -108,14 +109,22 @@ async def compact(
     window: int,
     threshold_pct: int,
     target_pct: int,
+    *,
+    flush: Callable[[list[Message]], Awaitable[None]] | None = None,
 ) -> Compacted | None:
-    """The compacted history, or None when it is still below the threshold."""
+    """The compacted history, or None when it is still below the threshold.
+
+    *flush*, when given, is awaited with the messages about to be dropped first (the
+    memory flush: the model keeps what should last before they go).
+    """
     before = estimate_tokens(history)
     if before <= window * threshold_pct // 100:
         return None
     older, kept = split(history, window * target_pct // 100)
     if not older:
         return None
+    if flush is not None:
+        await flush(older)
     try:
         with trio.fail_after(provider.config.timeout_seconds):
             reply = await provider.complete([Message("system", _SUMMARY_PROMPT), Message("user", _transcript(older))])

@@ -50,6 +50,9 @@ class AgenticLoopConfig:
     compaction_target_pct: int = 40
     stream_chunk_chars: int = 80
     approval_timeout_seconds: float = 300.0
+    #: Before compaction drops old messages, a hidden model call keeps what should last
+    #: in today's daily log (see `_memory`).
+    memory_flush: bool = True
 
 
 @attrs.frozen

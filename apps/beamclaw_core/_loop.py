@@ -33,6 +33,7 @@ from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
 from ._drafts import Drafter, tell
 from ._http_client import owned_http_client
+from ._memory import flush_memory, keep_fresh, remember_exchange
 from ._messages import Message, ToolCall, estimate_tokens
 from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured
 from ._run import Run, TurnError, TurnResult
@@ -40,6 +41,7 @@ from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
+from ._workspace import Workspace
 
 _STORAGE: Final = TurnResult("", ok=False, error=TurnError.STORAGE, retry_after=1.0)
 
@@ -58,6 +60,7 @@ class _Turn:
     """What the loop knows about the run in progress."""
 
     run: Run
+    started: float = attrs.field(factory=time.time)
     rounds: int = 0
     tool_calls: int = 0
     prompt_tokens: int = 0
@@ -226,7 +229,7 @@ class Loop(sv.StateMachine):
         history: list[Message] = await sv.call(data.session, "history")
         provider = data.provider
         window = context_window(provider.model, provider.config.context_window)
-        result = await compact(history, provider, window, above_pct, to_pct)
+        result = await compact(history, provider, window, above_pct, to_pct, flush=self._flusher(data))
         if result is None or result.method != "summary":
             return
         try:
@@ -239,6 +242,18 @@ class Loop(sv.StateMachine):
             tokens_after=result.tokens_after,
         )  # fmt: skip
 
+    @staticmethod
+    def _flusher(data: _Data) -> Callable[[list[Message]], Awaitable[None]] | None:
+        """The memory flush compaction runs first, unless it is turned off."""
+        if not data.runtime.config.agentic_loop.memory_flush:
+            return None
+        workspace = Workspace(data.info.agent_id, data.runtime.workspace(data.info.agent_id))
+
+        async def flush(older: list[Message]) -> None:
+            await flush_memory(data.info, workspace, data.provider, older)
+
+        return flush
+
     # --- compacting -> streaming ----------------------------------------------------------
 
     async def _compact(self, data: _Data) -> Any:
@@ -246,7 +261,8 @@ class Loop(sv.StateMachine):
         provider = data.provider
         loop = data.runtime.config.agentic_loop
         window = context_window(provider.model, provider.config.context_window)
-        result = await compact(history, provider, window, loop.compaction_threshold_pct, loop.compaction_target_pct)
+        threshold, target = loop.compaction_threshold_pct, loop.compaction_target_pct
+        result = await compact(history, provider, window, threshold, target, flush=self._flusher(data))
         if result is not None:
             try:
                 await sv.call(data.session, ("replace", result.history))
@@ -445,6 +461,7 @@ class Loop(sv.StateMachine):
                 result = ToolResult(f"the tool call was not run: {reason}", is_error=True)
             turn.tool_calls += 1
             results.append(Message("tool", scrub(result.text), tool_call_id=call.id, name=call.name))
+        await keep_fresh(info.agent_id)  # what the tools wrote is searchable by the next call
         try:
             await sv.call(data.session, ("append", results))
         except PersistError as exc:
@@ -479,6 +496,8 @@ class Loop(sv.StateMachine):
             failure.retry_after if failure else None,
         )  # fmt: skip
         await sv.call(data.session, ("finish_run", turn.run, result))
+        if failure is None:
+            remember_exchange(data.info, turn.started, scrub(turn.run.text), turn.reply)
         emit(
             "turn_complete", session_id=data.info.id, agent_id=data.info.agent_id,
             outcome=failure.error.value if failure and failure.error else "ok", rounds=turn.rounds,

@@ -94,10 +94,10 @@ async def tool_names() -> set[str]:
         return set()
 
 
-async def usable_skills(agent_id: str) -> list[Skill]:
-    """The agent's skills that can be used now: their programs, variables, system, MCP servers and tools."""
+async def usable_skills(agent_id: str, available: set[str]) -> list[Skill]:
+    """The agent's skills that can be used now (*available*: the tools there are): their programs,
+    variables, system, MCP servers and tools."""
     skills, _ = await agent_skills(agent_id)
-    available = await tool_names()
     return [skill for skill in skills.values() if not skill.unmet(available)]
 
 

@@ -1,7 +1,8 @@
 """The system prompt, assembled before every model call from the agent's workspace.
 
 Order: the configured base prompt; then IDENTITY, SOUL, USER, TOOLS, AGENTS,
-BOOTSTRAP and MEMORY; then today's and yesterday's daily logs; then the skills.
+BOOTSTRAP and MEMORY; then today's and yesterday's daily logs; then, when the memory
+tools are there, a pointer to search the rest of the agent's memory; then the skills.
 Empty or missing files are skipped; a file BeamClaw refuses to read (a symbolic link, a
 FIFO, a folder: see `Workspace`) is replaced by a one-line note, so a planted link never
 brings another file into the prompt and never fails the turn. A file over 20,000 characters keeps its head
@@ -24,7 +25,7 @@ import supervision as sv
 from beamclaw_tools import PathRefused
 
 from ._runtime import Runtime
-from ._skill_catalog import usable_skills
+from ._skill_catalog import tool_names, usable_skills
 from ._skills import prompt_block
 from ._workspace import CONTEXT_FILES, Workspace
 
@@ -32,6 +33,13 @@ FILE_LIMIT: Final = 20_000
 TOTAL_LIMIT: Final = 24_000
 HEAD_SHARE: Final = 0.7
 TAIL_SHARE: Final = 0.2
+
+#: Said when the memory tools are registered: the prompt holds only part of what the agent knows.
+MEMORY_POINTER: Final = (
+    "Your memory holds more than these files: older daily logs, your notes and your past conversations with "
+    "this user. Before you answer that you do not know or remember something, search it with memory_search; "
+    "read around a result with memory_get."
+)
 
 PREAMBLE: Final = (
     "The files below come from your workspace: who you are, who your user is, and what you "
@@ -74,8 +82,9 @@ def assemble(base: str, workspace: Workspace | None, today: datetime.date, skill
     return assemble_files(base, context_files(workspace, today) if workspace else [], skills)
 
 
-def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "") -> str:
-    """The prompt from *base*, the (name, text) of the context files, and the skills block."""
+def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "", *, searchable: bool = False) -> str:
+    """The prompt from *base*, the (name, text) of the context files, and the skills block;
+    *searchable* adds the pointer to the memory tools."""
     parts = [base.strip()]
     files = [(name, truncate(text, name)) for name, text in files]
     total = sum(len(text) for _, text in files)
@@ -86,6 +95,8 @@ def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "") ->
     if files:
         blocks = "\n".join(f'<file name="{name}">\n{text}\n</file>' for name, text in files)
         parts.append(f"<workspace_context>\n{PREAMBLE}\n\n{blocks}\n</workspace_context>")
+    if searchable:
+        parts.append(MEMORY_POINTER)
     if skills:
         parts.append(skills)
     return "\n\n".join(parts)
@@ -93,12 +104,14 @@ def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "") ->
 
 async def system_prompt(runtime: Runtime, agent_id: str) -> str:
     """The agent's system prompt as of now (workspace files are re-read every time)."""
+    available = await tool_names()
     try:
-        skills = await usable_skills(agent_id)
+        skills = await usable_skills(agent_id, available)
     except sv.NoProc:
         skills = []  # the catalog is restarting: this one call goes without skills
     workspace = Workspace.of(runtime.data_dir, agent_id)
     # The model writes the workspace: its files are read off the event loop (each capped,
     # none a FIFO), and what comes back is scrubbed like every other text sent out.
     files = await trio.to_thread.run_sync(context_files, workspace, datetime.date.today(), abandon_on_cancel=True)
-    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills)))
+    searchable = "memory_search" in available
+    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills), searchable=searchable))

@@ -70,7 +70,10 @@ async def sync(agent: str) -> int:
 
 def remember(agent: str, owner: str, doc: str, text: str) -> bool:
     """Keep one exchange of *owner*'s conversation with *agent* (best effort: False if not sent)."""
-    return sv.cast(AGENTS, ("remember", agent, owner, doc, text))
+    try:
+        return sv.cast(AGENTS, ("remember", agent, owner, doc, text))
+    except sv.NoProc:  # the memory app is off or restarting: this exchange is not indexed
+        return False
 
 
 async def reindex(agent: str) -> dict[str, Any]:

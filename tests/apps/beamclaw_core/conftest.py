@@ -12,6 +12,7 @@ import pytest
 import trio
 
 import beamclaw_core as core
+import beamclaw_memory as memory
 import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
@@ -66,12 +67,15 @@ class Running:
 
 
 def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: dict[str, Any],
-         tools_table: dict[str, Any]) -> sv.Supervisor:  # fmt: skip
+         tools_table: dict[str, Any], *, memory_table: dict[str, Any] | None = None) -> sv.Supervisor:  # fmt: skip
+    """The apps core needs; the memory app only when *memory_table* is given (core does without)."""
+    with_memory = [] if memory_table is None else [memory.supervision_tree(memory_table, home).child_spec("memory")]
     return sv.Supervisor(
         [
             obs.supervision_tree({"log_level": "DEBUG"}, home).child_spec("obs"),
             sv.ChildSpec("collect", Collect.start, args=(events,)),
             tools.supervision_tree(tools_table, home).child_spec("tools"),
+            *with_memory,
             sandbox.supervision_tree({}, home).child_spec("sandbox"),  # the jails bash runs in
             core.supervision_tree(core_table(base_url, **core_overrides), home).child_spec("core"),
         ],
@@ -84,17 +88,17 @@ RunCore = Callable[..., AbstractAsyncContextManager[Running]]
 
 @pytest.fixture
 def run_core(tmp_path: Path) -> RunCore:
-    """``async with run_core(*steps, core={...}, tools={...}) as r:`` a running tree."""
+    """``async with run_core(*steps, core={...}, tools={...}, memory={...}) as r:`` a running tree."""
 
     @asynccontextmanager
     async def running(
         *steps: Step, repeat: Step | None = None, tools: dict[str, Any] | None = None,
-        home: Path | None = None, **core_overrides: Any,
+        home: Path | None = None, memory: dict[str, Any] | None = None, **core_overrides: Any,
     ) -> AsyncIterator[Running]:  # fmt: skip
         events: list[obs.ObsEvent] = []
         home = home or tmp_path / "home"
         async with scripted_model(*steps, repeat=repeat) as model:
-            spec = tree(home, model.base_url, events, core_overrides, tools or {})
+            spec = tree(home, model.base_url, events, core_overrides, tools or {}, memory_table=memory)
             async with sv.open_supervisor(spec) as sup:
                 yield Running(home, model, sup, events)
 

@@ -62,7 +62,8 @@ async def test_when_the_model_cannot_summarise_the_history_is_trimmed() -> None:
 
 async def test_the_loop_compacts_before_calling_the_model(run_core: RunCore) -> None:
     long = "x" * 1600  # 400 tokens each
-    steps = [Reply(long), Reply(long), Reply(long), Reply("a summary"), Reply("fresh answer")]
+    flush = Reply("NOTHING")  # the memory flush comes first (tests/apps/beamclaw_core/test_memory.py)
+    steps = [Reply(long), Reply(long), Reply(long), flush, Reply("a summary"), Reply("fresh answer")]
     async with run_core(*steps, provider={"context_window": 2000}) as r:
         session = await r.open()
         for text in ("one " + long, "two", "three"):

@@ -24,11 +24,12 @@ async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: R
     steps = [
         Reply(tool_calls=(Call("read_file", {"path": "creds.txt"}, id="r"),)),
         Reply(f"The key is {SECRET} and the token {GITHUB}."),
+        Reply(f"- the user keeps {SECRET} in creds.txt"),  # the memory flush, into the daily log
         Reply(f"Summary: the user keeps {SECRET} in creds.txt."),  # the compaction summary
         Reply("ok"),
     ]
     channels = [core.CollectingChannel(), core.CollectingChannel()]
-    async with run_core(*steps, home=home, provider={"context_window": 600}) as r:
+    async with run_core(*steps, home=home, provider={"context_window": 600}, memory={}) as r:
         session = await r.open()
         await core.send_message(session, "what is in creds.txt?", channels[0])
         await core.send_message(session, "now something long " + "z" * 2000, channels[1])
@@ -39,6 +40,12 @@ async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: R
 
     assert history[0].content.startswith(core.SUMMARY_HEADER) and "[REDACTED]" in history[0].content
     stored = b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
+    # The memory: the flushed daily log, and what the memory app indexed (conversations too).
+    daily = "".join(p.read_text() for p in (workspace / "memory").glob("*.md"))
+    assert "the user keeps [REDACTED] in creds.txt" in daily
+    indexed = list(home.glob("memory/default/**/*"))
+    assert any(p.name == "chunks.db" for p in indexed)
+    stored += daily.encode() + b"".join(p.read_bytes() for p in indexed if p.is_file())
     logs = (home / "logs" / "beamclaw.log").read_text()
     outputs = repr([(c.sent, c.drafts, c.finals) for c in channels])
     for secret in (SECRET, GITHUB):

@@ -62,7 +62,9 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
     from tests.support.model_server import Status
 
     long = "words " * 150
-    steps = [Reply(long), Reply(long), Reply(long), Reply("They talked at length."), Reply(long), Status(500)]
+    # Each compaction first asks for the memory flush: nothing to keep, then a failed one.
+    steps = [Reply(long), Reply(long), Reply(long), Reply("NOTHING"), Reply("They talked at length."), Reply(long),
+             Status(500), Status(500)]  # fmt: skip
     upkeep = {"maintenance": {"idle_seconds": 0.3, "idle_compaction": True, "compact_above_pct": 20,
                               "compact_to_pct": 10}}  # fmt: skip
     async with run_core(*steps, provider={"context_window": 2000, "max_retries": 0}, **upkeep) as r:

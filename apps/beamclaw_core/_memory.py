@@ -1,0 +1,88 @@
+"""What the agent loop does for long-term memory (the memory app keeps the index).
+
+- After a round of tools, the agent's index is brought up to date before the model sees
+  the results: whatever a tool wrote to the workspace (``workspace_memory``,
+  ``write_file``, a command in the jail) is searchable by the next call.
+- A finished exchange is handed to the memory app as a document of the user's own.
+- Before compaction drops old messages, the memory flush: a hidden model call is asked
+  what in them should last, and its answer is appended to today's daily log (which is
+  indexed). It never blocks the compaction: a failed flush is logged and skipped.
+
+When the memory app is off or restarting, each of these does nothing.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Final
+
+import trio
+from loguru import logger
+
+import beamclaw_memory as memory
+from beamclaw_obs import emit, scrub
+from beamclaw_tools import PathRefused
+
+from ._messages import Message
+from ._provider import OpenAICompatProvider, ProviderError
+from ._session import SessionInfo
+from ._workspace import Workspace
+
+#: The flush model's answer when nothing should last.
+NOTHING: Final = "NOTHING"
+#: The most of a flush that is written (a model that rambles does not fill the log).
+MAX_FLUSH_CHARS: Final = 4_000
+FLUSH_PROMPT: Final = (
+    "The messages below are about to be summarised away. Write down, as short bullet lines, only what is "
+    "worth remembering for months: facts about the user and their world, decisions, commitments, dates, "
+    "preferences. Do not repeat what is only small talk or already done. If nothing should last, reply "
+    f"exactly {NOTHING}."
+)
+
+
+async def keep_fresh(agent_id: str) -> None:
+    """Index what changed in the agent's workspace now (nothing if memory is off)."""
+    try:
+        await memory.sync(agent_id)
+    except memory.MemoryUnavailable as exc:
+        logger.debug("memory not refreshed for agent {}: {}", agent_id, exc)
+
+
+def remember_exchange(info: SessionInfo, started: float, question: str, answer: str) -> None:
+    """Hand a finished exchange to the memory app (searchable by this user alone)."""
+    if not question.strip() or not answer.strip():
+        return
+    doc = f"conversations/{info.id[:16]}/{int(started * 1000)}"
+    memory.remember(info.agent_id, info.user_id, doc, f"user: {question}\nassistant: {answer}")
+
+
+def _transcript(messages: list[Message]) -> str:
+    return "\n".join(f"{m.role}: {m.content}" for m in messages if m.role in ("user", "assistant") and m.content)
+
+
+async def flush_memory(
+    info: SessionInfo, workspace: Workspace, provider: OpenAICompatProvider, older: list[Message]
+) -> None:
+    """The memory flush for *older*, the messages compaction is about to drop (see the module)."""
+    transcript = _transcript(older)
+    if not transcript:
+        return
+    try:
+        with trio.fail_after(provider.config.timeout_seconds):
+            reply = await provider.complete([Message("system", FLUSH_PROMPT), Message("user", transcript)])
+    except (ProviderError, trio.TooSlowError) as exc:
+        logger.warning("session {}: the memory flush was skipped: {}", info.id[:12], exc)
+        return
+    notes = scrub(reply.content.strip())[:MAX_FLUSH_CHARS].strip()
+    if not notes or notes.strip(". ").upper() == NOTHING:
+        emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=0)
+        return
+    now = datetime.datetime.now()
+    entry = f"\n## Kept from a conversation before compaction ({now:%H:%M})\n{notes}\n"
+    try:
+        await trio.to_thread.run_sync(workspace.append, Workspace.daily_name(now.date()), entry)
+    except (PathRefused, OSError) as exc:
+        logger.warning("session {}: the memory flush could not be written: {}", info.id[:12], exc)
+        return
+    emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=len(notes))
+    await keep_fresh(info.agent_id)
