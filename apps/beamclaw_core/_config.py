@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import attrs
 import httpx
@@ -43,6 +43,9 @@ _DEFAULT_PROVIDERS = {
 }
 
 
+FLUSH_MODES: Final = ("private", "daily_log", "off")
+
+
 @attrs.frozen
 class AgenticLoopConfig:
     max_tool_iterations: int = 10
@@ -50,9 +53,11 @@ class AgenticLoopConfig:
     compaction_target_pct: int = 40
     stream_chunk_chars: int = 80
     approval_timeout_seconds: float = 300.0
-    #: Before compaction drops old messages, a hidden model call keeps what should last
-    #: in today's daily log (see `_memory`).
-    memory_flush: bool = True
+    #: Before compaction drops old messages, a hidden model call keeps what should last:
+    #: "private" in the user's own memory (searchable by that user alone), "daily_log" in
+    #: today's daily log (shared by every user of the agent, and read into its prompts:
+    #: for an agent with one user), or "off" (see `_memory`).
+    memory_flush: str = "private"
 
 
 @attrs.frozen
@@ -136,4 +141,8 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
         raise ValueError("core.maintenance: need 0 < compact_to_pct < compact_above_pct <= 100")
     if loop.max_tool_iterations < 0:
         raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
+    if loop.memory_flush not in FLUSH_MODES:
+        raise ValueError(
+            f"core.agentic_loop.memory_flush must be one of {', '.join(FLUSH_MODES)}, not {loop.memory_flush!r}"
+        )
     return config

@@ -245,12 +245,13 @@ class Loop(sv.StateMachine):
     @staticmethod
     def _flusher(data: _Data) -> Callable[[list[Message]], Awaitable[None]] | None:
         """The memory flush compaction runs first, unless it is turned off."""
-        if not data.runtime.config.agentic_loop.memory_flush:
+        where = data.runtime.config.agentic_loop.memory_flush
+        if where == "off":
             return None
         workspace = Workspace(data.info.agent_id, data.runtime.workspace(data.info.agent_id))
 
         async def flush(older: list[Message]) -> None:
-            await flush_memory(data.info, workspace, data.provider, older)
+            await flush_memory(data.info, workspace, data.provider, older, where)
 
         return flush
 

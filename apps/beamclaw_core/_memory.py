@@ -4,9 +4,13 @@
   the results: whatever a tool wrote to the workspace (``workspace_memory``,
   ``write_file``, a command in the jail) is searchable by the next call.
 - A finished exchange is handed to the memory app as a document of the user's own.
-- Before compaction drops old messages, the memory flush: a hidden model call is asked
-  what in them should last, and its answer is appended to today's daily log (which is
-  indexed). It never blocks the compaction: a failed flush is logged and skipped.
+- Before compaction drops old messages, the memory flush: a hidden model call (no tools)
+  is asked what in them should last. By default ("private") its answer is kept in the
+  user's own memory, searchable by that user alone: the daily log is shared by every
+  user of the agent and read into their prompts, so one user's facts go there only
+  when the operator says the agent has one user ("daily_log"), or when the user
+  approves a ``workspace_memory`` write. A failed flush is logged and skipped: it never
+  blocks the compaction.
 
 When the memory app is off or restarting, each of these does nothing.
 """
@@ -61,7 +65,7 @@ def _transcript(messages: list[Message]) -> str:
 
 
 async def flush_memory(
-    info: SessionInfo, workspace: Workspace, provider: OpenAICompatProvider, older: list[Message]
+    info: SessionInfo, workspace: Workspace, provider: OpenAICompatProvider, older: list[Message], where: str
 ) -> None:
     """The memory flush for *older*, the messages compaction is about to drop (see the module)."""
     transcript = _transcript(older)
@@ -78,11 +82,16 @@ async def flush_memory(
         emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=0)
         return
     now = datetime.datetime.now()
-    entry = f"\n## Kept from a conversation before compaction ({now:%H:%M})\n{notes}\n"
     try:
-        await trio.to_thread.run_sync(workspace.append, Workspace.daily_name(now.date()), entry)
-    except (PathRefused, OSError) as exc:
-        logger.warning("session {}: the memory flush could not be written: {}", info.id[:12], exc)
+        if where == "daily_log":
+            entry = f"\n## Kept from a conversation before compaction ({now:%H:%M})\n{notes}\n"
+            await trio.to_thread.run_sync(workspace.append, Workspace.daily_name(now.date()), entry)
+            await keep_fresh(info.agent_id)
+        else:
+            doc = f"kept/{info.id[:16]}/{int(now.timestamp() * 1000)}"
+            text = f"Kept before compaction on {now:%Y-%m-%d %H:%M}:\n{notes}"
+            await memory.remember_now(info.agent_id, info.user_id, doc, text)
+    except (PathRefused, OSError, memory.MemoryUnavailable) as exc:
+        logger.warning("session {}: the memory flush could not be kept: {}", info.id[:12], exc)
         return
-    emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=len(notes))
-    await keep_fresh(info.agent_id)
+    emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=len(notes), where=where)

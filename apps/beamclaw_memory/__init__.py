@@ -8,7 +8,7 @@ Every index is derived data, kept by a process of its own that repairs it from t
 files when it is lost; see `_tree` for the supervision tree.
 """
 
-from ._api import MemoryUnavailable, read_lines, reindex, remember, search, status, sync
+from ._api import MemoryUnavailable, read_lines, reindex, remember, remember_now, search, status, sync
 from ._bm25 import Bm25Index, IndexCorrupted
 from ._cache import EmbeddingCache
 from ._chunker import Chunk, chunk_text, tokens
@@ -49,6 +49,7 @@ __all__ = [
     "read_lines",
     "reindex",
     "remember",
+    "remember_now",
     "search",
     "status",
     "supervision_tree",

@@ -76,6 +76,11 @@ def remember(agent: str, owner: str, doc: str, text: str) -> bool:
         return False
 
 
+async def remember_now(agent: str, owner: str, doc: str, text: str) -> None:
+    """`remember`, waiting until it is stored (`MemoryUnavailable` if it cannot be)."""
+    await _ask(agent, ("remember", owner, doc, text))
+
+
 async def reindex(agent: str) -> dict[str, Any]:
     status: dict[str, Any] = await _ask(agent, "reindex", timeout=_START_TIMEOUT)
     return status

@@ -89,6 +89,11 @@ def test_the_shipped_config_loads(tmp_path: Path) -> None:
         ('[core.providers.openrouter]\nbase_url = "x"\nmodel = "m"\napi_key = "sk-literal"\n',
          'core.providers.openrouter.api_key: a secret must be written { env = "VARIABLE" }'),
         ("[obs]\nlog_fiel = true\n", "[obs]: unknown key 'log_fiel'"),
+        ('[core.agentic_loop]\nmemory_flush = "sometimes"\n', "memory_flush must be one of private, daily_log, off"),
+        ('[memory.embedding]\nprovider = "magic"\n', "memory.embedding.provider must be one of local, openai, none"),
+        ("[memory.search]\nchunk_size = 100\nchunk_overlap = 100\n", "chunk_overlap from 0 to below it"),
+        ('[memory.search]\nworkspace_files = ["../../etc/passwd"]\n', "must be a path inside the workspace"),
+        ('[memory.embedding]\napi_key = "sk-literal"\n', "memory.embedding.api_key: a secret must be written"),
     ],
 )  # fmt: skip
 def test_a_bad_app_table_is_a_clear_error(tmp_path: Path, table: str, message: str) -> None:

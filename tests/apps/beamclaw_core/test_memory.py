@@ -15,9 +15,11 @@ import beamclaw_memory as memory
 from beamclaw_core._memory import FLUSH_PROMPT
 from tests.support.model_server import Call, Reply, Status
 
-from .conftest import RunCore
+from .conftest import RunCore, Running
 
 FAST = {"watch_interval_seconds": 0.1, "embedding": {"provider": "none"}}
+LONG = "x" * 1600  # 400 tokens: with a 2,000-token window the fourth message compacts
+KEPT = "- Ada's sister Ines lives in Porto"
 
 
 def _tool_results(requests: list[dict[str, object]]) -> list[str]:
@@ -74,23 +76,38 @@ def _daily(home: Path) -> str:
     return (home / "agents" / "default" / "memory" / f"{datetime.date.today().isoformat()}.md").read_text()
 
 
-async def test_before_compaction_the_model_keeps_what_should_last(run_core: RunCore) -> None:
-    long = "x" * 1600  # 400 tokens each: the fourth message compacts
-    steps = [Reply(long), Reply(long), Reply(long), Reply("- Ada's sister Ines lives in Porto"),
-             Reply("a summary"), Reply("fresh answer")]  # fmt: skip
+async def _compact_with_a_flush(r: Running) -> None:
+    """Four messages: the fourth compacts, so the model is asked for the flush (request 3)."""
+    session = await r.open("local:ada")
+    for text in ("my sister Ines moved to Porto " + LONG, "two", "three"):
+        await core.send_message(session, text, core.CollectingChannel())
+    assert (await core.send_message(session, "four", core.CollectingChannel())).text == "fresh answer"
+    flush = r.model.requests[3]["messages"]
+    assert flush[0]["content"] == FLUSH_PROMPT and "my sister Ines moved to Porto" in flush[1]["content"]
+    assert "tools" not in r.model.requests[3]  # a hidden turn: it cannot act, only answer
+    await r.settle()
+    assert [e.data["chars"] for e in r.named("memory_flush")] == [len(KEPT)]
+
+
+async def test_before_compaction_the_model_keeps_what_should_last_for_that_user_alone(run_core: RunCore) -> None:
+    steps = [Reply(LONG), Reply(LONG), Reply(LONG), Reply(KEPT), Reply("a summary"), Reply("fresh answer")]
     async with run_core(*steps, provider={"context_window": 2000}, memory=FAST) as r:
-        session = await r.open()
-        for text in ("my sister Ines moved to Porto " + long, "two", "three"):
-            await core.send_message(session, text, core.CollectingChannel())
-        assert (await core.send_message(session, "four", core.CollectingChannel())).text == "fresh answer"
-        flush = r.model.requests[3]["messages"]
-        assert flush[0]["content"] == FLUSH_PROMPT and "my sister Ines moved to Porto" in flush[1]["content"]
-        assert "tools" not in r.model.requests[3]  # a hidden turn: it cannot act, only answer
-        assert "- Ada's sister Ines lives in Porto" in _daily(r.home)
+        await _compact_with_a_flush(r)
+        found = await memory.search("default", "Ines Porto", owner="local:ada", limit=3)
+        assert any(hit.path.startswith("kept/") and KEPT in hit.text for hit in found.hits)
+        for other in ("local:bob", None):
+            assert not (await memory.search("default", "Ines Porto", owner=other, limit=3)).hits
+        assert not (r.home / "agents" / "default" / "memory" / f"{datetime.date.today()}.md").exists()
+
+
+async def test_a_flush_into_the_daily_log_when_the_operator_says_so(run_core: RunCore) -> None:
+    steps = [Reply(LONG), Reply(LONG), Reply(LONG), Reply(KEPT), Reply("a summary"), Reply("fresh answer")]
+    loop = {"memory_flush": "daily_log"}
+    async with run_core(*steps, provider={"context_window": 2000}, memory=FAST, agentic_loop=loop) as r:
+        await _compact_with_a_flush(r)
+        assert KEPT in _daily(r.home)
         found = await memory.search("default", "Ines Porto", owner=None, limit=3)
         assert found.hits and found.hits[0].path.startswith("memory/") and "Porto" in found.hits[0].text
-        await r.settle()
-        assert [e.data["chars"] for e in r.named("memory_flush")] == [len("- Ada's sister Ines lives in Porto")]
 
 
 async def test_a_failed_or_empty_flush_writes_nothing_and_compaction_goes_on(run_core: RunCore, tmp_path: Path) -> None:
@@ -110,7 +127,7 @@ async def test_a_failed_or_empty_flush_writes_nothing_and_compaction_goes_on(run
 async def test_with_memory_flush_off_compaction_asks_nothing_first(run_core: RunCore) -> None:
     long = "x" * 1600
     steps = [Reply(long), Reply(long), Reply(long), Reply("a summary"), Reply("fresh answer")]
-    async with run_core(*steps, provider={"context_window": 2000}, agentic_loop={"memory_flush": False}) as r:
+    async with run_core(*steps, provider={"context_window": 2000}, agentic_loop={"memory_flush": "off"}) as r:
         session = await r.open()
         for text in ("one " + long, "two", "three", "four"):
             result = await core.send_message(session, text, core.CollectingChannel())

@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 
 import beamclaw_core as core
+import beamclaw_memory as memory
 from tests.support.model_server import Call, Reply
 
 from .conftest import RunCore, wait_for
@@ -24,7 +25,7 @@ async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: R
     steps = [
         Reply(tool_calls=(Call("read_file", {"path": "creds.txt"}, id="r"),)),
         Reply(f"The key is {SECRET} and the token {GITHUB}."),
-        Reply(f"- the user keeps {SECRET} in creds.txt"),  # the memory flush, into the daily log
+        Reply(f"- the user keeps {SECRET} in creds.txt"),  # the memory flush, into the user's memory
         Reply(f"Summary: the user keeps {SECRET} in creds.txt."),  # the compaction summary
         Reply("ok"),
     ]
@@ -34,18 +35,18 @@ async def test_secrets_reach_no_history_log_event_summary_or_channel(run_core: R
         await core.send_message(session, "what is in creds.txt?", channels[0])
         await core.send_message(session, "now something long " + "z" * 2000, channels[1])
         history = await core.history(session)
+        kept = await memory.search("default", "user keeps creds", owner="local:alice", limit=6)
         await r.settle()
         events = repr([e.data for e in r.events])
         names = {e.name for e in r.events}
 
     assert history[0].content.startswith(core.SUMMARY_HEADER) and "[REDACTED]" in history[0].content
     stored = b"".join(p.read_bytes() for p in home.glob("sessions.db*"))
-    # The memory: the flushed daily log, and what the memory app indexed (conversations too).
-    daily = "".join(p.read_text() for p in (workspace / "memory").glob("*.md"))
-    assert "the user keeps [REDACTED] in creds.txt" in daily
+    # The memory: what the flush kept and what the memory app indexed (conversations too).
+    assert any(h.path.startswith("kept/") and "the user keeps [REDACTED] in creds.txt" in h.text for h in kept.hits)
     indexed = list(home.glob("memory/default/**/*"))
     assert any(p.name == "chunks.db" for p in indexed)
-    stored += daily.encode() + b"".join(p.read_bytes() for p in indexed if p.is_file())
+    stored += b"".join(p.read_bytes() for p in indexed if p.is_file())
     logs = (home / "logs" / "beamclaw.log").read_text()
     outputs = repr([(c.sent, c.drafts, c.finals) for c in channels])
     for secret in (SECRET, GITHUB):
