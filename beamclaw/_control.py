@@ -25,6 +25,11 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "scheduler", "action": "add", "user": U, "agent": A, "kind": K, "spec": S, "timezone": Z,
      "message": M}                                    -> the new job
     {"cmd": "scheduler", "action": "cancel|pause|resume|runs", "job": ID} -> the job, or its run log
+    {"cmd": "memory", "action": "search", "agent": A?, "user": U?, "query": Q, "limit": N?}
+                                                      -> the hits (path, lines, score, text, kind) and a note;
+                                                         without "user", the agent's files only
+    {"cmd": "memory", "action": "reindex", "agent": A?} -> the agent's memory indexed again: its status
+    {"cmd": "memory", "action": "status"}             -> each agent's memory: documents, chunks, vectors
     {"cmd": "follow", "user": U}                      -> stays open: each message delivered to U
                                                          (a scheduled job's reply), until closed
 """
@@ -47,6 +52,7 @@ from loguru import logger
 
 import beamclaw_core as core
 import beamclaw_mcp as mcp
+import beamclaw_memory as memory
 import beamclaw_scheduler as scheduler
 import beamclaw_tools as tools
 import supervision as sv
@@ -57,6 +63,9 @@ from ._reload import ReloadRefused, names_needed, reload
 from ._version import __version__
 
 MAX_REQUEST: Final = 1_000_000
+#: The most hits one ``memory search`` returns, and its longest query.
+MAX_MEMORY_HITS: Final = 50
+MAX_MEMORY_QUERY: Final = 1_000
 SOCKET_NAME: Final = "control.sock"
 
 
@@ -251,6 +260,8 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return await _mcp(request)
         case "scheduler":
             return await _scheduler(request, daemon)
+        case "memory":
+            return await _memory(request, daemon)
         case "follow":
             return await _follow(connection, _text_field(request, "user"))
         case "sessions":
@@ -326,6 +337,56 @@ async def _scheduler(request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
     except (ValueError, scheduler.SchedulerNotRunning, core.UnknownAgent) as exc:
         raise _BadRequest(str(exc)) from None
     raise _BadRequest('"action" must be list, add, cancel, pause, resume or runs')
+
+
+def _memory_agent(request: dict[str, Any], daemon: Daemon) -> str:
+    """The agent a memory request names (``null`` or absent: the default agent); it must exist."""
+    default_agent = core.parse_core_config(app_table("core", daemon.config)).default_agent
+    agent = request.get("agent")
+    if agent is None:
+        return default_agent
+    if not isinstance(agent, str):
+        raise _BadRequest('"agent" must be the name of an agent, or null for the default one')
+    return core.check_agent_exists(daemon.home, agent, default_agent)
+
+
+def _memory_limit(request: dict[str, Any], daemon: Daemon) -> int:
+    limit = request.get("limit")
+    if limit is None:
+        return memory.parse_memory_config(app_table("memory", daemon.config)).search.default_limit
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_MEMORY_HITS:
+        raise _BadRequest(f'"limit" must be a whole number from 1 to {MAX_MEMORY_HITS}')
+    return limit
+
+
+async def _memory(request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
+    """``beamclaw memory search | reindex | status``: the agents' long-term memory.
+
+    A search without a user sees the agent's files only; with one, that user's past
+    conversations with the agent too (never another user's).
+    """
+    try:
+        match request.get("action"):
+            case "search":
+                agent = _memory_agent(request, daemon)
+                user = request.get("user")
+                if user is not None:
+                    user = core.check_user_id(_text_field(request, "user"))
+                query = _text_field(request, "query")
+                if len(query) > MAX_MEMORY_QUERY:
+                    raise _BadRequest(f"a memory query is at most {MAX_MEMORY_QUERY} characters")
+                result = await memory.search(agent, query, owner=user, limit=_memory_limit(request, daemon))
+                hits = [attrs.asdict(hit) for hit in result.hits]
+                return {"type": "memory_hits", "agent": agent, "user": user, "hits": hits, "note": result.note}
+            case "reindex":
+                return {"type": "memory_status", "status": await memory.reindex(_memory_agent(request, daemon))}
+            case "status":
+                default_agent = core.parse_core_config(app_table("core", daemon.config)).default_agent
+                agents = core.agent_names(daemon.home, default_agent)
+                return {"type": "memory_status", "agents": await memory.status(agents)}
+    except (memory.MemoryUnavailable, LookupError, ValueError) as exc:
+        raise _BadRequest(str(exc)) from None
+    raise _BadRequest('"action" must be search, reindex or status')
 
 
 async def _follow(connection: _Connection, user: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from . import (
     _agents,
     _daemon_commands,
     _mcp_commands,
+    _memory_commands,
     _pairing_commands,
     _sandbox_commands,
     _scheduler_commands,
@@ -148,6 +149,7 @@ def _parser() -> argparse.ArgumentParser:
     _sandbox_commands.add_parser(commands)
     _mcp_commands.add_parser(commands)
     _scheduler_commands.add_parser(commands)
+    _memory_commands.add_parser(commands)
     doctor_parser = add_command(
         commands,
         "doctor",
@@ -272,6 +274,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _mcp_commands.run_command)
         case "scheduler":
             return _daemon_command(args, _scheduler_commands.run_command)
+        case "memory":
+            return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
         case "version":
