@@ -34,6 +34,8 @@ class _State:
     data_dir: Path
     config: MemoryConfig
     clock: Callable[[], float]
+    #: Every agent whose index was started: the watcher starts again those not running.
+    started: set[str] = attrs.field(factory=set)
 
 
 def check_agent(agent: Any) -> str:
@@ -57,6 +59,8 @@ class Agents(sv.GenServer):
                 return sv.Reply(index_name(agent), state)
             case "config":
                 return sv.Reply(state.config, state)
+            case "started":
+                return sv.Reply(sorted(state.started), state)
         raise ValueError(f"unknown memory request {request!r}")
 
     async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
@@ -73,6 +77,7 @@ class Agents(sv.GenServer):
     async def _start(state: _State, agent: str) -> None:
         if sv.whereis(index_name(agent)) is not None:
             return
+        state.started.add(agent)
         spec = sv.ChildSpec(
             agent, AgentIndex.start, args=(agent, state.data_dir, state.config, state.clock),
             name=index_name(agent), restart=sv.TEMPORARY,

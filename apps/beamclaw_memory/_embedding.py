@@ -64,6 +64,8 @@ class OpenAIEmbedder:
         rows: list[Any] = []
         for start in range(0, len(texts), self.config.batch_size):
             rows.extend(await self._batch(list(texts[start : start + self.config.batch_size])))
+        if len({len(row) for row in rows}) > 1:
+            raise EmbeddingError("the embeddings server gave vectors of different lengths in different batches")
         return normalised(rows) if rows else np.zeros((0, 0), dtype=np.float32)
 
     async def _batch(self, batch: list[str]) -> list[Any]:
@@ -94,6 +96,6 @@ def _vectors_of(response: httpx.Response, expected: int) -> list[Any]:
         raise EmbeddingError(f"the embeddings server gave {len(rows)} vectors for {expected} texts")
     if not all(isinstance(row, list) and row and len(row) == len(rows[0]) for row in rows):
         raise EmbeddingError("the embeddings server gave vectors of different lengths, or empty ones")
-    if not all(isinstance(x, (int, float)) and np.isfinite(x) for row in rows for x in row):
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for row in rows for x in row):
         raise EmbeddingError("the embeddings server gave a vector with a value that is not a finite number")
     return rows

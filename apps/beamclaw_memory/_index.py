@@ -209,6 +209,9 @@ class AgentIndex(sv.GenServer):
 
     async def _remember(self, state: _State, owner: str, doc: str, text: str) -> None:
         """Keep one exchange of *owner*'s conversation (searchable by *owner* alone)."""
+        if not owner:  # "" owns the agent's own files, which every user searches
+            logger.warning("memory: a conversation without a user ({}) is not kept", doc)
+            return
         text = scrub(text)
         await self._put(state, Document(doc, owner, "conversation", _digest(text), body=text), text)
 
@@ -294,7 +297,9 @@ class AgentIndex(sv.GenServer):
         vector_hits, note = await self._vector_hits(state, query, owners, limit * _WIDEN)
         candidates = {cid for cid, _ in keyword_hits} | {cid for cid, _ in vector_hits}
         chunks = await trio.to_thread.run_sync(state.store.chunks, sorted(candidates))
-        oldest_full = (datetime.date.today() - datetime.timedelta(days=search.daily_log_lookback)).isoformat()
+        oldest_full = (
+            datetime.date.fromtimestamp(state.clock()) - datetime.timedelta(days=search.daily_log_lookback)
+        ).isoformat()
         weights = {c.id: OLD_LOG_WEIGHT for c in chunks.values() if c.kind == "daily" and (c.day or "") < oldest_full}
         merged = merge(
             [h for h in keyword_hits if h[0] in chunks], [h for h in vector_hits if h[0] in chunks],

@@ -21,13 +21,13 @@ from ._index import index_name
 
 async def watch(interval: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     task_status.started()
-    seen: set[str] = set()
     while True:
         await trio.sleep(interval)
         running = set(running_agents())
-        for agent in seen - running:  # crashed since: start it again (it repairs itself)
-            with contextlib.suppress(Exception):
-                await sv.call(AGENTS, ("start", agent), timeout=120.0)
-        seen |= running
+        with contextlib.suppress(Exception):
+            for agent in set(await sv.call(AGENTS, "started", timeout=120.0)) - running:
+                # crashed since it was started: start it again (it repairs itself)
+                with contextlib.suppress(Exception):
+                    await sv.call(AGENTS, ("start", agent), timeout=120.0)
         for agent in running:
             sv.cast(index_name(agent), ("sync",))
