@@ -63,9 +63,8 @@ from ._reload import ReloadRefused, names_needed, reload
 from ._version import __version__
 
 MAX_REQUEST: Final = 1_000_000
-#: The most hits one ``memory search`` returns, and its longest query.
+#: The most hits one ``memory search`` returns.
 MAX_MEMORY_HITS: Final = 50
-MAX_MEMORY_QUERY: Final = 1_000
 SOCKET_NAME: Final = "control.sock"
 
 
@@ -373,8 +372,8 @@ async def _memory(request: dict[str, Any], daemon: Daemon) -> dict[str, Any]:
                 if user is not None:
                     user = core.check_user_id(_text_field(request, "user"))
                 query = _text_field(request, "query")
-                if len(query) > MAX_MEMORY_QUERY:
-                    raise _BadRequest(f"a memory query is at most {MAX_MEMORY_QUERY} characters")
+                if len(query) > memory.MAX_QUERY_CHARS:
+                    raise _BadRequest(f"a memory query is at most {memory.MAX_QUERY_CHARS} characters")
                 result = await memory.search(agent, query, owner=user, limit=_memory_limit(request, daemon))
                 hits = [attrs.asdict(hit) for hit in result.hits]
                 return {"type": "memory_hits", "agent": agent, "user": user, "hits": hits, "note": result.note}

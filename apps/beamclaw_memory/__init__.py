@@ -17,11 +17,12 @@ from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder
 from ._hybrid import Scored, merge
 from ._index import Hit, SearchResult
 from ._local import LocalEmbedder, LocalModelMissing
-from ._tools import MemoryGetTool, MemorySearchTool, format_result
+from ._tools import MAX_QUERY_CHARS, MemoryGetTool, MemorySearchTool, format_result
 from ._tree import memory_tree, supervision_tree
 from ._vectors import VectorSet
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "Bm25Index",
     "Chunk",
     "Embedder",

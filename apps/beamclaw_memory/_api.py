@@ -82,10 +82,14 @@ async def remember_now(agent: str, owner: str, doc: str, text: str) -> None:
 
 
 async def reindex(agent: str) -> dict[str, Any]:
+    """Index the agent's files from scratch and make every vector again; its new status."""
     status: dict[str, Any] = await _ask(agent, "reindex", timeout=_START_TIMEOUT)
     return status
 
 
 async def status(agents: list[str]) -> list[dict[str, Any]]:
-    """Each agent's counts (documents, chunks, embedded, keyword chunks, vector model)."""
+    """Each agent's counts (documents, chunks, embedded, keyword chunks, vector model).
+
+    An agent whose index is not running yet is started (and so indexed) to answer.
+    """
     return [await _ask(agent, "status") for agent in sorted(set(agents) | set(running_agents()))]

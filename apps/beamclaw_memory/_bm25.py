@@ -37,9 +37,23 @@ def _schema() -> tantivy.Schema:
     return builder.build()
 
 
+#: Words a query drops (unless it has no others): "a pet animal" must not match "a company"
+#: through "a", which the merge would score as the best keyword hit there is.
+STOP_WORDS: Final = frozenset({
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "did", "do", "does", "for", "from", "had", "has",
+    "have", "he", "her", "his", "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "no", "not",
+    "of", "on", "or", "our", "she", "so", "that", "the", "their", "them", "then", "there", "these", "they",
+    "this", "to", "was", "we", "were", "what", "when", "where", "which", "who", "why", "will", "with", "you",
+    "your",
+})  # fmt: skip
+
+
 def query_words(query: str) -> list[str]:
-    # Lowercase: AND, OR, NOT and IN are operators to the query parser, and the index is lowercase.
-    return [word.lower() for word in _WORD.findall(query)[:MAX_QUERY_WORDS]]
+    """The words of *query* that are searched: lowercased (AND, OR, NOT and IN are operators
+    to the query parser, and the index is lowercase), stop words left out."""
+    words = [word.lower() for word in _WORD.findall(query)[:MAX_QUERY_WORDS]]
+    meaningful = [word for word in words if word not in STOP_WORDS]
+    return meaningful or words
 
 
 class Bm25Index:

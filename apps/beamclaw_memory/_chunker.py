@@ -64,20 +64,46 @@ def _pieces(line_no: int, line: str, size: int) -> Iterator[_Piece]:
         yield _Piece(line_no, part.rstrip())
 
 
+def split_lines(text: str) -> list[str]:
+    """*text*'s lines as an editor (and ``sed -n``) numbers them: only newlines end a line."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def _is_heading(line: str) -> bool:
+    return line.lstrip().startswith("#")
+
+
 def _paragraphs(text: str, size: int) -> list[list[_Piece]]:
+    """Blocks between blank lines; a heading starts a block, and a heading alone (the
+    usual ``## Travel``, blank line, text) stays with the block after it."""
     paragraphs: list[list[_Piece]] = []
     current: list[_Piece] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip() or line.lstrip().startswith("#"):
-            if current:
+    headings_only = False
+    for number, line in enumerate(split_lines(text), start=1):
+        if not line.strip():
+            if current and not headings_only:
                 paragraphs.append(current)
+                current = []
+            continue
+        if _is_heading(line) and current and not headings_only:
+            paragraphs.append(current)
             current = []
-            if not line.strip():
-                continue
+        headings_only = (not current or headings_only) and _is_heading(line)
         current.extend(_pieces(number, line, size))
     if current:
         paragraphs.append(current)
     return paragraphs
+
+
+def _joined(pieces: list[_Piece]) -> str:
+    """The pieces' text with the blank lines between them put back: a chunk's text is
+    its lines as the file has them."""
+    lines: list[str] = []
+    for previous, piece in zip([None, *pieces], pieces, strict=False):
+        if previous is not None and piece.line > previous.line + 1:
+            lines.extend([""] * (piece.line - previous.line - 1))
+        lines.append(piece.text)
+    return "\n".join(lines)
 
 
 def chunk_text(text: str, size: int = 400, overlap: int = 80) -> list[Chunk]:
@@ -90,7 +116,7 @@ def chunk_text(text: str, size: int = 400, overlap: int = 80) -> list[Chunk]:
 
     def emit() -> None:
         nonlocal current, fresh
-        chunks.append(Chunk(current[0].line, current[-1].line, "\n".join(p.text for p in current)))
+        chunks.append(Chunk(current[0].line, current[-1].line, _joined(current)))
         carried: list[_Piece] = []
         for piece in reversed(current[1:]):  # never all of it: the next chunk must add something
             if sum(p.tokens for p in carried) + piece.tokens > overlap:

@@ -27,7 +27,7 @@ import supervision as sv
 from beamclaw_obs import emit, scrub
 
 from ._bm25 import Bm25Index, IndexCorrupted
-from ._chunker import chunk_text
+from ._chunker import chunk_text, split_lines
 from ._config import MemoryConfig
 from ._embedder import EmbeddingUnavailable, embed
 from ._hybrid import merge, prefer_own
@@ -95,11 +95,11 @@ def _open_store(folder: Path, root: Path) -> ChunkStore:
 
 
 def _open_keywords(folder: Path, store: ChunkStore) -> Bm25Index:
-    """The keyword index, rebuilt from *store* when it cannot be opened or lacks chunks."""
+    """The keyword index, rebuilt from *store* when it cannot be opened or may lack a change."""
     path = folder / "bm25"
     try:
         index = _opened(path)
-        if len(index) == store.counts()["chunks"]:
+        if not store.keywords_behind() and len(index) == store.counts()["chunks"]:
             return index
         reason = "it does not hold the chunks the store does"
         index.close()
@@ -111,6 +111,7 @@ def _open_keywords(folder: Path, store: ChunkStore) -> Bm25Index:
     gc.collect()  # the old index object releases its writer lock
     index = Bm25Index.rebuilt(path)
     index.add_many(store.all_for_keywords())
+    store.keywords_caught_up()
     return index
 
 
@@ -223,6 +224,7 @@ class AgentIndex(sv.GenServer):
             ids = state.store.put(document, chunks)
             rows = [(i, document.owner, c.text) for i, c in zip(ids, chunks, strict=True)]
             state.keywords.replace(document.doc, rows)
+            state.store.keywords_caught_up()
 
         await trio.to_thread.run_sync(write)
         state.vectors = None
@@ -231,10 +233,12 @@ class AgentIndex(sv.GenServer):
     def _drop(state: _State, doc: str) -> None:
         state.store.remove(doc)
         state.keywords.remove(doc)
+        state.store.keywords_caught_up()
         state.vectors = None
 
-    async def _reindex(self, state: _State) -> dict[str, int]:
-        """Everything from the files again (conversations are kept, re-chunked from the store)."""
+    async def _reindex(self, state: _State) -> dict[str, Any]:
+        """The files indexed from scratch, the keyword index rebuilt and every vector made
+        again (conversations, which have no file, are kept as stored); the new status."""
 
         def wipe() -> None:
             for doc in state.store.signatures(("file", "daily")):
@@ -243,6 +247,7 @@ class AgentIndex(sv.GenServer):
             state.keywords.close()
             state.keywords = Bm25Index.rebuilt(state.folder / "bm25")
             state.keywords.add_many(state.store.all_for_keywords())
+            state.store.keywords_caught_up()
 
         await trio.to_thread.run_sync(wipe)
         state.vectors = None
@@ -344,12 +349,12 @@ class AgentIndex(sv.GenServer):
         if not documents or documents[0].owner not in (("",) if owner is None else ("", owner)):
             raise LookupError(f"{path!r} is not in this agent's memory (memory_search gives the paths there are)")
         if documents[0].kind == "conversation":
-            lines = (await trio.to_thread.run_sync(state.store.body, path)).splitlines()
+            lines = split_lines(await trio.to_thread.run_sync(state.store.body, path))
         else:
             text = await trio.to_thread.run_sync(read, state.root, path)
             if text is None:
                 raise LookupError(f"{path!r} cannot be read now (it was removed or replaced by something not a file)")
-            lines = scrub(text).splitlines()
+            lines = split_lines(scrub(text))
         return "\n".join(lines[max(0, start - 1) : max(0, start - 1) + count])
 
     def _status(self, state: _State) -> dict[str, Any]:

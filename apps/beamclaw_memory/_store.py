@@ -113,8 +113,10 @@ class ChunkStore:
         return dict(rows.fetchall())
 
     def put(self, document: Document, chunks: Sequence[Chunk]) -> list[int]:
-        """Replace the document and its chunks; the new chunks' ids."""
+        """Replace the document and its chunks; the new chunks' ids. The keyword index is
+        marked behind until `keywords_caught_up` (a crash between the two is repaired)."""
         with self._transaction() as db:
+            self._keywords_behind(db)
             db.execute("DELETE FROM documents WHERE doc = ?", (document.doc,))
             db.execute(
                 "INSERT INTO documents (doc, owner, kind, signature, day, body) VALUES (?, ?, ?, ?, ?, ?)",
@@ -130,7 +132,21 @@ class ChunkStore:
 
     def remove(self, doc: str) -> None:
         with self._transaction() as db:
+            self._keywords_behind(db)
             db.execute("DELETE FROM documents WHERE doc = ?", (doc,))
+
+    @staticmethod
+    def _keywords_behind(db: sqlite3.Connection) -> None:
+        db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('keywords', 'behind')")
+
+    def keywords_caught_up(self) -> None:
+        """The keyword index holds every change: written after its commit."""
+        self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('keywords', 'current')")
+
+    def keywords_behind(self) -> bool:
+        """Whether a change may be missing from the keyword index (a crash came between them)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'keywords'").fetchone()
+        return row is not None and row[0] == "behind"
 
     def chunks(self, ids: Sequence[int]) -> dict[int, StoredChunk]:
         found: dict[int, StoredChunk] = {}

@@ -137,3 +137,9 @@ def test_a_damaged_index_is_reported_and_can_be_rebuilt(tmp_path: Path, damage: 
     rebuilt.add_many([(1, "a.md", "", "some words")])
     assert _ids(rebuilt.search("words", [""], 10)) == [1]
     rebuilt.close()
+
+
+def test_stop_words_alone_make_no_match(index: Bm25Index) -> None:
+    index.replace("MEMORY.md", [(1, "", "A company in Lyon."), (2, "", "Biscuit is a loyal pet.")])
+    assert _ids(index.search("a pet animal", [""], 5)) == [2]  # not chunk 1 through "a"
+    assert sorted(_ids(index.search("is it a", [""], 5))) == [1, 2]  # a query of stop words only keeps them

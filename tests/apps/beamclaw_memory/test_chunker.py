@@ -42,9 +42,24 @@ def test_overlap_must_be_below_the_size(size: int, overlap: int) -> None:
         chunk_text("some text", size, overlap)
 
 
-def test_short_paragraphs_are_packed_into_one_chunk_without_blank_lines() -> None:
+def test_short_paragraphs_are_packed_into_one_chunk_as_the_file_has_them() -> None:
     text = "# Title\nalpha beta\n\ngamma delta\n## Sub\nepsilon\n\n"
-    assert chunk_text(text, 400, 80) == [Chunk(1, 6, "# Title\nalpha beta\ngamma delta\n## Sub\nepsilon")]
+    assert chunk_text(text, 400, 80) == [Chunk(1, 6, "# Title\nalpha beta\n\ngamma delta\n## Sub\nepsilon")]
+
+
+def test_a_heading_alone_stays_with_the_section_it_heads() -> None:
+    text = "# Memory\n\nThe backup key is in the drawer.\n\n## Travel\n\nAda flies to Lisbon on Friday.\n"
+    assert chunk_text(text, 16, 0) == [
+        Chunk(1, 3, "# Memory\n\nThe backup key is in the drawer."),
+        Chunk(5, 7, "## Travel\n\nAda flies to Lisbon on Friday."),
+    ]
+
+
+def test_lines_are_numbered_as_an_editor_numbers_them() -> None:
+    text = "one\x0ctwo\u2028still one line\r\nline two\rline three"
+    chunk = chunk_text(text, 400, 0)
+    assert [(c.start_line, c.end_line) for c in chunk] == [(1, 3)]
+    assert chunk[0].text.split("\n")[1:] == ["line two", "line three"]
 
 
 def test_a_paragraph_that_does_not_fit_starts_a_new_chunk_whole() -> None:
@@ -79,7 +94,7 @@ def test_size_and_overlap_are_in_tokens_and_line_ranges_are_exact() -> None:
 
 def test_line_numbers_count_blank_lines_and_crlf() -> None:
     text = "\r\n\r\nfirst fact\r\n\r\n\r\nsecond fact\r\n"
-    assert chunk_text(text, 16, 0) == [Chunk(3, 6, "first fact\nsecond fact")]
+    assert chunk_text(text, 16, 0) == [Chunk(3, 6, "first fact\n\n\nsecond fact")]
     assert chunk_text("\n\n\nonly\n", 16, 0) == [Chunk(4, 4, "only")]
 
 

@@ -51,7 +51,7 @@ async def test_search_finds_memory_lines_with_their_path_and_line_range(tmp_path
         hit = found.result.hits[0]
         assert (hit.path, hit.kind) == ("MEMORY.md", "file")
         assert lines[hit.start_line - 1 : hit.end_line][-1] == "Allergic to peanuts: never suggest satay."
-        assert hit.text == "\n".join(line for line in lines[hit.start_line - 1 : hit.end_line] if line.strip())
+        assert hit.text == "\n".join(lines[hit.start_line - 1 : hit.end_line])  # the lines it says, blank ones too
         found = await find("default", "standups morning")
         hit = found.result.hits[0]
         assert hit.start_line <= lines.index("Standups are at nine every morning.") + 1 <= hit.end_line
