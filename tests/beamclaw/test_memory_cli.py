@@ -179,3 +179,21 @@ async def test_with_memory_disabled_a_search_says_so(tmp_path: Path) -> None:
                 refused = await cli(home, "memory", *args)
                 assert refused.returncode == 1
                 assert "the memory app is not running" in refused.stderr.decode(), (args, refused.stderr)
+
+
+async def test_a_conversation_is_found_by_its_own_user_only(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with (
+        scripted_model(Reply("Noted: the locker code is 4417."), repeat=Reply("ok")) as model,
+        running_daemon(write_config(tmp_path, model, extra=MEMORY), home),
+    ):
+        chatted = await cli(home, "chat", "my locker code is 4417")  # as local:ada (BEAMCLAW_USER)
+        assert chatted.returncode == 0, chatted.stderr
+        with trio.fail_after(30):  # the exchange reaches the memory app after the reply
+            while not (mine := _hits(await _search(home, "--user", "local:ada", "locker code"))):
+                await trio.sleep(0.2)
+        ((path, _, _, kind),) = mine
+        assert path.startswith("conversations/") and kind == "conversation"
+        for others in (("--user", "local:bob"), ()):
+            out = (await _search(home, *others, "locker code")).stdout.decode()
+            assert "4417" not in out and _HIT.search(out) is None
