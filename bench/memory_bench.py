@@ -18,19 +18,19 @@ keywords
     `Bm25Index.search`'s time goes (a reader of the bench's own on the same folder).
 
 hybrid
-    The whole corpus embedded once with `LocalEmbedder` (WordLlama, 256 dimensions) in
+    The whole corpus embedded once with `LocalEmbedder` (WordLlama, 256 dimensions) as
+    the memory app does it, one vector per window of WINDOW_TOKENS of each chunk, in
     batches of ``memory.embedding.batch_size``: its throughput, then per query the
-    query's embedding, BM25 top 40, `VectorSet` top 40 and `merge`.
+    query's embedding, BM25 top 40, `VectorSet.candidates` (the 40 nearest chunks and
+    the cosine of the keyword side's) and `merge`.
 
 recall
     recall@5 on the labelled set in bench/memory_queries.json (written and committed
     before any recall was measured): facts planted in given chunks, with distractor
     lines elsewhere, each found by a query that paraphrases it with or without its
     words. BM25 alone, FTS5 alone, vectors alone, and the hybrid merge with
-    `SearchConfig`'s weights, with and without its ``min_score``. Two diagnostics:
-    whether the labelled chunk is among the merge's 40 + 40 candidates at all, and the
-    vectors' recall@5 when each planted line is also a chunk of its own (the model,
-    without the rest of a chunk around the fact).
+    `SearchConfig`'s weights, with and without its ``min_score``. A diagnostic: whether
+    the labelled chunk is among the merge's 40 + 40 candidates at all.
 
 The machine's other work shows in the latencies: compare the two sides of one run.
 Figures are printed and written to bench/results/memory.json.
@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tantivy
 
 from beamclaw_memory import Bm25Index, EmbeddingConfig, LocalEmbedder, SearchConfig, VectorSet, merge
 from beamclaw_memory._bm25 import query_words
-from beamclaw_memory._embedding import Vectors
+from beamclaw_memory._chunker import windows
+from beamclaw_memory._index import WINDOW_TOKENS
 
 from ._cli import quick_flag, save
 
@@ -492,7 +492,6 @@ def _keywords(corpus: Corpus, queries: list[str], home: Path) -> tuple[dict[str,
         "tantivy": {"build_s": round(build_tantivy, 3), "bytes": size_tantivy, "segments": segments, **_ms(tantivy_s)},
         "fts5": {"build_s": round(build_fts, 3), "bytes": size_fts, **_ms(fts_s)},
         "top10_overlap": round(sum(overlap) / len(overlap), 3),
-        "where_tantivy_time_goes": _breakdown(home / "tantivy", queries),
     }
     return result, bm25, fts
 
@@ -503,77 +502,38 @@ def _built(folder: Path, rows: list[tuple[int, str, str, str]]) -> Bm25Index:
     return index
 
 
-def _breakdown(folder: Path, queries: list[str]) -> dict[str, Any]:
-    """The parts of `Bm25Index.search` (p50, for the top 10 and the hybrid's top 40), through a
-    reader of its own on the same folder: the search as it is made (owner filter, with the
-    count of all matches that ``search`` makes by default), without the count, without the
-    filter; then the ids of the hits by ``searcher.doc()`` (as now) or from the fast field.
-    Also what the owner filter adds to a hit's score."""
-    index = tantivy.Index.open(str(folder))
-    searcher = index.searcher()
-    samples: dict[str, list[float]] = {}
-    offsets = []
-
-    def timed(name: str, call: Callable[[], Any]) -> Any:
-        seconds, result = _timed(call)
-        samples.setdefault(name, []).append(seconds)
-        return result
-
-    for query in queries:
-        parsed = index.parse_query(" ".join(query_words(query)), ["text"])
-        visible = tantivy.Query.term_set_query(index.schema, "owner", list(OWNERS))
-        both = tantivy.Query.boolean_query([(tantivy.Occur.Must, parsed), (tantivy.Occur.Must, visible)])
-        for limit in (TOP, CANDIDATES):
-            hits = timed(f"search_top{limit}", lambda q=both, n=limit: searcher.search(q, n).hits)
-            timed(f"search_top{limit}_no_count", lambda q=both, n=limit: searcher.search(q, n, count=False).hits)
-            timed(
-                f"search_top{limit}_no_count_no_filter",
-                lambda q=parsed, n=limit: searcher.search(q, n, count=False).hits,
-            )
-            addresses = [address for _, address in hits]
-            ids = timed(f"ids_top{limit}_by_doc", lambda a=addresses: [searcher.doc(x)["id"][0] for x in a])
-            fast = timed(f"ids_top{limit}_by_fast_field", lambda a=addresses: searcher.fast_field_values("id", a))
-            assert list(fast) == ids
-        unfiltered = searcher.search(parsed, 1, count=False).hits
-        if hits and unfiltered:
-            offsets.append(hits[0][0] - unfiltered[0][0])
-    figures: dict[str, Any] = {name: round(_percentile(v, 0.5) * 1e3, 4) for name, v in samples.items()}
-    figures["owner_filter_score_offset"] = round(sum(offsets) / len(offsets), 4) if offsets else 0.0
-    return figures
-
-
 # --- vectors and the hybrid query -----------------------------------------------------------
 
 
-def _embedded(corpus: Corpus) -> tuple[dict[str, Any], LocalEmbedder, Vectors]:
+def _embedded(corpus: Corpus) -> tuple[dict[str, Any], LocalEmbedder, VectorSet]:
+    """The corpus embedded as the memory app does it: each chunk's windows of WINDOW_TOKENS."""
     load_s, embedder = _timed(LocalEmbedder)
     batch = EmbeddingConfig().batch_size
-    texts = corpus.texts
     started = time.perf_counter()
+    pieces = [(n, piece) for n, text in enumerate(corpus.texts) for piece in windows(text, WINDOW_TOKENS)]
+    texts = [piece for _, piece in pieces]
     parts = [embedder.embed_sync(texts[i : i + batch]) for i in range(0, len(texts), batch)]
     embed_s = time.perf_counter() - started
+    vectors = VectorSet([n for n, _ in pieces], [""] * len(pieces), np.concatenate(parts))
     figures = {
         "model": embedder.model, "load_s": round(load_s, 3), "batch_size": batch, "embed_s": round(embed_s, 2),
-        "chunks_per_s": round(len(texts) / embed_s),
+        "windows": len(pieces), "chunks_per_s": round(len(corpus.texts) / embed_s),
+        "windows_per_s": round(len(pieces) / embed_s),
     }  # fmt: skip
-    return figures, embedder, np.concatenate(parts)
+    return figures, embedder, vectors
 
 
-def _vector_set(matrix: Vectors) -> VectorSet:
-    return VectorSet(range(len(matrix)), [""] * len(matrix), matrix)
-
-
-def _hybrid(queries: list[str], bm25: Bm25Index, embedder: LocalEmbedder, matrix: Vectors) -> dict[str, Any]:
+def _hybrid(queries: list[str], bm25: Bm25Index, embedder: LocalEmbedder, vectors: VectorSet) -> dict[str, Any]:
     config = SearchConfig()
-    vectors = _vector_set(matrix)
     for query in queries[:WARM_UP]:
         vectors.search(embedder.embed_sync([query])[0], OWNERS, CANDIDATES)
-    parts: dict[str, list[float]] = {"embed": [], "bm25": [], "vectors": [], "merge": [], "total": [], "matmul": []}
+    parts: dict[str, list[float]] = {"embed": [], "bm25": [], "vectors": [], "merge": [], "total": []}
     for query in queries:
         started = time.perf_counter()
         embed_s, vector = _timed(lambda q=query: embedder.embed_sync([q])[0])
         bm25_s, keyword_hits = _timed(lambda q=query: bm25.search(q, OWNERS, CANDIDATES))
-        vectors_s, vector_hits = _timed(lambda v=vector: vectors.search(v, OWNERS, CANDIDATES))
+        found = [cid for cid, _ in keyword_hits]
+        vectors_s, vector_hits = _timed(lambda v=vector, f=found: vectors.candidates(v, OWNERS, CANDIDATES, f))
         merge_s, _ = _timed(
             lambda k=keyword_hits, v=vector_hits: merge(
                 k, v, vector_weight=config.vector_weight, bm25_weight=config.bm25_weight, min_score=config.min_score
@@ -582,7 +542,6 @@ def _hybrid(queries: list[str], bm25: Bm25Index, embedder: LocalEmbedder, matrix
         parts["total"].append(time.perf_counter() - started)
         for name, seconds in (("embed", embed_s), ("bm25", bm25_s), ("vectors", vectors_s), ("merge", merge_s)):
             parts[name].append(seconds)
-        parts["matmul"].append(_timed(lambda v=vector: matrix @ v)[0])  # the scan alone, outside the total
     return {name: _ms(samples) for name, samples in parts.items()}
 
 
@@ -590,15 +549,11 @@ def _hybrid(queries: list[str], bm25: Bm25Index, embedder: LocalEmbedder, matrix
 
 
 def _recall(
-    labelled: list[dict[str, Any]], k: int, *, bm25: Bm25Index, fts: Fts5, embedder: LocalEmbedder, matrix: Vectors
+    labelled: list[dict[str, Any]], k: int, *, bm25: Bm25Index, fts: Fts5, embedder: LocalEmbedder, vectors: VectorSet
 ) -> dict[str, Any]:
-    """recall@k of each method, and two diagnostics: whether the label is among the merge's
-    candidates at all, and the vectors' recall when each planted line is a chunk of its own
-    (appended to the corpus: the model without the rest of the chunk around the fact)."""
+    """recall@k of each method, and a diagnostic: whether the label is among the merge's
+    candidates at all."""
     config = SearchConfig()
-    vectors = _vector_set(matrix)
-    planted = [item["fact"] for item in labelled] + [d["text"] for item in labelled for d in item["distractors"]]
-    alone = _vector_set(np.concatenate([matrix, embedder.embed_sync(planted)]))
 
     def hybrid(keyword_hits: list[tuple[int, float]], vector_hits: list[tuple[int, float]], floor: float) -> list[int]:
         merged = merge(
@@ -608,21 +563,19 @@ def _recall(
         return [s.chunk_id for s in merged[:k]]
 
     found: dict[str, dict[str, int]] = {}
-    for n, item in enumerate(labelled):
+    for item in labelled:
         query_vector = embedder.embed_sync([item["query"]])[0]
         keyword_hits = bm25.search(item["query"], OWNERS, CANDIDATES)
         vector_hits = vectors.search(query_vector, OWNERS, CANDIDATES)
+        scored = vectors.candidates(query_vector, OWNERS, CANDIDATES, [cid for cid, _ in keyword_hits])
         answers = {
             "bm25 (tantivy)": [cid for cid, _ in keyword_hits[:k]],
             "fts5": fts.search(item["query"], k),
             "vectors": [cid for cid, _ in vector_hits[:k]],
-            f"hybrid, min_score {config.min_score}": hybrid(keyword_hits, vector_hits, config.min_score),
-            "hybrid, no min_score": hybrid(keyword_hits, vector_hits, 0.0),
+            f"hybrid, min_score {config.min_score}": hybrid(keyword_hits, scored, config.min_score),
+            "hybrid, no min_score": hybrid(keyword_hits, scored, 0.0),
             f"in bm25's top {CANDIDATES}": [cid for cid, _ in keyword_hits],
             f"in the vectors' top {CANDIDATES}": [cid for cid, _ in vector_hits],
-            "vectors, fact as its own chunk": [
-                item["chunk"] if cid == len(matrix) + n else -1 for cid, _ in alone.search(query_vector, OWNERS, k)
-            ],
         }
         for method, ids in answers.items():
             tally = found.setdefault(method, {"all": 0, "keywords": 0, "synonyms": 0})
@@ -660,21 +613,11 @@ def _report(result: dict[str, Any]) -> None:
     met = t["p50_ms"] <= 5 and t["p50_ms"] < f["p50_ms"]
     print(f"  target tantivy p50 <= 5 ms and faster than FTS5: {'met' if met else 'NOT met'}")
     print(f"  top-10 agreement between the two: {kw['top10_overlap']:.0%}; tantivy segments: {t['segments']}")
-    parts = kw["where_tantivy_time_goes"]
-    print("  inside Bm25Index.search, p50 in ms (its own reader):       top 10    top 40")
-    for label, key in (
-        ("tantivy search as made (owner filter, count)", "search_top{}"),
-        ("  the same with count=False", "search_top{}_no_count"),
-        ("  count=False, no owner filter", "search_top{}_no_count_no_filter"),
-        ("ids of the hits by searcher.doc() (as made)", "ids_top{}_by_doc"),
-        ("ids of the hits by fast_field_values", "ids_top{}_by_fast_field"),
-    ):
-        print(f"    {label:52}{parts[key.format(TOP)]:8.3f}{parts[key.format(CANDIDATES)]:10.3f}")
-    print(f"    the owner filter adds {parts['owner_filter_score_offset']:.3f} to every hit's score")
     e, h = result["embedding"], result["hybrid"]
     print(
         f"\nlocal embedder {e['model']}: loaded in {e['load_s']:.2f} s; {corpus['chunks']:,} chunks in "
-        f"{e['embed_s']:.1f} s = {e['chunks_per_s']:,} chunks/s (batches of {e['batch_size']})"
+        f"{e['embed_s']:.1f} s = {e['chunks_per_s']:,} chunks/s ({e['windows']:,} windows, "
+        f"{e['windows_per_s']:,}/s, batches of {e['batch_size']})"
     )
     print(
         f"hybrid query (embed + BM25 top {CANDIDATES} + vectors top {CANDIDATES} + merge): p50 "
@@ -684,7 +627,6 @@ def _report(result: dict[str, Any]) -> None:
         f"  parts p50: query embedding {h['embed']['p50_ms']:.3f} ms, BM25 {h['bm25']['p50_ms']:.3f} ms, "
         f"vectors {h['vectors']['p50_ms']:.3f} ms over {corpus['chunks']:,}, merge {h['merge']['p50_ms']:.3f} ms"
     )
-    print(f"  of the vectors' time, the matrix-vector product alone: p50 {h['matmul']['p50_ms']:.3f} ms")
     r = result["recall"]
     kinds = r["by_kind"]
     print(
@@ -694,10 +636,7 @@ def _report(result: dict[str, Any]) -> None:
     print(f"  {'':34}{'all':>8}{'keywords':>12}{'synonyms':>12}")
     for method, tally in r["found"].items():
         if method.startswith("in bm25"):
-            print(
-                f"  diagnostics: is it among the merge's {CANDIDATES} + {CANDIDATES} candidates; the vectors' "
-                f"recall@{r['k']} with each planted line also a chunk of its own:"
-            )
+            print(f"  diagnostic: is it among the merge's {CANDIDATES} + {CANDIDATES} candidates at all")
         cells = [
             f"{tally['all']}/{r['queries']}",
             f"{tally['keywords']}/{kinds['keywords']}",
@@ -727,10 +666,10 @@ def main() -> None:
     try:
         keywords, bm25, fts = _keywords(corpus, queries, home)
         result["keywords"] = {"queries": len(queries), **keywords}
-        result["embedding"], embedder, matrix = _embedded(corpus)
-        result["hybrid"] = _hybrid(queries, bm25, embedder, matrix)
+        result["embedding"], embedder, vectors = _embedded(corpus)
+        result["hybrid"] = _hybrid(queries, bm25, embedder, vectors)
         result["recall"] = _recall(
-            labelled["queries"], labelled["recall_at"], bm25=bm25, fts=fts, embedder=embedder, matrix=matrix
+            labelled["queries"], labelled["recall_at"], bm25=bm25, fts=fts, embedder=embedder, vectors=vectors
         )
         fts.db.close()
         bm25.close()

@@ -137,3 +137,9 @@ def chunk_text(text: str, size: int = 400, overlap: int = 80) -> list[Chunk]:
     if fresh:
         emit()
     return chunks
+
+
+def windows(text: str, size: int) -> list[str]:
+    """*text* cut into pieces of about *size* tokens without overlap (lines kept whole where
+    they fit): what gets a vector each, so one line that answers is not averaged away."""
+    return [chunk.text for chunk in chunk_text(text, size, 0)] or [text]

@@ -27,7 +27,7 @@ import supervision as sv
 from beamclaw_obs import emit, scrub
 
 from ._bm25 import Bm25Index, IndexCorrupted
-from ._chunker import chunk_text, split_lines
+from ._chunker import chunk_text, split_lines, windows
 from ._config import MemoryConfig
 from ._embedder import EmbeddingUnavailable, embed
 from ._hybrid import merge, prefer_own
@@ -42,6 +42,8 @@ OLD_LOG_WEIGHT: Final = 0.7
 QUERY_EMBED_TIMEOUT: Final = 5.0
 #: After the embedder failed, seconds before the index asks it again.
 EMBED_RETRY_SECONDS: Final = 30.0
+#: Tokens of one vector's window of a chunk (a sentence or two: see `_vectors`).
+WINDOW_TOKENS: Final = 48
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
 
@@ -266,11 +268,14 @@ class AgentIndex(sv.GenServer):
             sv.send(sv.self(), "embed")
 
     async def _embed_batch(self, state: _State) -> None:
-        batch = await trio.to_thread.run_sync(state.store.unembedded, state.config.embedding.batch_size)
+        # A chunk of 400 tokens has about nine windows: a batch of chunks is a few calls' worth.
+        chunks = max(1, state.config.embedding.batch_size // 8)
+        batch = await trio.to_thread.run_sync(state.store.unembedded, chunks)
         if not batch:
             return
+        pieces = [(cid, piece) for cid, text in batch for piece in windows(text, WINDOW_TOKENS)]
         try:
-            model, vectors = await embed([text for _, text in batch], timeout=None)
+            model, vectors = await embed([piece for _, piece in pieces], timeout=None)
         except EmbeddingUnavailable as exc:
             state.embed_after = state.clock() + EMBED_RETRY_SECONDS
             state.embed_error = str(exc)
@@ -280,7 +285,7 @@ class AgentIndex(sv.GenServer):
         def save() -> None:
             if state.store.vector_model() != model:
                 state.store.reset_vectors(model)  # another model's vectors cannot be compared with these
-            state.store.set_vectors([cid for cid, _ in batch], vectors)
+            state.store.set_vectors([cid for cid, _ in pieces], vectors)
 
         await trio.to_thread.run_sync(save)
         state.vectors = None
@@ -299,7 +304,8 @@ class AgentIndex(sv.GenServer):
             keyword_hits = await trio.to_thread.run_sync(state.keywords.search, query, owners, limit * _WIDEN)
         except (ValueError, OSError, RuntimeError) as exc:
             raise IndexCorrupted(f"the keyword index failed a search: {exc}") from exc  # the restart rebuilds it
-        vector_hits, note = await self._vector_hits(state, query, owners, limit * _WIDEN)
+        found = [cid for cid, _ in keyword_hits]
+        vector_hits, note = await self._vector_hits(state, query, owners, limit * _WIDEN, found)
         candidates = {cid for cid, _ in keyword_hits} | {cid for cid, _ in vector_hits}
         chunks = await trio.to_thread.run_sync(state.store.chunks, sorted(candidates))
         oldest_full = (
@@ -323,8 +329,10 @@ class AgentIndex(sv.GenServer):
         return SearchResult(hits, note)
 
     async def _vector_hits(
-        self, state: _State, query: str, owners: tuple[str, ...], limit: int
+        self, state: _State, query: str, owners: tuple[str, ...], limit: int, found: list[int]
     ) -> tuple[list[tuple[int, float]], str]:
+        """The cosine of the *limit* nearest chunks and of every chunk in *found* (the keyword
+        side's), and a note when the vector side could not take part (or only in part)."""
         if state.config.embedding.provider == "none":
             return [], 'keyword search only: memory.embedding.provider is "none"'
         vectors = await self._vector_set(state)
@@ -337,11 +345,9 @@ class AgentIndex(sv.GenServer):
             return [], f"keyword search only: {exc}"
         if model != state.store.vector_model():
             return [], "keyword search only: the vectors are being remade for a new embedding model"
-        pending = state.store.counts()
-        note = ""
-        if pending["embedded"] < pending["chunks"]:
-            note = f"{pending['chunks'] - pending['embedded']} newest chunks are found by keyword only until embedded"
-        return vectors.search(query_vector[0], owners, limit), note
+        waiting = len(state.keywords) - len(vectors)
+        note = f"{waiting} newest chunks are found by keyword only until embedded" if waiting > 0 else ""
+        return vectors.candidates(query_vector[0], owners, limit, found), note
 
     async def _get(self, state: _State, path: str, owner: str | None, start: int, count: int) -> str:
         """Lines *start*..*start+count-1* of an indexed document the caller may see."""

@@ -1,7 +1,8 @@
 """An agent's chunk store: ``memory/<agent>/chunks.db``, the truth the indexes derive from.
 
 Documents (a workspace file, one exchange of a conversation) and their chunks, each
-chunk with its lines, owner and vector (NULL until the embedder has given it). The
+chunk with its lines and owner, and its vectors: one per window of a few lines (see
+`_index`), none until the embedder has given them. The
 keyword index and the in-memory vectors are rebuilt from here; this file is rebuilt
 from the workspace files if it cannot be read (conversations it held are then gone
 from search, not from the conversations' own history).
@@ -21,7 +22,7 @@ import numpy as np
 from ._chunker import Chunk
 from ._embedding import Vectors
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS documents (
     doc TEXT PRIMARY KEY,
@@ -38,10 +39,15 @@ CREATE TABLE IF NOT EXISTS chunks (
     start_line INTEGER NOT NULL,
     end_line INTEGER NOT NULL,
     text TEXT NOT NULL,
-    vector BLOB
+    embedded INTEGER NOT NULL DEFAULT 0
 );
 CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc);
-CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(id) WHERE vector IS NULL;
+CREATE INDEX IF NOT EXISTS chunks_unembedded ON chunks(id) WHERE embedded = 0;
+CREATE TABLE IF NOT EXISTS vectors (
+    chunk_id INTEGER NOT NULL REFERENCES chunks(id) ON DELETE CASCADE,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS vectors_chunk ON vectors(chunk_id);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -87,8 +93,8 @@ class ChunkStore:
                 ":memory:" if path is None else path, isolation_level=None, check_same_thread=False
             )
             (version,) = self._db.execute("PRAGMA user_version").fetchone()
-            if version > SCHEMA_VERSION:
-                raise StoreCorrupted(f"{path} has format version {version}, newer than this BeamClaw's")
+            if version not in (0, SCHEMA_VERSION):  # derived data: another format is rebuilt, not converted
+                raise StoreCorrupted(f"{path} has format version {version}, not this BeamClaw's {SCHEMA_VERSION}")
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
@@ -176,18 +182,23 @@ class ChunkStore:
         yield from self._db.execute("SELECT id, doc, owner, text FROM chunks")
 
     def unembedded(self, limit: int) -> list[tuple[int, str]]:
-        return self._db.execute("SELECT id, text FROM chunks WHERE vector IS NULL LIMIT ?", (limit,)).fetchall()
+        return self._db.execute("SELECT id, text FROM chunks WHERE embedded = 0 LIMIT ?", (limit,)).fetchall()
 
     def set_vectors(self, ids: Sequence[int], vectors: Vectors) -> None:
+        """Each of *vectors* belongs to the chunk at the same place in *ids* (a chunk has as
+        many as it has windows); the chunks are then embedded, even one a change removed."""
         with self._transaction() as db:
             db.executemany(
-                "UPDATE chunks SET vector = ? WHERE id = ?",
-                [(row.astype(np.float32).tobytes(), cid) for cid, row in zip(ids, vectors, strict=True)],
+                "INSERT INTO vectors (chunk_id, vector) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
+                [(cid, row.astype(np.float32).tobytes(), cid) for cid, row in zip(ids, vectors, strict=True)],
             )
+            db.executemany("UPDATE chunks SET embedded = 1 WHERE id = ?", [(cid,) for cid in dict.fromkeys(ids)])
 
     def vectors(self) -> tuple[list[int], list[str], Vectors]:
-        """(ids, owners, matrix) of every chunk that has a vector."""
-        rows = self._db.execute("SELECT id, owner, vector FROM chunks WHERE vector IS NOT NULL").fetchall()
+        """(chunk ids, owners, matrix): a row per window of every chunk that has vectors."""
+        rows = self._db.execute(
+            "SELECT v.chunk_id, c.owner, v.vector FROM vectors v JOIN chunks c ON c.id = v.chunk_id ORDER BY v.rowid"
+        ).fetchall()
         if not rows:
             return [], [], np.zeros((0, 0), dtype=np.float32)
         matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for _, _, vector in rows])
@@ -200,13 +211,14 @@ class ChunkStore:
     def reset_vectors(self, model: str) -> None:
         """Forget every vector (they came from another model) and remember whose the next are."""
         with self._transaction() as db:
-            db.execute("UPDATE chunks SET vector = NULL WHERE vector IS NOT NULL")
+            db.execute("DELETE FROM vectors")
+            db.execute("UPDATE chunks SET embedded = 0 WHERE embedded = 1")
             db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('vector_model', ?)", (model,))
 
     def counts(self) -> dict[str, int]:
         (documents,) = self._db.execute("SELECT count(*) FROM documents").fetchone()
         (chunks,) = self._db.execute("SELECT count(*) FROM chunks").fetchone()
-        (embedded,) = self._db.execute("SELECT count(*) FROM chunks WHERE vector IS NOT NULL").fetchone()
+        (embedded,) = self._db.execute("SELECT count(*) FROM chunks WHERE embedded = 1").fetchone()
         return {"documents": documents, "chunks": chunks, "embedded": embedded}
 
     def close(self) -> None:

@@ -13,12 +13,25 @@ def _scores(merged: list[Scored]) -> dict[int, float]:
 
 
 def test_both_sides_are_weighted_after_normalising_keywords_by_the_best() -> None:
-    merged = merge([(1, 8.0), (2, 4.0)], [(1, 0.5), (3, 0.9)], vector_weight=0.7, bm25_weight=0.3, min_score=0.0)
+    vectors = [(1, 0.5), (3, 0.9), (2, 0.1)]  # every candidate's cosine, the keyword side's too
+    merged = merge([(1, 8.0), (2, 4.0)], vectors, vector_weight=0.7, bm25_weight=0.3, min_score=0.0)
     assert [s.chunk_id for s in merged] == [1, 3, 2]
-    assert _scores(merged) == pytest.approx({1: 0.7 * 0.5 + 0.3 * 1.0, 3: 0.7 * 0.9, 2: 0.3 * 0.5})
+    assert _scores(merged) == pytest.approx({1: 0.7 * 0.5 + 0.3 * 1.0, 3: 0.7 * 0.9, 2: 0.7 * 0.1 + 0.3 * 0.5})
     one = merged[0]
     assert (one.keyword, one.vector) == pytest.approx((1.0, 0.5))
     assert merged[1].keyword == 0.0
+
+
+def test_a_chunk_without_a_vector_yet_is_scored_by_its_keywords_alone() -> None:
+    merged = merge([(1, 8.0), (2, 4.0)], [(1, 0.5)], vector_weight=0.7, bm25_weight=0.3, min_score=0.0)
+    assert _scores(merged) == pytest.approx({1: 0.7 * 0.5 + 0.3 * 1.0, 2: 0.5})
+
+
+def test_the_best_keyword_hit_passes_min_score_when_its_vector_is_weak() -> None:
+    # The keyword side's best, with a middling cosine, beats a vector-only neighbour: with
+    # only the vector side's best scored, it would have counted as cosine 0 (0.3 < 0.35).
+    merged = merge([(1, 5.0)], [(2, 0.45), (1, 0.25)], vector_weight=0.7, bm25_weight=0.3, min_score=0.35)
+    assert [s.chunk_id for s in merged] == [1]
 
 
 def test_weights_are_scaled_to_sum_to_one() -> None:

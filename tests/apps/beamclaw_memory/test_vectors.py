@@ -26,3 +26,22 @@ def test_a_query_of_another_length_finds_nothing() -> None:
     assert vectors.search(normalised([[1, 0]])[0], [""], 5) == []
     empty = VectorSet([], [], np.zeros((0, 0), dtype=np.float32))
     assert len(empty) == 0 and empty.search(normalised([[1, 0]])[0], [""], 5) == []
+
+
+def test_a_chunk_scores_its_best_window() -> None:
+    # Chunk 7's rows (not next to each other): one far, one that answers; chunk 8's one middling row.
+    matrix = normalised([[0, 1, 0], [0.6, 0.8, 0], [1, 0.1, 0]])
+    vectors = VectorSet([7, 8, 7], ["", "", ""], matrix)
+    query = normalised([[1, 0, 0]])[0]
+    assert len(vectors) == 2
+    assert [(cid, round(score, 3)) for cid, score in vectors.search(query, [""], 5)] == [(7, 0.995), (8, 0.6)]
+
+
+def test_candidates_score_the_keyword_sides_chunks_too() -> None:
+    matrix = normalised([[1, 0, 0], [0.9, 0.1, 0], [0.1, 1, 0], [0, 0, 1]])
+    vectors = VectorSet([1, 2, 3, 4], ["", "", "", "bob"], matrix)
+    query = normalised([[1, 0, 0]])[0]
+    found = vectors.candidates(query, [""], 1, [3, 1, 99])  # 99 has no vector; 1 is already the nearest
+    assert [cid for cid, _ in found] == [1, 3]
+    assert round(dict(found)[3], 3) == 0.1
+    assert vectors.candidates(normalised([[1, 0]])[0], [""], 1, [3]) == []  # another model's length
