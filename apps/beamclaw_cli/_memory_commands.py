@@ -28,7 +28,7 @@ _ACTIONS: Final = {
                    "only the agent's files are searched; conversations are searched only for the user named with "
                    "--user (that user's own, never another's).",
                    ['beamclaw memory search "backup schedule"', 'beamclaw memory search --agent ops "disk alerts"',
-                    'beamclaw memory search --user local:ada --limit 3 "what did I say about the trip"']),
+                    'beamclaw memory search --agent ops --limit 3 "disk alerts last week"']),
     "reindex": Help("index an agent's files again from scratch", "Drop an agent's index of its workspace files and "
                     "build it again from the files (conversations are kept); its vectors are made again behind it.",
                     ["beamclaw memory reindex", "beamclaw memory reindex --agent ops"]),
