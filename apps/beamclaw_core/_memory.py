@@ -32,6 +32,9 @@ from ._provider import OpenAICompatProvider, ProviderError
 from ._session import SessionInfo
 from ._workspace import Workspace
 
+#: How long a tool round waits for the index to catch up: past it, the watcher's next
+#: look does it, and the turn goes on.
+KEEP_FRESH_SECONDS: Final = 5.0
 #: The flush model's answer when nothing should last.
 NOTHING: Final = "NOTHING"
 #: The most of a flush that is written (a model that rambles does not fill the log).
@@ -47,7 +50,7 @@ FLUSH_PROMPT: Final = (
 async def keep_fresh(agent_id: str) -> None:
     """Index what changed in the agent's workspace now (nothing if memory is off)."""
     try:
-        await memory.sync(agent_id)
+        await memory.sync(agent_id, timeout=KEEP_FRESH_SECONDS)
     except memory.MemoryUnavailable as exc:
         logger.debug("memory not refreshed for agent {}: {}", agent_id, exc)
 

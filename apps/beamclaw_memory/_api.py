@@ -62,9 +62,9 @@ async def read_lines(agent: str, path: str, *, owner: str | None, start: int, co
     return text
 
 
-async def sync(agent: str) -> int:
+async def sync(agent: str, timeout: float = 60.0) -> int:
     """Index what changed in the agent's workspace now; the documents changed."""
-    changed: int = await _ask(agent, ("sync",))
+    changed: int = await _ask(agent, ("sync",), timeout)
     return changed
 
 

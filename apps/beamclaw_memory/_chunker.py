@@ -11,6 +11,7 @@ BeamClaw.
 from __future__ import annotations
 
 import re
+from collections import deque
 from collections.abc import Iterator
 from typing import Final
 
@@ -107,32 +108,40 @@ def _joined(pieces: list[_Piece]) -> str:
 
 
 def chunk_text(text: str, size: int = 400, overlap: int = 80) -> list[Chunk]:
-    """The chunks of *text* (see the module); none for blank text."""
+    """The chunks of *text* (see the module); none for blank text.
+
+    Linear in the text: a model can write a file of a million one-letter lines, and this
+    runs on every change of it.
+    """
     if not 0 <= overlap < size:
         raise ValueError(f"the overlap ({overlap}) must be less than the chunk size ({size})")
     chunks: list[Chunk] = []
-    current: list[_Piece] = []
+    current: deque[_Piece] = deque()
+    held = 0  # tokens in `current`
     fresh = 0  # pieces of `current` not carried over from the chunk before
 
     def emit() -> None:
-        nonlocal current, fresh
-        chunks.append(Chunk(current[0].line, current[-1].line, _joined(current)))
-        carried: list[_Piece] = []
-        for piece in reversed(current[1:]):  # never all of it: the next chunk must add something
-            if sum(p.tokens for p in carried) + piece.tokens > overlap:
+        nonlocal current, held, fresh
+        chunks.append(Chunk(current[0].line, current[-1].line, _joined(list(current))))
+        carried: deque[_Piece] = deque()
+        kept = 0
+        for piece in reversed(list(current)[1:]):  # never all of it: the next chunk must add something
+            if kept + piece.tokens > overlap:
                 break
-            carried.insert(0, piece)
-        current, fresh = carried, 0
+            carried.appendleft(piece)
+            kept += piece.tokens
+        current, held, fresh = carried, kept, 0
 
     for paragraph in _paragraphs(text, size):
-        if fresh and sum(p.tokens for p in current + paragraph) > size:
+        if fresh and held + sum(p.tokens for p in paragraph) > size:
             emit()
         for piece in paragraph:
-            if fresh and sum(p.tokens for p in current) + piece.tokens > size:
+            if fresh and held + piece.tokens > size:
                 emit()
-            while current and sum(p.tokens for p in current) + piece.tokens > size:
-                current.pop(0)  # the carried lines give way to a piece that needs the room
+            while current and held + piece.tokens > size:
+                held -= current.popleft().tokens  # the carried lines give way to a piece that needs the room
             current.append(piece)
+            held += piece.tokens
             fresh += 1
     if fresh:
         emit()

@@ -38,6 +38,8 @@ class _State:
     missing: str
     cache: EmbeddingCache
     client: httpx.AsyncClient | None
+    #: The length of the vectors each model gave last (cached ones of another are stale).
+    lengths: dict[str, int] = attrs.field(factory=dict)
 
 
 def _make(config: EmbeddingConfig) -> tuple[Embedder | None, str, httpx.AsyncClient | None]:
@@ -79,22 +81,49 @@ class EmbedderServer(sv.GenServer):
                 return sv.Reply(None if state.embedder is None else state.embedder.model, state)
         raise ValueError(f"unknown embedder request {request!r}")
 
-    @staticmethod
-    async def _embed(state: _State, embedder: Embedder, texts: list[str]) -> Vectors:
-        """Vectors of *texts*: from the cache where fresh, the rest from the model (and cached)."""
+    async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
+        """``("embed_for", pid, token, texts)``: an index's batch, answered by a message to it,
+        ``("embedded", token, model, vectors)`` or ``("embedded", token, None, why)``."""
+        match message:
+            case ("embed_for", pid, int() as token, list() as texts):
+                if state.embedder is None:
+                    sv.send(pid, ("embedded", token, None, state.missing))
+                    return sv.NoReply(state)
+                try:
+                    vectors = await self._embed(state, state.embedder, texts)
+                except EmbeddingError as exc:
+                    sv.send(pid, ("embedded", token, None, str(exc)))
+                else:
+                    sv.send(pid, ("embedded", token, state.embedder.model, vectors))
+        return sv.NoReply(state)
+
+    @classmethod
+    async def _embed(cls, state: _State, embedder: Embedder, texts: list[str]) -> Vectors:
+        """Vectors of *texts*: from the cache where fresh, the rest from the model (and cached).
+
+        A model whose output changed length (a server swapped the model behind the name)
+        makes the cached vectors of the old length misses, so they are asked for again.
+        """
         model = embedder.model
         cached = await trio.to_thread.run_sync(state.cache.get, model, texts)
-        wanted = [i for i in range(len(texts)) if i not in cached]
-        fresh = await embedder.embed([texts[i] for i in wanted]) if wanted else None
-        if fresh is not None:
-            if len(fresh) != len(wanted):
-                raise EmbeddingError(f"the embedder gave {len(fresh)} vectors for {len(wanted)} texts")
-            await trio.to_thread.run_sync(state.cache.put, model, [texts[i] for i in wanted], fresh)
-        new = dict(zip(wanted, fresh if fresh is not None else [], strict=True))
-        rows = [cached[i] if i in cached else new[i] for i in range(len(texts))]
-        if len({len(row) for row in rows}) > 1:
-            raise EmbeddingError("cached and new vectors differ in length (the model changed its output)")
-        return np.stack(rows).astype(np.float32)
+        rows: dict[int, Vectors] = {i: v for i, v in cached.items() if len(v) == state.lengths.get(model, len(v))}
+        wanted = [i for i in range(len(texts)) if i not in rows]
+        if wanted:
+            fresh = await cls._fresh(state, embedder, [texts[i] for i in wanted])
+            rows.update(zip(wanted, fresh, strict=True))
+            stale = [i for i, row in rows.items() if len(row) != fresh.shape[1]]
+            if stale:
+                rows.update(zip(stale, await cls._fresh(state, embedder, [texts[i] for i in stale]), strict=True))
+        return np.stack([rows[i] for i in range(len(texts))]).astype(np.float32)
+
+    @staticmethod
+    async def _fresh(state: _State, embedder: Embedder, texts: list[str]) -> Vectors:
+        fresh = await embedder.embed(texts)
+        if len(fresh) != len(texts):
+            raise EmbeddingError(f"the embedder gave {len(fresh)} vectors for {len(texts)} texts")
+        state.lengths[embedder.model] = fresh.shape[1]
+        await trio.to_thread.run_sync(state.cache.put, embedder.model, texts, fresh)
+        return fresh
 
 
 async def embed(texts: Sequence[str], *, timeout: float | None) -> tuple[str, Vectors]:

@@ -10,17 +10,21 @@ an `EmbeddingError` saying what was wrong, never a crash with a half-filled inde
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import httpx
 import numpy as np
 import numpy.typing as npt
+import trio
 
 from beamclaw_tools import MissingSecret
 
 from ._config import EmbeddingConfig
 
 Vectors = npt.NDArray[np.float32]
+#: The longest vector taken (the largest models give 3,072), and the largest answer read.
+MAX_DIMENSIONS: Final = 8_192
+MAX_ANSWER_BYTES: Final = 64_000_000
 
 
 class EmbeddingError(Exception):
@@ -74,16 +78,24 @@ class OpenAIEmbedder:
             body["dimensions"] = self.config.dimensions
         url = f"{self.config.base_url.rstrip('/')}/embeddings"
         try:
-            response = await self._client.post(
-                url, json=body, headers=self._headers(), timeout=self.config.timeout_seconds
-            )
+            # httpx's timeout is per read: a server that drips a byte at a time never hits it.
+            with trio.fail_after(self.config.timeout_seconds):
+                response = await self._client.post(
+                    url, json=body, headers=self._headers(), timeout=self.config.timeout_seconds
+                )
+        except trio.TooSlowError:
+            raise EmbeddingError(
+                f"the embeddings server at {url} did not answer within {self.config.timeout_seconds:g} s"
+            ) from None
         except MissingSecret as exc:
             raise EmbeddingError(str(exc)) from None
         except httpx.HTTPError as exc:
             raise EmbeddingError(f"the embeddings server at {url} could not be reached: {exc!r}") from None
         if response.status_code != 200:
             raise EmbeddingError(f"the embeddings server answered HTTP {response.status_code}: {response.text[:200]}")
-        return _vectors_of(response, len(batch))
+        if len(response.content) > MAX_ANSWER_BYTES:
+            raise EmbeddingError(f"the embeddings server's answer is over {MAX_ANSWER_BYTES // 1_000_000} MB")
+        return await trio.to_thread.run_sync(_vectors_of, response, len(batch))
 
 
 def _vectors_of(response: httpx.Response, expected: int) -> list[Any]:
@@ -96,6 +108,8 @@ def _vectors_of(response: httpx.Response, expected: int) -> list[Any]:
         raise EmbeddingError(f"the embeddings server gave {len(rows)} vectors for {expected} texts")
     if not all(isinstance(row, list) and row and len(row) == len(rows[0]) for row in rows):
         raise EmbeddingError("the embeddings server gave vectors of different lengths, or empty ones")
+    if len(rows[0]) > MAX_DIMENSIONS:
+        raise EmbeddingError(f"the embeddings server gave vectors of {len(rows[0])} numbers (at most {MAX_DIMENSIONS})")
     if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and np.isfinite(x) for row in rows for x in row):
         raise EmbeddingError("the embeddings server gave a vector with a value that is not a finite number")
     return rows

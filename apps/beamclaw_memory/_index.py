@@ -15,6 +15,7 @@ import contextlib
 import datetime
 import gc
 import hashlib
+import itertools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
@@ -29,10 +30,12 @@ from beamclaw_obs import emit, scrub
 from ._bm25 import Bm25Index, IndexCorrupted
 from ._chunker import chunk_text, split_lines, windows
 from ._config import MemoryConfig
-from ._embedder import EmbeddingUnavailable, embed
+from ._embedder import EMBEDDER, EmbeddingUnavailable, embed
+from ._embedding import Vectors
 from ._hybrid import merge, prefer_own
+from ._kept import KeptStore
 from ._sources import read, scan, workspace_of
-from ._store import ChunkStore, Document, StoreCorrupted
+from ._store import ChunkStore, Document
 from ._vectors import VectorSet
 
 INDEXES_SUP: Final = "beamclaw_memory.indexes"
@@ -46,6 +49,15 @@ EMBED_RETRY_SECONDS: Final = 30.0
 WINDOW_TOKENS: Final = 48
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
+
+
+_TOKENS: Final = itertools.count(1)
+
+
+def vector_identity(model: str, dimensions: int) -> str:
+    """What makes two vectors comparable: the same model, and the same length (a server
+    that changes its output length under one model name starts the vectors afresh)."""
+    return f"{model}#{dimensions}"
 
 
 def index_name(agent: str) -> str:
@@ -77,23 +89,15 @@ class _State:
     config: MemoryConfig
     clock: Callable[[], float]
     store: ChunkStore
+    kept: KeptStore
     keywords: Bm25Index
     vectors: VectorSet | None = None  # None: rebuild from the store before the next search
-    embedding: bool = False  # an "embed" message is on its way
+    #: The batch the embedder is working on for this index (its token and chunk ids), and
+    #: since when: the index goes on answering meanwhile.
+    embedding: tuple[int, list[int]] | None = None
+    embedding_since: float = 0.0
     embed_after: float = 0.0  # the embedder failed: not before this time
     embed_error: str = ""
-
-
-def _open_store(folder: Path, root: Path) -> ChunkStore:
-    try:
-        return ChunkStore(folder / "chunks.db")
-    except StoreCorrupted as exc:
-        logger.warning("memory: {}; rebuilding it from the files of {}", exc, root)
-        emit("memory_rebuilt", part="store", reason=str(exc))
-        for suffix in ("", "-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                (folder / f"chunks.db{suffix}").unlink()
-        return ChunkStore(folder / "chunks.db")
 
 
 def _open_keywords(folder: Path, store: ChunkStore) -> Bm25Index:
@@ -133,22 +137,22 @@ class AgentIndex(sv.GenServer):
         folder = data_dir / "memory" / agent
         root = workspace_of(data_dir, agent)
 
-        def open_all() -> tuple[ChunkStore, Bm25Index]:
+        def open_all() -> tuple[ChunkStore, KeptStore, Bm25Index]:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            store = _open_store(folder, root)
-            return store, _open_keywords(folder, store)
+            store = ChunkStore(folder / "chunks.db")
+            return store, KeptStore(folder / "kept.db"), _open_keywords(folder, store)
 
-        store, keywords = await trio.to_thread.run_sync(open_all)
-        state = _State(agent, root, folder, config, clock, store, keywords)
+        store, kept, keywords = await trio.to_thread.run_sync(open_all)
+        state = _State(agent, root, folder, config, clock, store, kept, keywords)
         await self._sync(state)
+        await self._restore_kept(state)
         self._want_vectors(state)
         return state
 
     def terminate(self, reason: Any, state: _State) -> None:
-        with contextlib.suppress(Exception):
-            state.keywords.close()
-        with contextlib.suppress(Exception):
-            state.store.close()
+        for part in (state.keywords, state.store, state.kept):
+            with contextlib.suppress(Exception):
+                part.close()
 
     async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
         match request:
@@ -181,10 +185,15 @@ class AgentIndex(sv.GenServer):
         return sv.NoReply(state)
 
     async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
-        if message == "embed":
-            state.embedding = False
-            await self._embed_batch(state)
-            self._want_vectors(state)
+        match message:
+            case ("embedded", int() as token, str() as model, vectors) if state.embedding:
+                await self._embedded(state, token, model, vectors)
+            case ("embedded", int() as token, None, str() as error) if state.embedding:
+                if state.embedding[0] == token:
+                    state.embedding = None
+                    state.embed_after = state.clock() + EMBED_RETRY_SECONDS
+                    state.embed_error = error
+        self._want_vectors(state)
         return sv.NoReply(state)
 
     # --- keeping up with the files --------------------------------------------------------
@@ -192,18 +201,24 @@ class AgentIndex(sv.GenServer):
     async def _sync(self, state: _State) -> int:
         """Index what changed in the workspace since the last look; the documents changed."""
         search = state.config.search
-        files = await trio.to_thread.run_sync(scan, state.root, search.workspace_files)
+        files, complete = await trio.to_thread.run_sync(scan, state.root, search.workspace_files)
         known = await trio.to_thread.run_sync(state.store.signatures, ("file", "daily"))
         changed = 0
         for source in files:
-            if known.pop(source.path, None) == source.signature:
+            was = known.pop(source.path, None)
+            if was == source.signature:
                 continue
             text = await trio.to_thread.run_sync(read, state.root, source.path)
-            if text is None:
+            if text is None:  # not a plain file of its own now (a hard link, a FIFO...): forget it
+                if was is not None:
+                    await trio.to_thread.run_sync(self._drop, state, source.path)
+                    changed += 1
                 continue
             await self._put(state, Document(source.path, "", source.kind, source.signature, source.day), text)
             changed += 1
         for gone in known:
+            if not complete and gone.startswith("memory/"):
+                continue  # the folder was too full to list whole: not seen is not gone
             await trio.to_thread.run_sync(self._drop, state, gone)
             changed += 1
         if changed:
@@ -215,14 +230,25 @@ class AgentIndex(sv.GenServer):
         if not owner:  # "" owns the agent's own files, which every user searches
             logger.warning("memory: a conversation without a user ({}) is not kept", doc)
             return
-        text = scrub(text)
-        await self._put(state, Document(doc, owner, "conversation", _digest(text), body=text), text)
+        text = await trio.to_thread.run_sync(scrub, text)
+        await trio.to_thread.run_sync(state.kept.put, doc, owner, text)  # first: this is the only copy
+        await self._put(state, Document(doc, owner, "conversation", _digest(text)), text)
+
+    async def _restore_kept(self, state: _State) -> None:
+        """Index the kept documents the chunk store lacks (it was rebuilt, or a crash came
+        between the two writes)."""
+        indexed = await trio.to_thread.run_sync(state.store.signatures, ("conversation",))
+        missing = await trio.to_thread.run_sync(lambda: [k for k in state.kept.everything() if k[0] not in indexed])
+        for doc, owner, body in missing:
+            await self._put(state, Document(doc, owner, "conversation", _digest(body)), body)
+        if missing:
+            logger.info("memory: {} kept document(s) of agent {} indexed again", len(missing), state.agent)
 
     async def _put(self, state: _State, document: Document, text: str) -> None:
         search = state.config.search
-        chunks = chunk_text(scrub(text), search.chunk_size, search.chunk_overlap)
 
-        def write() -> None:
+        def write() -> None:  # all of it in a worker thread: a hostile file may be big
+            chunks = chunk_text(scrub(text), search.chunk_size, search.chunk_overlap)
             ids = state.store.put(document, chunks)
             rows = [(i, document.owner, c.text) for i, c in zip(ids, chunks, strict=True)]
             state.keywords.replace(document.doc, rows)
@@ -260,32 +286,53 @@ class AgentIndex(sv.GenServer):
     # --- vectors --------------------------------------------------------------------------
 
     def _want_vectors(self, state: _State) -> None:
-        """Ask self for the next batch of vectors, unless one is coming or the embedder rests."""
-        if state.embedding or state.config.embedding.provider == "none" or state.clock() < state.embed_after:
+        """Hand the embedder the next batch of chunks without vectors, unless one is out, the
+        embedder rests after a failure, or there is none. Its answer comes as a message
+        (`_embedded`), so a slow or hanging embeddings server never stops this process from
+        answering searches and syncs; an answer lost with a restarted embedder is given up
+        after a while, and the batch handed over again."""
+        if state.embedding is not None and state.clock() - state.embedding_since > self._patience(state):
+            state.embedding = None
+        if state.embedding is not None or state.config.embedding.provider == "none":
             return
-        if state.store.unembedded(1):
-            state.embedding = True
-            sv.send(sv.self(), "embed")
-
-    async def _embed_batch(self, state: _State) -> None:
-        # A chunk of 400 tokens has about nine windows: a batch of chunks is a few calls' worth.
-        chunks = max(1, state.config.embedding.batch_size // 8)
-        batch = await trio.to_thread.run_sync(state.store.unembedded, chunks)
+        if state.clock() < state.embed_after:
+            return
+        batch = state.store.unembedded(max(1, state.config.embedding.batch_size // 8))
         if not batch:
             return
+        # A chunk of 400 tokens has about nine windows: a batch of chunks is a few calls' worth.
         pieces = [(cid, piece) for cid, text in batch for piece in windows(text, WINDOW_TOKENS)]
+        token = next(_TOKENS)
         try:
-            model, vectors = await embed([piece for _, piece in pieces], timeout=None)
-        except EmbeddingUnavailable as exc:
+            sv.cast(EMBEDDER, ("embed_for", sv.self(), token, [piece for _, piece in pieces]))
+        except sv.NoProc:
             state.embed_after = state.clock() + EMBED_RETRY_SECONDS
-            state.embed_error = str(exc)
+            state.embed_error = "the embedder is not running (restarting)"
+            return
+        state.embedding, state.embedding_since = (token, [cid for cid, _ in pieces]), state.clock()
+
+    @staticmethod
+    def _patience(state: _State) -> float:
+        """How long an embedding batch may take before its answer is taken as lost."""
+        return 4 * state.config.embedding.timeout_seconds + 30.0
+
+    async def _embedded(self, state: _State, token: int, model: str, vectors: Vectors) -> None:
+        assert state.embedding is not None
+        expected, ids = state.embedding
+        if token != expected:
+            return  # the answer to a batch given up on
+        state.embedding = None
+        if len(vectors) != len(ids):
+            state.embed_error = f"the embedder gave {len(vectors)} vectors for {len(ids)} texts"
+            state.embed_after = state.clock() + EMBED_RETRY_SECONDS
             return
         state.embed_error = ""
+        identity = vector_identity(model, vectors.shape[1])
 
         def save() -> None:
-            if state.store.vector_model() != model:
-                state.store.reset_vectors(model)  # another model's vectors cannot be compared with these
-            state.store.set_vectors([cid for cid, _ in pieces], vectors)
+            if state.store.vector_model() != identity:
+                state.store.reset_vectors(identity)  # another model's (or length's) vectors cannot be compared
+            state.store.set_vectors(ids, vectors)
 
         await trio.to_thread.run_sync(save)
         state.vectors = None
@@ -340,10 +387,10 @@ class AgentIndex(sv.GenServer):
             why = f" (the embedder: {state.embed_error})" if state.embed_error else " yet"
             return [], f"keyword search only: no chunk has a vector{why}"
         try:
-            model, query_vector = await embed([query], timeout=QUERY_EMBED_TIMEOUT)
+            model, query_vector = await embed([scrub(query)], timeout=QUERY_EMBED_TIMEOUT)
         except EmbeddingUnavailable as exc:
             return [], f"keyword search only: {exc}"
-        if model != state.store.vector_model():
+        if vector_identity(model, query_vector.shape[1]) != state.store.vector_model():
             return [], "keyword search only: the vectors are being remade for a new embedding model"
         waiting = len(state.keywords) - len(vectors)
         note = f"{waiting} newest chunks are found by keyword only until embedded" if waiting > 0 else ""
@@ -355,7 +402,7 @@ class AgentIndex(sv.GenServer):
         if not documents or documents[0].owner not in (("",) if owner is None else ("", owner)):
             raise LookupError(f"{path!r} is not in this agent's memory (memory_search gives the paths there are)")
         if documents[0].kind == "conversation":
-            lines = split_lines(await trio.to_thread.run_sync(state.store.body, path))
+            lines = split_lines(await trio.to_thread.run_sync(state.kept.body, path))
         else:
             text = await trio.to_thread.run_sync(read, state.root, path)
             if text is None:

@@ -22,8 +22,8 @@ from beamclaw_tools import Beneath, PathRefused
 
 #: What is read of one file: a memory file past this is indexed from its first bytes.
 MAX_FILE_BYTES: Final = 2_000_000
-#: Daily logs looked at, newest first: years of them, not an unbounded folder.
-MAX_DAILY_LOGS: Final = 5_000
+#: Names of the ``memory`` folder looked at: decades of daily logs, not an unbounded folder.
+MAX_DIRECTORY_ENTRIES: Final = 20_000
 _DAILY: Final = re.compile(r"(\d{4}-\d{2}-\d{2})\.md")
 
 
@@ -39,12 +39,15 @@ def workspace_of(data_dir: Path, agent: str) -> Path:
     return data_dir / "agents" / agent
 
 
-def scan(root: Path, files: tuple[str, ...]) -> list[SourceFile]:
-    """The memory files of the workspace *root* as they are now (none if it does not exist)."""
+def scan(root: Path, files: tuple[str, ...]) -> tuple[list[SourceFile], bool]:
+    """The memory files of the workspace *root* as they are now (none if it does not
+    exist), and whether the ``memory`` folder was listed whole: one stuffed with more than
+    MAX_DIRECTORY_ENTRIES names (a command can make them) is listed in part, and a daily
+    log not seen then is not taken as deleted."""
     try:
         beneath = Beneath(root)
     except (FileNotFoundError, PathRefused):
-        return []
+        return [], True
     found = []
     with beneath:
         for name in files:
@@ -52,9 +55,10 @@ def scan(root: Path, files: tuple[str, ...]) -> list[SourceFile]:
             if signature:
                 found.append(SourceFile(name, "file", signature))
         try:
-            entries = beneath.list_dir("memory", limit=MAX_DAILY_LOGS)
+            entries = beneath.list_dir("memory", limit=MAX_DIRECTORY_ENTRIES)
         except (FileNotFoundError, PathRefused, NotADirectoryError):
             entries = []
+        complete = len(entries) < MAX_DIRECTORY_ENTRIES
         for entry, kind in entries:
             match = _DAILY.fullmatch(entry)
             name = f"memory/{entry}"
@@ -62,7 +66,7 @@ def scan(root: Path, files: tuple[str, ...]) -> list[SourceFile]:
                 signature = _signature(beneath, name)
                 if signature:
                     found.append(SourceFile(name, "daily", signature, match.group(1)))
-    return found
+    return found, complete
 
 
 def _valid_day(text: str) -> bool:

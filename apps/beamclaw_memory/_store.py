@@ -1,11 +1,10 @@
 """An agent's chunk store: ``memory/<agent>/chunks.db``, the truth the indexes derive from.
 
-Documents (a workspace file, one exchange of a conversation) and their chunks, each
+Documents (a workspace file, a kept exchange or note: see `_kept`) and their chunks, each
 chunk with its lines and owner, and its vectors: one per window of a few lines (see
 `_index`), none until the embedder has given them. The
 keyword index and the in-memory vectors are rebuilt from here; this file is rebuilt
-from the workspace files if it cannot be read (conversations it held are then gone
-from search, not from the conversations' own history).
+from the workspace files and the kept store if it cannot be read.
 """
 
 from __future__ import annotations
@@ -21,16 +20,16 @@ import numpy as np
 
 from ._chunker import Chunk
 from ._embedding import Vectors
+from ._kept import connect, move_aside
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS documents (
     doc TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
     kind TEXT NOT NULL,
     signature TEXT NOT NULL,
-    day TEXT,
-    body TEXT
+    day TEXT
 );
 CREATE TABLE IF NOT EXISTS chunks (
     id INTEGER PRIMARY KEY,
@@ -52,10 +51,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
 
-class StoreCorrupted(Exception):
-    """The chunk store cannot be read; the message says why."""
-
-
 @attrs.frozen
 class StoredChunk:
     id: int
@@ -75,33 +70,27 @@ class Document:
     kind: str  # "file", "daily" or "conversation"
     signature: str
     day: str | None = None
-    #: The text itself, kept for a conversation (a file is read again from the workspace).
-    body: str | None = None
 
 
 _CHUNK_COLUMNS: Final = "c.id, c.doc, c.owner, c.start_line, c.end_line, c.text, d.kind, d.day"
 
 
 class ChunkStore:
-    """Blocking SQLite access (the agent's index process calls it from worker threads)."""
+    """Blocking SQLite access (the agent's index process calls it from worker threads).
 
-    def __init__(self, path: Path | None) -> None:
-        if path is not None:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        try:
-            self._db = sqlite3.connect(
-                ":memory:" if path is None else path, isolation_level=None, check_same_thread=False
-            )
-            (version,) = self._db.execute("PRAGMA user_version").fetchone()
-            if version not in (0, SCHEMA_VERSION):  # derived data: another format is rebuilt, not converted
-                raise StoreCorrupted(f"{path} has format version {version}, not this BeamClaw's {SCHEMA_VERSION}")
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-            self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            self._db.execute("SELECT count(*) FROM chunks").fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise StoreCorrupted(f"the chunk store {path} cannot be read: {exc}") from None
+    A file that is not a database, or of another format, is moved aside and a new one
+    made (the index then fills it again from the files and the kept store); a file that
+    is only locked or unreadable now raises `StoreUnavailable`, and nothing is moved.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._db = connect(path, _SCHEMA)
+        (version,) = self._db.execute("PRAGMA user_version").fetchone()
+        if version not in (0, SCHEMA_VERSION):  # derived data: another format is rebuilt, not converted
+            self._db.close()
+            move_aside(path, f"format version {version}, not {SCHEMA_VERSION}")
+            self._db = connect(path, _SCHEMA)
+        self._db.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
     @contextlib.contextmanager
     def _transaction(self) -> Iterator[sqlite3.Connection]:
@@ -125,8 +114,8 @@ class ChunkStore:
             self._keywords_behind(db)
             db.execute("DELETE FROM documents WHERE doc = ?", (document.doc,))
             db.execute(
-                "INSERT INTO documents (doc, owner, kind, signature, day, body) VALUES (?, ?, ?, ?, ?, ?)",
-                (document.doc, document.owner, document.kind, document.signature, document.day, document.body),
+                "INSERT INTO documents (doc, owner, kind, signature, day) VALUES (?, ?, ?, ?, ?)",
+                (document.doc, document.owner, document.kind, document.signature, document.day),
             )
             return [
                 db.execute(
@@ -173,10 +162,6 @@ class ChunkStore:
         )
         return [StoredChunk(*row) for row in rows]
 
-    def body(self, doc: str) -> str:
-        row = self._db.execute("SELECT body FROM documents WHERE doc = ?", (doc,)).fetchone()
-        return "" if row is None or row[0] is None else str(row[0])
-
     def all_for_keywords(self) -> Iterator[tuple[int, str, str, str]]:
         """(id, doc, owner, text) of every chunk: what a rebuilt keyword index holds."""
         yield from self._db.execute("SELECT id, doc, owner, text FROM chunks")
@@ -199,6 +184,8 @@ class ChunkStore:
         rows = self._db.execute(
             "SELECT v.chunk_id, c.owner, v.vector FROM vectors v JOIN chunks c ON c.id = v.chunk_id ORDER BY v.rowid"
         ).fetchall()
+        size = len(rows[0][2]) if rows else 0
+        rows = [row for row in rows if len(row[2]) == size]  # one length only, whatever was stored
         if not rows:
             return [], [], np.zeros((0, 0), dtype=np.float32)
         matrix = np.stack([np.frombuffer(vector, dtype=np.float32) for _, _, vector in rows])

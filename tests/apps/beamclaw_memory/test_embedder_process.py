@@ -41,7 +41,7 @@ async def test_chunks_are_embedded_in_batches_and_cached_across_a_reindex(tmp_pa
             return status["chunks"] == status["embedded"] == 7
 
         await eventually(embedded, "every chunk embedded")
-        assert (await _status())["vector_model"] == f"openai:{server.base_url}:tiny"
+        assert (await _status())["vector_model"] == f"openai:{server.base_url}:tiny#8"  # the model and its length
         assert sorted(_sent(server)) == sorted(lines)
         assert all(len(body["input"]) <= 3 for body in server.bodies)
         found = await find("default", "Fact number 3")

@@ -324,7 +324,8 @@ async def test_provider_none_searches_by_keywords_and_says_so(tmp_path: Path) ->
         context = ToolContext(root, tmp_path)
         tool = await eventually(lambda: lookup_tool("memory_search"), "memory_search registered")
         answer = await tool.execute({"query": "peanuts"}, _session("a"), context)
-        assert answer.startswith('[keyword search only: memory.embedding.provider is "none"]\n--- 1. MEMORY.md')
+        assert answer.startswith('[keyword search only: memory.embedding.provider is "none"]\nRecalled from memory')
+        assert "\n--- 1. MEMORY.md lines" in answer
 
 
 def _day(today: datetime.date, days_ago: int) -> str:
