@@ -92,7 +92,10 @@ async def test_no_credential_survives_any_way_out(tmp_path: Path, monkeypatch: p
         monkeypatch.setenv(f"LEAKY_SERVICE_{number}_TOKEN", credential.register)  # held by the daemon
     batches = _batches(corpus)
     home = tmp_path / "home"
-    async with scripted_model(*(step for i, b in enumerate(batches) for step in _steps(b, i))) as model:
+    steps = [step for i, b in enumerate(batches) for step in _steps(b, i)]
+    # The history outgrows the window: compaction's memory flush and summary take a reply
+    # each (one with the batch in it), and the turns after them take the ones left.
+    async with scripted_model(*steps, repeat=Reply("ok")) as model:
         config = write_config(tmp_path, model)
         port = config.read_text().split("port = ")[1].split()[0]
         daemon = await start_daemon(config, home)
@@ -110,8 +113,10 @@ async def test_no_credential_survives_any_way_out(tmp_path: Path, monkeypatch: p
     assert "[REDACTED]" in outputs[0]
     sinks = {f"output {n}": text for n, text in enumerate(outputs)}
     sinks["what the model was sent"] = json.dumps(model.requests)
-    for path in [*home.glob("*.db*"), *home.glob("logs/*")]:
+    memory = [path for path in home.glob("memory/**/*") if path.is_file()]  # kept.db, chunks, bm25, cache
+    for path in [*home.glob("*.db*"), *home.glob("logs/*"), *home.glob("agents/**/memory/*"), *memory]:
         sinks[str(path.relative_to(home))] = path.read_bytes().decode(errors="replace")
     assert any(name.startswith("sessions.db") for name in sinks) and any(name.startswith("a2a.db") for name in sinks)
+    assert any(name.endswith("kept.db") for name in sinks)
     leaks = sorted({f"{c.name} in {sink}" for c in corpus for sink, text in sinks.items() if c.secret in text})
     assert leaks == []
