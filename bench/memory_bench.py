@@ -14,8 +14,8 @@ keywords
     chunks: build time, size on disk, and the latency of the same 500 queries of 2-4
     words (top 10), interleaved query by query. Both are OR queries of the query's
     words (what `Bm25Index.search` asks of tantivy; each word quoted for FTS5), and
-    every tantivy search carries the owner filter of a user's search. Then where
-    `Bm25Index.search`'s time goes (a reader of the bench's own on the same folder).
+    every tantivy search is a user's (all the chunks are the agent's, so no other
+    owner's are excluded).
 
 hybrid
     The whole corpus embedded once with `LocalEmbedder` (WordLlama, 256 dimensions) as
