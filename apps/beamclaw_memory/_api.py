@@ -13,7 +13,7 @@ from typing import Any, Final
 import supervision as sv
 
 from ._agents import AGENTS, UnknownMemory, running_agents
-from ._index import SearchResult
+from ._index import SearchResult, index_name
 
 #: Seconds a call waits for an index to start (its first start indexes the workspace).
 _START_TIMEOUT: Final = 120.0
@@ -24,9 +24,13 @@ class MemoryUnavailable(Exception):
     """The memory app cannot answer now; the message says why."""
 
 
-async def _index(agent: str) -> str:
+async def _index(agent: str, timeout: float) -> str:
+    """The name of the agent's index, started first if it is not running (waiting at most
+    *timeout*: the start goes on without the caller, who is told memory is unavailable)."""
+    if sv.whereis(index_name(agent)) is not None:  # running: no need to queue behind other agents' starts
+        return index_name(agent)
     try:
-        name: str = await sv.call(AGENTS, ("start", agent), timeout=_START_TIMEOUT, restart_wait=_RESTART_WAIT)
+        name: str = await sv.call(AGENTS, ("start", agent), timeout=timeout, restart_wait=_RESTART_WAIT)
     except UnknownMemory:
         raise
     except sv.NoProc:
@@ -39,7 +43,7 @@ async def _index(agent: str) -> str:
 async def _ask(agent: str, request: Any, timeout: float = 60.0) -> Any:
     """*request* to the agent's index; a crash in it is answered by one try on the restarted one."""
     for attempt in (1, 2):
-        name = await _index(agent)
+        name = await _index(agent, min(timeout, _START_TIMEOUT))
         try:
             return await sv.call(name, request, timeout=timeout)
         except (sv.NoProc, sv.ProcessExited) as exc:
