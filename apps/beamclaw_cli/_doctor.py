@@ -26,6 +26,7 @@ import trio
 import beamclaw
 import beamclaw_core as core
 import beamclaw_gateway as gateway
+import beamclaw_memory as memory
 import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 
@@ -299,6 +300,34 @@ def _docker(config: dict[str, Any]) -> list[Check]:
     return [Check("ok", f"Docker engine answers at {sock}")]
 
 
+async def _memory(config: dict[str, Any], path: Path) -> list[Check]:
+    """Who will embed the memory: the local model loads, or the remote server answers."""
+    settings = memory.parse_memory_config(config.get("memory", {}))
+    if not settings.enabled:
+        return []
+    embedding = settings.embedding
+    if embedding.provider == "none":
+        return [Check("ok", 'memory: keyword search only (memory.embedding.provider = "none")')]
+    if embedding.provider == "local":
+        try:
+            local = await trio.to_thread.run_sync(memory.LocalEmbedder)
+        except memory.LocalModelMissing as exc:
+            return [
+                Check(
+                    "warn", f"memory: {exc}", f'pip install wordllama, or memory.embedding.provider = "none" in {path}'
+                )
+            ]
+        return [Check("ok", f"memory: the local embedder {local.model} loads (offline)")]
+    async with httpx.AsyncClient() as client:
+        remote = memory.OpenAIEmbedder(attrs.evolve(embedding, timeout_seconds=_PROBE_SECONDS), client)
+        try:
+            vectors = await remote.embed(["BeamClaw doctor"])
+        except memory.EmbeddingError as exc:
+            fix = f"start it, or fix memory.embedding (base_url, model, api_key) in {path}"
+            return [Check("fail", f"memory: {exc}", fix)]
+    return [Check("ok", f"memory: {embedding.model} at {embedding.base_url} gives vectors of {vectors.shape[1]}")]
+
+
 async def _checks(args: argparse.Namespace) -> list[Check]:
     try:
         home: Path | None = beamclaw.data_dir()
@@ -316,6 +345,7 @@ async def _checks(args: argparse.Namespace) -> list[Check]:
     checks += await _port(target.config, target.path, target.running)
     checks += await _jail(target.config, target.path)
     checks += _docker(target.config)
+    checks += await _memory(target.config, target.path)
     return checks
 
 

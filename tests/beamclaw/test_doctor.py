@@ -91,3 +91,20 @@ async def test_a_port_in_use_is_named_with_the_key_to_change(tmp_path: Path) -> 
         assert f"fix: stop what uses it, or set gateway.http.port in {config}" in out
         code, out = await _doctor(home, "--config", str(config))
         assert f"the gateway's port 127.0.0.1:{port} is free" in out and code == 0, out
+
+
+async def test_it_says_who_embeds_the_memory_and_names_a_remote_that_does_not_answer(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model(repeat=Reply("hi")) as model:
+        config = write_config(tmp_path, model)
+        code, out = await _doctor(home, "--config", str(config))
+        assert "memory: the local embedder wordllama:l2_supercat:256 loads (offline)" in out, out
+        with socket.socket() as closed:
+            closed.bind(("127.0.0.1", 0))
+            port = closed.getsockname()[1]
+        remote = f'[memory.embedding]\nprovider = "openai"\nbase_url = "http://127.0.0.1:{port}/v1"\n'
+        config.write_text(config.read_text() + remote)
+        code, out = await _doctor(home, "--config", str(config))
+        assert code == 1
+        assert f"memory: the embeddings server at http://127.0.0.1:{port}/v1/embeddings could not be reached" in out
+        assert f"fix: start it, or fix memory.embedding (base_url, model, api_key) in {config}" in out
