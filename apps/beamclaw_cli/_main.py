@@ -153,10 +153,10 @@ def _parser() -> argparse.ArgumentParser:
     doctor_parser = add_command(
         commands,
         "doctor",
-        "check what will run: configuration, model, channels, port, jail, Docker",
+        "check what will run: configuration, model, channels, port, jail, Docker, embedder",
         "Check what the daemon will actually use (the running daemon's configuration when one "
         "runs): the configuration, the data dir, the model answering, each enabled channel, the "
-        "port, the jail and, when used, Docker. Each problem comes with its fix.",
+        "port, the jail, Docker when used, and the memory's embedder. Each problem comes with its fix.",
         ["beamclaw doctor", "beamclaw doctor --config my.toml"],
     )
     doctor_parser.add_argument("--config", metavar="PATH", help="configuration file (default: the daemon's)")
