@@ -6,7 +6,8 @@ For 1, 10 and 100 concurrent clients (each its own user, so each its own
 conversation), requests per second and p50/p99 latency of non-streaming chat
 completions through the whole daemon (gateway, session, loop, provider, SQLite,
 obs); beside it, in the same run, the same load sent straight to the scripted
-model, and the gateway's overhead as the ratio of the two p50s.
+model, and the gateway's overhead as the ratio of the two p50s. Then the same with
+the memory app running (as in the daemon), indexing every exchange.
 
 Figures are printed and written to bench/results/gateway.json.
 """
@@ -27,6 +28,7 @@ from loguru import logger
 import beamclaw_a2a as a2a
 import beamclaw_core as core
 import beamclaw_gateway as gateway
+import beamclaw_memory as memory
 import beamclaw_obs as obs
 import beamclaw_tools as tools
 import supervision as sv
@@ -42,7 +44,7 @@ def _free_port() -> int:
         return port
 
 
-def _tree(home: Path, base_url: str, port: int) -> sv.Supervisor:
+def _tree(home: Path, base_url: str, port: int, with_memory: bool) -> sv.Supervisor:
     core_table = {
         "default_provider": "scripted",
         "providers": {"scripted": {"base_url": base_url, "model": "scripted"}},
@@ -52,6 +54,7 @@ def _tree(home: Path, base_url: str, port: int) -> sv.Supervisor:
         [
             obs.supervision_tree({}, home).child_spec("obs"),
             tools.supervision_tree({}, home).child_spec("tools"),
+            *([memory.supervision_tree({}, home).child_spec("memory")] if with_memory else []),
             core.supervision_tree(core_table, home).child_spec("core"),
             a2a.supervision_tree({}, home).child_spec("a2a"),
             gateway.supervision_tree(gateway_table, home).child_spec("gateway"),
@@ -89,13 +92,13 @@ def _summary(elapsed: float, latencies: list[float]) -> dict[str, float]:
     }
 
 
-async def _main(quick: bool) -> dict[str, Any]:
+async def _main(quick: bool, with_memory: bool) -> dict[str, Any]:
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as home:
         async with scripted_model(repeat=Reply("An answer of a sentence or two, as a short reply would be.")) as model:
             model.keep_requests = False
             port = _free_port()
-            async with sv.open_supervisor(_tree(Path(home), model.base_url, port)):
+            async with sv.open_supervisor(_tree(Path(home), model.base_url, port, with_memory)):
                 gateway_url = f"http://127.0.0.1:{port}"
                 model_url = model.base_url.removesuffix("/v1")
                 for clients in (1, 10, 100):
@@ -125,14 +128,16 @@ async def _main(quick: bool) -> dict[str, Any]:
 def main() -> None:
     quick = quick_flag(__doc__)
     logger.remove()
-    result = trio.run(_main, quick)
-    for clients, r in result.items():
-        g, m = r["gateway"], r["model_direct"]
-        print(
-            f"{clients:>3} clients  gateway {g['rps']:7.1f} req/s p50 {g['p50_ms']:7.2f} ms p99 {g['p99_ms']:7.2f} ms"
-            f"   model direct {m['rps']:7.1f} req/s p50 {m['p50_ms']:6.2f} ms"
-            f"   p50 ratio {r['p50_ratio']:.2f}x (+{r['overhead_p50_ms']:.2f} ms)"
-        )
+    result = {"without memory": trio.run(_main, quick, False), "with memory": trio.run(_main, quick, True)}
+    for variant, rows in result.items():
+        print(variant)
+        for clients, r in rows.items():
+            g, m = r["gateway"], r["model_direct"]
+            print(
+                f"{clients:>3} clients  gateway {g['rps']:7.1f} req/s p50 {g['p50_ms']:7.2f} ms "
+                f"p99 {g['p99_ms']:7.2f} ms   model direct {m['rps']:7.1f} req/s p50 {m['p50_ms']:6.2f} ms"
+                f"   p50 ratio {r['p50_ratio']:.2f}x (+{r['overhead_p50_ms']:.2f} ms)"
+            )
     save("gateway", result)
 
 

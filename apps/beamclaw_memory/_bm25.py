@@ -83,10 +83,15 @@ class Bm25Index:
 
     def replace(self, doc: str, chunks: Iterable[tuple[int, str, str]]) -> None:
         """Drop *doc*'s chunks and add *chunks* ((id, owner, text)) in one commit."""
-        self._writer.delete_documents_by_term("doc", doc)
-        for chunk_id, owner, text in chunks:
-            self._writer.add_document(tantivy.Document(id=chunk_id, doc=doc, owner=owner, text=text))
-            self._owners.add(owner)
+        self.replace_many([(doc, chunks)])
+
+    def replace_many(self, docs: Iterable[tuple[str, Iterable[tuple[int, str, str]]]]) -> None:
+        """`replace` for each (doc, chunks), all in one commit (a commit costs a segment)."""
+        for doc, chunks in docs:
+            self._writer.delete_documents_by_term("doc", doc)
+            for chunk_id, owner, text in chunks:
+                self._writer.add_document(tantivy.Document(id=chunk_id, doc=doc, owner=owner, text=text))
+                self._owners.add(owner)
         self._writer.commit()
         self._index.reload()
 

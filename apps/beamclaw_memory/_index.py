@@ -47,6 +47,8 @@ QUERY_EMBED_TIMEOUT: Final = 5.0
 EMBED_RETRY_SECONDS: Final = 30.0
 #: Tokens of one vector's window of a chunk (a sentence or two: see `_vectors`).
 WINDOW_TOKENS: Final = 48
+#: Kept exchanges waiting to be indexed together, at most.
+PENDING_LIMIT: Final = 64
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
 
@@ -98,6 +100,8 @@ class _State:
     embedding_since: float = 0.0
     embed_after: float = 0.0  # the embedder failed: not before this time
     embed_error: str = ""
+    #: Exchanges kept (in kept.db) and not yet indexed: see `_remember`.
+    pending: list[tuple[Document, str]] = attrs.field(factory=list)
 
 
 def _open_keywords(folder: Path, store: ChunkStore) -> Bm25Index:
@@ -155,6 +159,8 @@ class AgentIndex(sv.GenServer):
                 part.close()
 
     async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+        if not (isinstance(request, tuple) and request[:1] == ("remember",)):
+            await self._index_pending(state)  # every answer sees every exchange kept before it
         match request:
             case ("sync",):
                 return sv.Reply(await self._sync(state), state)
@@ -178,6 +184,7 @@ class AgentIndex(sv.GenServer):
     async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
         match message:
             case ("sync",):  # the watcher's tick
+                await self._index_pending(state)
                 await self._sync(state)
             case ("remember", str() as owner, str() as doc, str() as text):
                 await self._remember(state, owner, doc, text)
@@ -230,32 +237,55 @@ class AgentIndex(sv.GenServer):
         if not owner:  # "" owns the agent's own files, which every user searches
             logger.warning("memory: a conversation without a user ({}) is not kept", doc)
             return
-        text = await trio.to_thread.run_sync(scrub, text)
-        await trio.to_thread.run_sync(state.kept.put, doc, owner, text)  # first: this is the only copy
-        await self._put(state, Document(doc, owner, "conversation", _digest(text)), text)
+
+        def keep() -> str:
+            scrubbed = scrub(text)
+            state.kept.put(doc, owner, scrubbed)  # first: this is the only copy
+            return scrubbed
+
+        scrubbed = await trio.to_thread.run_sync(keep)
+        # Indexed with the others kept meanwhile: at the watcher's next tick, before the next
+        # search or read, or when enough wait (one keyword commit each would cost every turn).
+        state.pending.append((Document(doc, owner, "conversation", _digest(scrubbed)), scrubbed))
+        if len(state.pending) >= PENDING_LIMIT:
+            await self._index_pending(state)
 
     async def _restore_kept(self, state: _State) -> None:
         """Index the kept documents the chunk store lacks (it was rebuilt, or a crash came
         between the two writes)."""
         indexed = await trio.to_thread.run_sync(state.store.signatures, ("conversation",))
         missing = await trio.to_thread.run_sync(lambda: [k for k in state.kept.everything() if k[0] not in indexed])
-        for doc, owner, body in missing:
-            await self._put(state, Document(doc, owner, "conversation", _digest(body)), body)
+        await self._put_many(
+            state, [(Document(doc, owner, "conversation", _digest(body)), body) for doc, owner, body in missing]
+        )
         if missing:
             logger.info("memory: {} kept document(s) of agent {} indexed again", len(missing), state.agent)
 
     async def _put(self, state: _State, document: Document, text: str) -> None:
+        await self._put_many(state, [(document, text)])
+
+    async def _put_many(self, state: _State, items: list[tuple[Document, str]]) -> None:
+        """Index the documents: one store transaction and one keyword commit for them all."""
+        if not items:
+            return
         search = state.config.search
 
         def write() -> None:  # all of it in a worker thread: a hostile file may be big
-            chunks = chunk_text(scrub(text), search.chunk_size, search.chunk_overlap)
-            ids = state.store.put(document, chunks)
-            rows = [(i, document.owner, c.text) for i, c in zip(ids, chunks, strict=True)]
-            state.keywords.replace(document.doc, rows)
+            chunked = [(doc, chunk_text(scrub(text), search.chunk_size, search.chunk_overlap)) for doc, text in items]
+            ids = state.store.put_many(chunked)
+            state.keywords.replace_many(
+                (doc.doc, [(i, doc.owner, c.text) for i, c in zip(chunk_ids, chunks, strict=True)])
+                for (doc, chunks), chunk_ids in zip(chunked, ids, strict=True)
+            )
             state.store.keywords_caught_up()
 
         await trio.to_thread.run_sync(write)
         state.vectors = None
+
+    async def _index_pending(self, state: _State) -> None:
+        """Index the exchanges kept since the last time, together (see `_remember`)."""
+        pending, state.pending = state.pending, []
+        await self._put_many(state, pending)
 
     @staticmethod
     def _drop(state: _State, doc: str) -> None:

@@ -108,22 +108,32 @@ class ChunkStore:
         return dict(rows.fetchall())
 
     def put(self, document: Document, chunks: Sequence[Chunk]) -> list[int]:
-        """Replace the document and its chunks; the new chunks' ids. The keyword index is
-        marked behind until `keywords_caught_up` (a crash between the two is repaired)."""
+        """Replace the document and its chunks; the new chunks' ids (see `put_many`)."""
+        (ids,) = self.put_many([(document, chunks)])
+        return ids
+
+    def put_many(self, items: Sequence[tuple[Document, Sequence[Chunk]]]) -> list[list[int]]:
+        """Replace each document and its chunks, in one transaction; each one's new chunk
+        ids. The keyword index is marked behind until `keywords_caught_up` (a crash between
+        the two is repaired when the index opens)."""
         with self._transaction() as db:
             self._keywords_behind(db)
-            db.execute("DELETE FROM documents WHERE doc = ?", (document.doc,))
+            return [self._put(db, document, chunks) for document, chunks in items]
+
+    @staticmethod
+    def _put(db: sqlite3.Connection, document: Document, chunks: Sequence[Chunk]) -> list[int]:
+        db.execute("DELETE FROM documents WHERE doc = ?", (document.doc,))
+        db.execute(
+            "INSERT INTO documents (doc, owner, kind, signature, day) VALUES (?, ?, ?, ?, ?)",
+            (document.doc, document.owner, document.kind, document.signature, document.day),
+        )
+        return [
             db.execute(
-                "INSERT INTO documents (doc, owner, kind, signature, day) VALUES (?, ?, ?, ?, ?)",
-                (document.doc, document.owner, document.kind, document.signature, document.day),
-            )
-            return [
-                db.execute(
-                    "INSERT INTO chunks (doc, owner, start_line, end_line, text) VALUES (?, ?, ?, ?, ?) RETURNING id",
-                    (document.doc, document.owner, c.start_line, c.end_line, c.text),
-                ).fetchone()[0]
-                for c in chunks
-            ]
+                "INSERT INTO chunks (doc, owner, start_line, end_line, text) VALUES (?, ?, ?, ?, ?) RETURNING id",
+                (document.doc, document.owner, c.start_line, c.end_line, c.text),
+            ).fetchone()[0]
+            for c in chunks
+        ]
 
     def remove(self, doc: str) -> None:
         with self._transaction() as db:
