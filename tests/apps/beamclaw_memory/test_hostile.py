@@ -18,7 +18,9 @@ import pytest
 import trio
 
 import beamclaw_memory as memory
+import supervision as sv
 from beamclaw_memory import EmbeddingConfig, EmbeddingError, MemoryConfig, OpenAIEmbedder, SearchConfig, chunk_text
+from beamclaw_memory._index import index_name
 from beamclaw_memory._tools import RESULTS_PREAMBLE
 from beamclaw_obs import register_secret
 from tests.support.asgi_server import Receive, Scope, Send, read_body, serve_asgi
@@ -189,3 +191,14 @@ async def test_a_file_swapped_for_a_hard_link_is_forgotten(tmp_path: Path) -> No
         os.link(outside, root / "MEMORY.md")
         assert await memory.sync("default") == 1
         assert (await find("default", "pebbles gravel")).result.hits == []
+
+
+async def test_exchanges_kept_but_not_yet_indexed_survive_a_kill_of_the_index(tmp_path: Path) -> None:
+    workspace(tmp_path)
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        await memory.sync("default")  # the index runs
+        for n in range(3):
+            await memory.remember_now("default", "local:alice", f"conversations/s/{n}", f"user: locker {n} is blue")
+        sv.kill(index_name("default"), RuntimeError("killed before the batch was indexed"))
+        found = await eventually(finds("default", "locker blue", "locker 2", owner="local:alice"), "restored")
+        assert all(found.has(f"locker {n}") for n in range(3))
