@@ -9,6 +9,7 @@ an `EmbeddingError` saying what was wrong, never a crash with a half-filled inde
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Final, Protocol
 
@@ -80,9 +81,7 @@ class OpenAIEmbedder:
         try:
             # httpx's timeout is per read: a server that drips a byte at a time never hits it.
             with trio.fail_after(self.config.timeout_seconds):
-                response = await self._client.post(
-                    url, json=body, headers=self._headers(), timeout=self.config.timeout_seconds
-                )
+                status, answer = await self._post(url, body)
         except trio.TooSlowError:
             raise EmbeddingError(
                 f"the embeddings server at {url} did not answer within {self.config.timeout_seconds:g} s"
@@ -91,16 +90,35 @@ class OpenAIEmbedder:
             raise EmbeddingError(str(exc)) from None
         except httpx.HTTPError as exc:
             raise EmbeddingError(f"the embeddings server at {url} could not be reached: {exc!r}") from None
-        if response.status_code != 200:
-            raise EmbeddingError(f"the embeddings server answered HTTP {response.status_code}: {response.text[:200]}")
-        if len(response.content) > MAX_ANSWER_BYTES:
+        if status != 200:
+            text = answer[:200].decode("utf-8", "replace")
+            raise EmbeddingError(f"the embeddings server answered HTTP {status}: {text}")
+        return await trio.to_thread.run_sync(_vectors_of, answer, len(batch))
+
+    async def _post(self, url: str, body: dict[str, Any]) -> tuple[int, bytes]:
+        """The status and body of the answer; past MAX_ANSWER_BYTES the rest is read and
+        dropped (memory stays bounded, and the request's deadline bounds the time), then the
+        answer refused. Read to its end: an unfinished httpcore body makes Trio warn."""
+        request = self._client.build_request(
+            "POST", url, json=body, headers=self._headers(), timeout=self.config.timeout_seconds
+        )
+        response = await self._client.send(request, stream=True)
+        answer, size = bytearray(), 0
+        try:
+            async for piece in response.aiter_bytes():
+                size += len(piece)
+                if size <= MAX_ANSWER_BYTES:
+                    answer += piece
+        finally:
+            await response.aclose()
+        if size > MAX_ANSWER_BYTES:
             raise EmbeddingError(f"the embeddings server's answer is over {MAX_ANSWER_BYTES // 1_000_000} MB")
-        return await trio.to_thread.run_sync(_vectors_of, response, len(batch))
+        return response.status_code, bytes(answer)
 
 
-def _vectors_of(response: httpx.Response, expected: int) -> list[Any]:
+def _vectors_of(answer: bytes, expected: int) -> list[Any]:
     try:
-        data = response.json()["data"]
+        data = json.loads(answer)["data"]
         rows = [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]
     except (ValueError, KeyError, TypeError) as exc:
         raise EmbeddingError(f"the embeddings server's answer is not an embeddings list ({exc!r})") from None

@@ -202,3 +202,12 @@ async def test_exchanges_kept_but_not_yet_indexed_survive_a_kill_of_the_index(tm
         sv.kill(index_name("default"), RuntimeError("killed before the batch was indexed"))
         found = await eventually(finds("default", "locker blue", "locker 2", owner="local:alice"), "restored")
         assert all(found.has(f"locker {n}") for n in range(3))
+
+
+async def test_an_answer_too_big_is_refused_without_being_kept_whole() -> None:
+    async with embeddings_server() as server:
+        server.answer = lambda body: (200, b'{"data": [' + b" " * 70_000_000 + b"]}")
+        config = EmbeddingConfig(provider="openai", base_url=server.base_url, api_key=None, model="m", dimensions=0)
+        async with httpx.AsyncClient() as client:
+            with pytest.raises(EmbeddingError, match="answer is over 64 MB"):
+                await OpenAIEmbedder(config, client).embed(["a"])
