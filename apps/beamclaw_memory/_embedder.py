@@ -68,17 +68,11 @@ class EmbedderServer(sv.GenServer):
     async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
         match request:
             case ("embed", list() as texts):
-                if state.embedder is None:
-                    sv.reply_error(caller, EmbeddingUnavailable(state.missing))
+                answer = await self._answer(state, texts)
+                if isinstance(answer, str):
+                    sv.reply_error(caller, EmbeddingUnavailable(answer))
                     return sv.NoReply(state)
-                try:
-                    vectors = await self._embed(state, state.embedder, texts)
-                except EmbeddingError as exc:
-                    sv.reply_error(caller, EmbeddingUnavailable(str(exc)))
-                    return sv.NoReply(state)
-                return sv.Reply((state.embedder.model, vectors), state)
-            case "model":
-                return sv.Reply(None if state.embedder is None else state.embedder.model, state)
+                return sv.Reply(answer, state)
         raise ValueError(f"unknown embedder request {request!r}")
 
     async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
@@ -86,16 +80,21 @@ class EmbedderServer(sv.GenServer):
         ``("embedded", token, model, vectors)`` or ``("embedded", token, None, why)``."""
         match message:
             case ("embed_for", pid, int() as token, list() as texts):
-                if state.embedder is None:
-                    sv.send(pid, ("embedded", token, None, state.missing))
-                    return sv.NoReply(state)
-                try:
-                    vectors = await self._embed(state, state.embedder, texts)
-                except EmbeddingError as exc:
-                    sv.send(pid, ("embedded", token, None, str(exc)))
-                else:
-                    sv.send(pid, ("embedded", token, state.embedder.model, vectors))
+                answer = await self._answer(state, texts)
+                sv.send(
+                    pid, ("embedded", token, None, answer) if isinstance(answer, str) else ("embedded", token, *answer)
+                )
         return sv.NoReply(state)
+
+    @classmethod
+    async def _answer(cls, state: _State, texts: list[str]) -> tuple[str, Vectors] | str:
+        """(model, vectors) of *texts*, or why there are none."""
+        if state.embedder is None:
+            return state.missing
+        try:
+            return state.embedder.model, await cls._embed(state, state.embedder, texts)
+        except EmbeddingError as exc:
+            return str(exc)
 
     @classmethod
     async def _embed(cls, state: _State, embedder: Embedder, texts: list[str]) -> Vectors:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import re
+import stat
 from pathlib import Path
 from typing import Final
 
@@ -79,7 +80,7 @@ def _valid_day(text: str) -> bool:
 
 def _signature(beneath: Beneath, name: str) -> str:
     st = beneath.lstat(name)
-    if st is None or beneath.kind(name) != "file":
+    if st is None or not stat.S_ISREG(st.st_mode):
         return ""
     return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}"
 
