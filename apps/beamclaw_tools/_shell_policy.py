@@ -512,6 +512,10 @@ def _check_script(text: str, depth: int, stdin: _Stdin) -> None:
     root = _parse(text)
     if root.has_error:
         _refuse(f"the command cannot be parsed as bash ({_first_error(root)}), so it cannot be checked")
+    if _expansion_across_lines(root):
+        # bash reads a lone "$" before a newline as a "$"; the parser joins it to the next
+        # line's first word ("a=$\nsudo id" hid the sudo), so the two would disagree.
+        _refuse("a '$' ends a line (the checker and bash read it differently); quote it or write \\$")
     _walk(root, depth, stdin, text.encode("utf-8", "surrogatepass"))
 
 
@@ -2607,6 +2611,17 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "enable": _refuse_option("f", "loads a builtin from a shared library"),
     "compgen": _refuse_option("C", "runs a command to generate completions"),
 }
+
+
+def _expansion_across_lines(root: tree_sitter.Node) -> bool:
+    """Whether a ``$NAME`` expansion spans a newline (only the parser reads one so)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type == "simple_expansion" and node.start_point[0] != node.end_point[0]:
+            return True
+        stack.extend(node.children)
+    return False
 
 
 def check_command(command: str) -> str | None:

@@ -126,3 +126,9 @@ def test_patterns_rewritten_for_re2_still_refuse(code: str) -> None:
 )
 def test_patterns_rewritten_for_re2_still_allow(code: str) -> None:
     assert check_command(code) is None
+
+
+@pytest.mark.parametrize("command", ["a=$\nsudo id", "a=$ \nsudo id", "echo $\t\nsudo id"])
+def test_a_dollar_at_the_end_of_a_line_never_hides_the_next_command(command: str) -> None:
+    # Found by hypothesis: the parser joined "$" to the next line's "sudo", bash does not.
+    assert check_command(command) is not None
