@@ -55,8 +55,8 @@ class AgenticLoopConfig:
     approval_timeout_seconds: float = 300.0
     #: Before compaction drops old messages, a hidden model call keeps what should last:
     #: "private" in the user's own memory (searchable by that user alone), "daily_log" in
-    #: today's daily log (shared by every user of the agent, and read into its prompts:
-    #: for an agent with one user), or "off" (see `_memory`).
+    #: the user's daily log of today (read into that user's prompts; the agent's own daily
+    #: log for a single-user agent), or "off" (see `_memory`).
     memory_flush: str = "private"
 
 
@@ -88,6 +88,9 @@ class CoreConfig:
     cleanup_interval_seconds: float = 3600.0
     daily_token_budget: int = 0
     budgets: dict[str, int] = attrs.field(factory=dict)
+    #: Agents with one user: USER.md, MEMORY.md, HEARTBEAT.md and the daily logs are the
+    #: agent's own, in every user's prompt. Any other agent keeps them per user (see `_workspace`).
+    single_user_agents: tuple[str, ...] = ()
     budget_completion_reserve: int = 1024
     bundled_skills_dir: str = ""
     skills_watch_debounce_ms: int = 500
@@ -99,6 +102,10 @@ class CoreConfig:
     @property
     def provider(self) -> ProviderConfig:
         return self.providers[self.default_provider]
+
+    def single_user(self, agent_id: str) -> bool:
+        """Whether what one user of *agent_id* writes reaches every user's prompt (see ``single_user_agents``)."""
+        return agent_id in self.single_user_agents
 
     def budget_for(self, agent_id: str) -> int:
         """The agent's daily token budget; 0 means none."""
