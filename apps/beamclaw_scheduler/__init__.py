@@ -8,12 +8,22 @@ temporary worker (see `_tree` for the supervision tree and `_store` for the guar
 from ._api import SchedulerNotRunning, add_job, change_job, find_job, job_runs, list_jobs
 from ._config import HeartbeatConfig, SchedulerConfig, parse_scheduler_config
 from ._job import Fire, Job, RunRecord
-from ._schedule import BadSchedule, Schedule, format_duration, make_schedule, parse_duration, parse_time
+from ._schedule import (
+    HORIZON_SECONDS,
+    BadSchedule,
+    Schedule,
+    describe_time,
+    format_duration,
+    make_schedule,
+    parse_duration,
+    parse_time,
+)
 from ._store import JobError, StoreError
 from ._tool import SchedulerTool, describe_job
 from ._tree import scheduler_tree, supervision_tree
 
 __all__ = [
+    "HORIZON_SECONDS",
     "BadSchedule",
     "Fire",
     "HeartbeatConfig",
@@ -28,6 +38,7 @@ __all__ = [
     "add_job",
     "change_job",
     "describe_job",
+    "describe_time",
     "find_job",
     "format_duration",
     "job_runs",

@@ -9,6 +9,8 @@ import attrs
 
 from beamclaw_tools import Autonomy, structure_config
 
+from ._schedule import HORIZON_SECONDS
+
 
 @attrs.frozen
 class HeartbeatConfig:
@@ -29,6 +31,9 @@ class HeartbeatConfig:
 class SchedulerConfig:
     enabled: bool = True
     max_jobs_per_agent: int = 50
+    #: The jobs one user may have (with every agent together), so that one user cannot
+    #: take a whole agent's ``max_jobs_per_agent`` from the others.
+    max_jobs_per_user: int = 20
     default_autonomy: str = "supervised"
     #: Consecutive failed runs (retries spent) after which a job is paused, with the reason.
     max_errors: int = 3
@@ -50,7 +55,7 @@ class SchedulerConfig:
 def parse_scheduler_config(table: dict[str, Any]) -> SchedulerConfig:
     """Check ``[scheduler]``; raises `ConfigError` (a ValueError) naming the bad key."""
     config = structure_config(table, SchedulerConfig, "scheduler")
-    for key in ("max_jobs_per_agent", "max_errors", "retry_attempts", "max_concurrent_runs"):
+    for key in ("max_jobs_per_agent", "max_jobs_per_user", "max_errors", "retry_attempts", "max_concurrent_runs"):
         if getattr(config, key) < 1:
             raise ValueError(f"scheduler.{key} must be at least 1")
     Autonomy.parse(config.default_autonomy)  # a typo fails at start, not at the first job
@@ -66,6 +71,10 @@ def parse_scheduler_config(table: dict[str, Any]) -> SchedulerConfig:
         raise ValueError(
             f"scheduler.heartbeat.default_interval_seconds must be at least min_interval_seconds "
             f"({config.min_interval_seconds:g})"
+        )
+    if not beat.default_interval_seconds <= HORIZON_SECONDS:
+        raise ValueError(
+            f"scheduler.heartbeat.default_interval_seconds must be at most {HORIZON_SECONDS:g} (100 years)"
         )
     if beat.target not in {"last", "none"}:
         raise ValueError(f"scheduler.heartbeat.target must be 'last' or 'none', not {beat.target!r}")

@@ -1,6 +1,12 @@
 """When a job is due: ``at`` (once), ``every`` (an interval) and ``cron`` (an expression in a
 time zone, read by croniter). Times are POSIX seconds; a schedule only answers "the first
 due time after this one", so a backlog of missed times is never replayed one by one.
+
+A schedule is bounded to what a clock can hold: no due time (nor interval) beyond
+`HORIZON_SECONDS` from now is accepted, since ``every 100000000000000000000s`` or an
+``--at`` in the year 9999 gives a due time no date type can show (time_t overflow),
+and a job that will never run is better refused than kept. A job stored before this
+bound is still shown: `describe_time` says "never" rather than raising.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 Kind = Literal["at", "every", "cron"]
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(s|m|min|h|d)?")
 _UNIT_SECONDS: Final = {"s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
+#: The furthest ahead a due time may be, and the longest interval: 100 years.
+HORIZON_SECONDS: Final = 100 * 365.25 * 86400
 
 
 class BadSchedule(ValueError):
@@ -80,11 +88,45 @@ class Schedule:
 
 
 def parse_duration(text: str) -> float:
-    """``30s``, ``5m``, ``2h``, ``1d`` or plain seconds, as seconds."""
+    """``30s``, ``5m``, ``2h``, ``1d`` or plain seconds, as seconds (at most `HORIZON_SECONDS`)."""
     match = _DURATION.fullmatch(text.strip().lower())
     if match is None or float(match.group(1)) <= 0:
-        raise BadSchedule(f"{text!r} is not a duration: write it like 30s, 15m, 2h or 1d")
-    return float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+        raise BadSchedule(f"{_shown(text)} is not a duration: write it like 30s, 15m, 2h or 1d")
+    seconds = float(match.group(1)) * _UNIT_SECONDS[match.group(2)]
+    if not seconds <= HORIZON_SECONDS:  # inf too: 400 digits read as a float
+        raise BadSchedule(f"{_shown(text)} is too long: the longest interval is {_horizon()}")
+    return seconds
+
+
+def _shown(text: str) -> str:
+    """*text* quoted for an error message, cut when long (a 400-digit duration)."""
+    return repr(text) if len(text) <= 40 else repr(text[:40]) + "..."
+
+
+def _horizon() -> str:
+    return f"{HORIZON_SECONDS / (365.25 * 86400):.0f} years"
+
+
+def _within_horizon(due: float, now: float, what: str) -> float:
+    """*due* if it is at most `HORIZON_SECONDS` after *now*; else `BadSchedule` naming *what*."""
+    if not due <= now + HORIZON_SECONDS:
+        raise BadSchedule(f"{what} is too far ahead: a job must be due within {_horizon()}")
+    return due
+
+
+def describe_time(seconds: float | None, zone: dt.tzinfo | None = None) -> str:
+    """*seconds* as a date and time in *zone* (None: the local one), or "-" for None.
+
+    A time no date can hold (a job stored before schedules were bounded: 1e20, inf)
+    is said to be never, so that listing the jobs works for everyone.
+    """
+    if seconds is None:
+        return "-"
+    try:
+        when = dt.datetime.fromtimestamp(seconds, zone) if zone else dt.datetime.fromtimestamp(seconds).astimezone()
+        return when.strftime("%Y-%m-%d %H:%M %Z")
+    except (OverflowError, OSError, ValueError):
+        return "never (beyond any date)"
 
 
 def format_duration(seconds: float) -> str:
@@ -119,8 +161,10 @@ def make_schedule(kind: str, spec: str, timezone: str, now: float, min_interval:
     _zone(timezone)
     match kind:
         case "at":
-            if parse_time(spec, timezone) < now - 60:
+            when = parse_time(spec, timezone)
+            if when < now - 60:
                 raise BadSchedule(f"at {spec} ({timezone}) is in the past")
+            _within_horizon(when, now, f"at {spec} ({timezone})")
             return Schedule("at", spec.strip(), timezone)
         case "every":
             seconds = parse_duration(spec)
@@ -138,7 +182,9 @@ def make_schedule(kind: str, spec: str, timezone: str, now: float, min_interval:
             except (CroniterBadCronError, ValueError) as exc:
                 raise BadSchedule(f"cron {spec!r} is not a valid expression: {exc}") from None
             schedule = Schedule("cron", " ".join(fields), timezone)
-            if schedule.next_due(now) is None:
+            due = schedule.next_due(now)
+            if due is None:
                 raise BadSchedule(f"cron {spec!r} never matches")
+            _within_horizon(due, now, f"cron {spec!r}, first due {describe_time(due, dt.UTC)},")
             return schedule
     raise BadSchedule(f"{kind!r} is not a kind of schedule: use at, every or cron")

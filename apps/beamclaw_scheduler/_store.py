@@ -281,15 +281,9 @@ class JobStore(sv.GenServer):
 
     def _add(self, state: _State, fields: dict[str, Any]) -> Job:
         schedule: Schedule = fields["schedule"]
-        agent = fields["agent_id"]
-        (count,) = state.db.execute(
-            "SELECT count(*) FROM jobs WHERE agent_id = ? AND purpose = 'job' AND state != 'done'", (agent,)
-        ).fetchone()
-        if count >= state.config.max_jobs_per_agent:
-            raise JobError(
-                f"agent {agent!r} has {count} jobs, the most it may have (scheduler.max_jobs_per_agent): "
-                "cancel one first"
-            )
+        agent, user = fields["agent_id"], fields["user_id"]
+        self._check_quota(state, "agent_id", agent, "max_jobs_per_agent", f"agent {agent!r}")
+        self._check_quota(state, "user_id", user, "max_jobs_per_user", f"user {user!r}")
         now = state.clock()
         job = Job(
             secrets.token_hex(4), agent, fields["user_id"], fields["channel"], schedule, fields["message"], "active",
@@ -299,6 +293,18 @@ class JobStore(sv.GenServer):
         emit("sched_job_created", job_id=job.id, agent_id=agent, schedule=schedule.describe(), by=job.created_by)
         _poke(RUNNER)
         return job
+
+    @staticmethod
+    def _check_quota(state: _State, column: str, value: str, key: str, who: str) -> None:
+        """Refuse a new job past the limit *key* of the config for the jobs (not done) whose
+        *column* is *value*: per agent, and per user across agents, so that one user cannot
+        take an agent's whole quota from the others."""
+        limit: int = getattr(state.config, key)
+        (count,) = state.db.execute(
+            f"SELECT count(*) FROM jobs WHERE {column} = ? AND purpose = 'job' AND state != 'done'", (value,)
+        ).fetchone()
+        if count >= limit:
+            raise JobError(f"{who} has {count} jobs, the most allowed (scheduler.{key} = {limit}): cancel one first")
 
     @staticmethod
     def _insert(state: _State, job: Job) -> None:

@@ -17,18 +17,14 @@ from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, Too
 
 from ._api import add_job, change_job, list_jobs
 from ._job import Job
-from ._schedule import BadSchedule
+from ._schedule import BadSchedule, describe_time
 from ._store import Clock, JobError
 
 _CHANGES: Final = ("cancel", "pause", "resume")
 
 
 def describe_job(job: Job) -> str:
-    due = (
-        dt.datetime.fromtimestamp(job.next_due, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        if job.next_due is not None and job.state == "active"
-        else "-"
-    )
+    due = describe_time(job.next_due if job.state == "active" else None, dt.UTC)
     state = job.state + (f" ({job.paused_reason})" if job.paused_reason else "")
     return f"{job.id}  {job.schedule.describe()}  next {due}  {state}  {job.message[:80]}"
 
