@@ -96,7 +96,5 @@ async def test_a_tool_call_with_a_schedule_too_far_is_refused(tmp_path: Path, au
     async with running_scheduler(tmp_path, Script(clock), clock):
         for args in ({"every": "100000000000000000000s"}, {"at": "9999-01-01T00:00"}):
             with pytest.raises(ToolError, match="too"):
-                await tool.execute(
-                    {"action": "create", "message": "x", **args}, SESSION, ToolContext(tmp_path, tmp_path)
-                )
+                await tool.execute({"action": "create", "message": "x", **args}, SESSION, context)
         assert await list_jobs() == []
