@@ -12,6 +12,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
+from ._visible import visible
 
 
 def _workspace(name: str, create: bool = False) -> core.Workspace:
@@ -46,7 +47,7 @@ def list_agents(args: argparse.Namespace) -> int:
     for name in names:
         ws = core.Workspace(name, folder / name)
         note = "  (first-run ritual pending)" if _read(ws, "BOOTSTRAP.md") else ""
-        print(f"{name}{note}")
+        print(visible(f"{name}{note}"))  # a folder's name: anything may have made it
     return 0
 
 
@@ -69,7 +70,7 @@ def show(args: argparse.Namespace) -> int:
     print(f"  daily logs    {len(logs)}" + (f" (latest {logs[0]})" if logs else ""))
     identity = (_read(ws, "IDENTITY.md") or "").splitlines()
     name = next((line.partition(":")[2].strip() for line in identity if line.startswith("- Name:")), "")
-    print(f"  name          {name or 'not chosen yet (IDENTITY.md)'}")
+    print(visible(f"  name          {name or 'not chosen yet (IDENTITY.md)'}"))  # the model writes IDENTITY.md
     return 0
 
 

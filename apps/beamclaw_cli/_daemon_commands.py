@@ -17,6 +17,7 @@ from rich.table import Table
 
 from ._control_client import ask, request, socket_path
 from ._tree_view import render
+from ._visible import as_text
 from ._who import user_id
 
 
@@ -35,7 +36,7 @@ class _Waiting:
 
     def note(self, text: str) -> None:
         if self._status is not None:
-            self._status.update(f"waiting for the agent: {text}")
+            self._status.update(as_text(f"waiting for the agent: {text}"))
         else:
             print(f"beamclaw: {text}", file=sys.stderr, flush=True)
 
@@ -62,18 +63,18 @@ async def stream_reply(payload: dict[str, object], out: Console) -> bool:
                 if not text.startswith(shown):
                     out.print()
                     shown = ""
-                out.print(text[len(shown) :], end="", markup=False, highlight=False)
+                out.print(as_text(text[len(shown) :]), end="")
                 shown = text
             elif kind == "message":
-                out.print(("\n" if shown else "") + str(message["text"]), markup=False, highlight=False)
+                out.print(as_text(("\n" if shown else "") + str(message["text"])))
                 shown = ""
             elif kind == "reply":
                 if not shown:
-                    out.print(str(message["text"]), end="", markup=False, highlight=False)
+                    out.print(as_text(message["text"]), end="")
                 out.print()
                 return bool(message["ok"])
             elif kind == "error":
-                out.print(f"beamclaw: {message['error']}", style="red", markup=False)
+                out.print(as_text(f"beamclaw: {message['error']}", style="red"))
                 return False
     finally:
         waiting.stop()
@@ -133,8 +134,8 @@ async def sessions(args: argparse.Namespace) -> int:
     for row in rows:
         state = "running" if row["running"] else "sleeping"
         table.add_row(
-            row["id"][:12], row["user_id"], row["agent_id"], row["channel"] or "-", str(row["messages"]),
-            _ago(now - row["updated_at"]), state,
+            *map(as_text, (row["id"][:12], row["user_id"], row["agent_id"], row["channel"] or "-")),
+            str(row["messages"]), _ago(now - row["updated_at"]), state,
         )  # fmt: skip
     _console().print(table)
     if total > len(rows):

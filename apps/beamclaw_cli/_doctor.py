@@ -31,6 +31,7 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 
 from ._control_client import ControlError, NoDaemon, ask
+from ._visible import visible
 
 #: How long a network check may take before it counts as not answering.
 _PROBE_SECONDS: Final = 5.0
@@ -352,7 +353,8 @@ async def _checks(args: argparse.Namespace) -> list[Check]:
 def doctor(args: argparse.Namespace) -> int:
     checks = trio.run(_checks, args)
     for check in checks:
-        print(f"{_MARKS[check.status]} {check.what}" + (f"\n    fix: {check.fix}" if check.fix else ""))
+        # What a model server or a Telegram API answered may be quoted in a check.
+        print(visible(f"{_MARKS[check.status]} {check.what}" + (f"\n    fix: {check.fix}" if check.fix else "")))
     failed = sum(1 for check in checks if check.status == "fail")
     warned = sum(1 for check in checks if check.status == "warn")
     notes = f" ({warned} warning{'s' if warned != 1 else ''})" if warned else ""

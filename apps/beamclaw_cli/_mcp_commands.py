@@ -18,6 +18,7 @@ import beamclaw_gateway as gateway
 from ._control_client import NoDaemon, ask
 from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
+from ._visible import as_text
 from ._who import add_who, user_id
 
 _HELP: Final = Help(
@@ -63,16 +64,16 @@ async def run(args: argparse.Namespace) -> int:
                 table.add_column(column, no_wrap=column != "LAST ERROR", overflow="fold")
             for server in servers:
                 table.add_row(
-                    server["name"], server["transport"], server["state"], str(len(server["tools"])),
-                    str(server["restarts"]), server["last_error"] or "-",
+                    as_text(server["name"]), as_text(server["transport"]), as_text(server["state"]),
+                    str(len(server["tools"])), str(server["restarts"]), as_text(server["last_error"] or "-"),
                 )  # fmt: skip
             console.print(table)
             for server in servers:
                 for skipped in server["skipped"]:
-                    console.print(f"{server['name']}: tool skipped: {skipped}", markup=False)
+                    console.print(as_text(f"{server['name']}: tool skipped: {skipped}"))
                 if server["state"] == "failed" and server["stderr"]:
-                    console.print(f"{server['name']}: the end of its stderr:", markup=False)
-                    console.print("  " + server["stderr"].replace("\n", "\n  "), markup=False)
+                    console.print(as_text(f"{server['name']}: the end of its stderr:"))
+                    console.print(as_text("  " + server["stderr"].replace("\n", "\n  ")))
             return 0
         case "tools":
             found = (await ask({"cmd": "mcp", "action": "tools", "server": args.server}))["tools"]
@@ -80,7 +81,7 @@ async def run(args: argparse.Namespace) -> int:
                 print("no MCP tools" + (f" from {args.server}" if args.server else "") + " (see `beamclaw mcp list`)")
             for tool in found:
                 mark = "asks" if tool["asks"] else "runs"
-                console.print(f"{tool['name']}  [{mark}]  {tool['description']}", markup=False)
+                console.print(as_text(f"{tool['name']}  [{mark}]  {tool['description']}"))
             return 0
         case "restart":
             await ask({"cmd": "mcp", "action": "restart", "server": args.server})

@@ -11,6 +11,7 @@ from rich.table import Table
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
+from ._visible import as_text
 
 #: The most hits one search returns (the daemon checks it too).
 MAX_LIMIT: Final = 50
@@ -67,20 +68,21 @@ def _count(number: int, thing: str) -> str:
 
 def _print_hits(console: Console, answer: dict[str, Any], query: str) -> None:
     if answer["note"]:
-        console.print(f"note: {answer['note']}", markup=False, soft_wrap=True)
+        console.print(as_text(f"note: {answer['note']}"), soft_wrap=True)
     if not answer["hits"]:
         where = f"the files of agent {answer['agent']}"
         where += f" or {answer['user']}'s conversations" if answer["user"] else " (add --user to search conversations)"
-        console.print(f"no memory matched {query!r} in {where}", markup=False, soft_wrap=True)
+        console.print(as_text(f"no memory matched {query!r} in {where}"), soft_wrap=True)
         return
     for number, hit in enumerate(answer["hits"], start=1):
         console.print(
-            f"{number}. {hit['path']} lines {hit['start_line']}-{hit['end_line']} "
-            f"(score {hit['score']:.2f}, {hit['kind']})",
-            markup=False,
+            as_text(
+                f"{number}. {hit['path']} lines {hit['start_line']}-{hit['end_line']} "
+                f"(score {hit['score']:.2f}, {hit['kind']})"
+            ),
             soft_wrap=True,  # a long line of the file stays one line (for grep), the terminal wraps it
         )
-        console.print("   " + hit["text"].rstrip("\n").replace("\n", "\n   "), markup=False, soft_wrap=True)
+        console.print(as_text("   " + hit["text"].rstrip("\n").replace("\n", "\n   ")), soft_wrap=True)
 
 
 def _status_table(console: Console, agents: list[dict[str, Any]]) -> None:
@@ -89,8 +91,8 @@ def _status_table(console: Console, agents: list[dict[str, Any]]) -> None:
         table.add_column(column, no_wrap=column != "EMBEDDER ERROR", overflow="fold")
     for item in agents:
         table.add_row(
-            item["agent"], str(item["documents"]), str(item["chunks"]), str(item["embedded"]),
-            item["vector_model"] or "-", item["embed_error"] or "-",
+            as_text(item["agent"]), str(item["documents"]), str(item["chunks"]), str(item["embedded"]),
+            as_text(item["vector_model"] or "-"), as_text(item["embed_error"] or "-"),
         )  # fmt: skip
     console.print(table)
 
@@ -106,9 +108,10 @@ async def run(args: argparse.Namespace) -> int:
         case "reindex":
             status = (await ask({"cmd": "memory", "action": "reindex", "agent": args.agent}))["status"]
             console.print(
-                f"reindexed agent {status['agent']}: {_count(status['documents'], 'document')}, "
-                f"{_count(status['chunks'], 'chunk')} ({status['embedded']} with a vector so far)",
-                markup=False,
+                as_text(
+                    f"reindexed agent {status['agent']}: {_count(status['documents'], 'document')}, "
+                    f"{_count(status['chunks'], 'chunk')} ({status['embedded']} with a vector so far)"
+                )
             )
             return 0
         case "status":

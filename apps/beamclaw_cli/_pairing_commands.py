@@ -11,6 +11,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, add_command
+from ._visible import visible
 
 
 def _db() -> sqlite3.Connection:
@@ -27,11 +28,12 @@ def run(args: argparse.Namespace) -> int:
             print("pending:" if codes else "no pending pairing requests")
             for c in codes:
                 left = max(0, int((c.created_at + 3600 - now) // 60))
-                print(f"  {c.channel:<10} {c.code}  {c.user_id} {c.display}  ({left} min left)")
+                # The user id and name are a stranger's own (a Telegram name): written out, never obeyed.
+                print(visible(f"  {c.channel:<10} {c.code}  {c.user_id} {c.display}  ({left} min left)"))
             users = core.paired(db)
             print("paired:" if users else "nobody paired yet")
             for u in users:
-                print(f"  {u.channel:<10} {u.user_id} -> agent {u.agent_id}")
+                print(visible(f"  {u.channel:<10} {u.user_id} -> agent {u.agent_id}"))
             return 0
         if words[0] == "revoke" and len(words) == 3:
             removed = core.revoke(db, words[1], words[2])
@@ -40,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         if len(words) == 2:
             agent = core.check_agent_exists(beamclaw.data_dir(), args.agent, core.CoreConfig().default_agent)
             user = core.approve(db, words[0], words[1], agent)
-            print(f"paired {user} on {words[0]} with agent {agent}")
+            print(visible(f"paired {user} on {words[0]} with agent {agent}"))
             return 0
     except (core.PairingError, core.InvalidAgentName) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)

@@ -16,6 +16,7 @@ import beamclaw
 import beamclaw_sandbox as sandbox
 
 from ._help import Commands, Help, add_group
+from ._visible import visible
 
 
 def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:
@@ -30,7 +31,7 @@ async def _status(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int
         print(f"image {status['image']}: {'built' if status['image_built'] else 'not built'}")
         print(f"containers of this data dir: {status['containers']}")
     if "problem" in status:
-        print(f"! {status['problem']}")
+        print(visible(f"! {status['problem']}"))  # may quote the engine's answer
         return 1
     return 0
 
@@ -39,7 +40,7 @@ async def _list(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
     found = await sandbox.containers_of(beamclaw.data_dir(), engine)
     for container in sorted(found, key=lambda c: c.created):
         age = _age(time.time() - container.created)
-        print(f"{container.name}  {container.label('beamclaw.key'):<30} {container.status:<8} {age}")
+        print(visible(f"{container.name}  {container.label('beamclaw.key'):<30} {container.status:<8} {age}"))
     if not found:
         print("no sandbox containers for this data dir")
     return 0

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 from typing import Any, Final
 
 import trio
 from rich.console import Console
 from rich.table import Table
 
+import beamclaw_scheduler as scheduler
+
 from ._control_client import ask
 from ._help import Commands, Help, add_group
+from ._visible import as_text
 from ._who import add_who, user_id
 
 _HELP: Final = Help(
@@ -54,16 +56,11 @@ def add_parser(commands: Commands) -> None:
         actions[action].add_argument("job", help="the job's id (a prefix does)")
 
 
-def _when(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    return dt.datetime.fromtimestamp(seconds).astimezone().strftime("%Y-%m-%d %H:%M %Z")
-
-
 def _print_job(console: Console, job: dict[str, Any], verb: str) -> None:
     console.print(
-        f"{verb} job {job['id']}: {job['schedule']}, next {_when(job['next_due'])}, {job['state']}", markup=False
-    )
+        as_text(f"{verb} job {job['id']}: {job['schedule']}, next {scheduler.describe_time(job['next_due'])}, "
+                f"{job['state']}")
+    )  # fmt: skip
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -79,8 +76,9 @@ async def run(args: argparse.Namespace) -> int:
             table.add_column(column, no_wrap=column != "MESSAGE", overflow="fold")
         for job in jobs:
             state = job["state"] + (f": {job['paused_reason']}" if job["paused_reason"] else "")
-            table.add_row(job["id"], job["agent"], job["user"], job["schedule"], _when(job["next_due"]), state,
-                          job["message"])  # fmt: skip
+            cells = (job["id"], job["agent"], job["user"], job["schedule"], scheduler.describe_time(job["next_due"]),
+                     state, job["message"])  # fmt: skip
+            table.add_row(*map(as_text, cells))
         console.print(table)
         return 0
     if action == "add":
@@ -95,7 +93,9 @@ async def run(args: argparse.Namespace) -> int:
             print(f"job {args.job} has not run yet")
         for item in runs:
             console.print(
-                f"{_when(item['due'])}  try {item['attempt']}  {item['state']}  {item['detail']}", markup=False
+                as_text(
+                    f"{scheduler.describe_time(item['due'])}  try {item['attempt']}  {item['state']}  {item['detail']}"
+                )
             )
         return 0
     answer = await ask({"cmd": "scheduler", "action": action, "job": args.job})

@@ -11,6 +11,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
+from ._visible import visible
 
 
 def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:
@@ -24,7 +25,7 @@ def list_skills(args: argparse.Namespace) -> int:
     skills, _ = _skills(args)
     for skill in sorted(skills.values(), key=lambda s: s.name):
         mark = "✓" if skill.eligible else "✗"
-        print(f"{mark} {skill.emoji or ' '} {skill.name:<20} {skill.source:<8} {skill.description}")
+        print(visible(f"{mark} {skill.emoji or ' '} {skill.name:<20} {skill.source:<8} {skill.description}"))
     if not skills:
         print("no skills found")
     return 0
@@ -36,9 +37,9 @@ def status(args: argparse.Namespace) -> int:
     print(f"{len(skills)} skills for agent {args.agent}: {len(eligible)} eligible, {len(skills) - len(eligible)} not")
     for skill in sorted(skills.values(), key=lambda s: s.name):
         if not skill.eligible:
-            print(f"  ✗ {skill.name}: {'; '.join(skill.missing)}")
+            print(visible(f"  ✗ {skill.name}: {'; '.join(skill.missing)}"))
     for problem in problems:
-        print(f"  ! {problem}")
+        print(visible(f"  ! {problem}"))
     return 0
 
 
@@ -54,18 +55,18 @@ def show(args: argparse.Namespace) -> int:
     skill = _find(args)
     if skill is None:
         return 1
-    print(f"{skill.emoji} {skill.name} ({skill.source}, {skill.path})")
-    print(skill.description)
+    print(visible(f"{skill.emoji} {skill.name} ({skill.source}, {skill.path})"))
+    print(visible(skill.description))
     if skill.homepage:
-        print(f"homepage: {skill.homepage}")
-    print("eligible" if skill.eligible else f"not eligible: {'; '.join(skill.missing)}")
+        print(visible(f"homepage: {skill.homepage}"))
+    print(visible("eligible" if skill.eligible else f"not eligible: {'; '.join(skill.missing)}"))
     if skill.mcp or skill.tools:
         needs = [*(f"the MCP server {s!r}" for s in skill.mcp), *(f"the tool {t!r}" for t in skill.tools)]
-        print(f"needs {', '.join(needs)} (checked while the daemon runs: `beamclaw mcp list`)")
+        print(visible(f"needs {', '.join(needs)} (checked while the daemon runs: `beamclaw mcp list`)"))
     for step in skill.install:
-        print(f"install: {step.describe()}")
+        print(visible(f"install: {step.describe()}"))
     print()
-    print(skill.body)
+    print(visible(skill.body))
     return 0
 
 
@@ -75,19 +76,20 @@ def install(args: argparse.Namespace) -> int:
     if skill is None:
         return 1
     if not skill.install:
-        print(f"{skill.name} has no install steps" + ("" if skill.eligible else f"; it {'; '.join(skill.missing)}"))
+        missing = "" if skill.eligible else f"; it {'; '.join(skill.missing)}"
+        print(visible(f"{skill.name} has no install steps{missing}"))
         return 0 if skill.eligible else 1
-    print(f"Installing {skill.name} runs:")
+    print(visible(f"Installing {skill.name} runs:"))
     for step in skill.install:
-        print(f"  {step.describe()}")
+        print(visible(f"  {step.describe()}"))
     if not args.yes:
         print(f"Nothing was run. Run `beamclaw skills install {skill.name} --yes` to run these commands.")
         return 1
     for step in skill.install:
-        print(f"$ {step.describe()}", flush=True)
+        print(visible(f"$ {step.describe()}"), flush=True)
         result = subprocess.run(step.argv(), check=False)
         if result.returncode != 0:
-            print(f"beamclaw: `{step.describe()}` failed with exit code {result.returncode}")
+            print(visible(f"beamclaw: `{step.describe()}` failed with exit code {result.returncode}"))
             return 1
     return 0
 

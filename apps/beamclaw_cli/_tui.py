@@ -56,6 +56,7 @@ import beamclaw_obs as obs
 import supervision as sv
 
 from ._control_client import ControlError, NoDaemon, ask, request, running
+from ._visible import as_text
 from ._who import user_id
 
 APPROVALS: Final = frozenset({"/yes", "/no", "/always", "/y", "/n"})
@@ -332,7 +333,7 @@ class _Chat:
         if isinstance(exc, NoDaemon):
             self.link.lost()
         else:
-            self.console.print(f"beamclaw: {exc}", style="red", markup=False)
+            self.console.print(as_text(f"beamclaw: {exc}", style="red"))
 
     async def open(self) -> None:
         """The conversation's id and context, for the toolbar (and the agent checked)."""
@@ -380,7 +381,7 @@ class _Chat:
             elif kind == "message":  # an approval question, an error: a line of its own
                 reply.flush()
                 reply = _Reply(self.console, self.screen)
-                self.console.print(str(message["text"]), markup=False, highlight=False)
+                self.console.print(as_text(message["text"]))
             elif kind == "reply":
                 if not reply.shown and not reply.printed:
                     reply.update(str(message["text"]))
@@ -388,7 +389,7 @@ class _Chat:
                 return
             elif kind == "error":
                 reply.flush()
-                self.console.print(f"beamclaw: {message['error']}", style="red", markup=False)
+                self.console.print(as_text(f"beamclaw: {message['error']}", style="red"))
                 return
 
     async def interrupt(self) -> None:
@@ -492,9 +493,11 @@ async def tui(args: argparse.Namespace) -> int:
                     return 2
                 await chat.open()
                 console.print(
-                    f"[bold]BeamClaw[/] — talking to [green]{args.agent}[/] as {chat.who['user']} "
-                    f"(session {screen.session[:12]}). {HELP}"
-                )
+                    Text.assemble(
+                        ("BeamClaw", "bold"), " — talking to ", as_text(args.agent, style="green"),
+                        as_text(f" as {chat.who['user']} (session {screen.session[:12]}). {HELP}"),
+                    )
+                )  # fmt: skip
                 nursery.start_soon(_signals, interrupts, send_event.clone())
                 nursery.start_soon(_follow, chat.who["user"], console)
                 nursery.start_soon(

@@ -8,11 +8,16 @@ before it is printed: each C0 and C1 control other than newline and tab, and DEL
 shown as its escape (``\\x1b``), never obeyed; a carriage return is dropped (a CRLF
 line end stays one line end). Unicode's bidirectional overrides are written out too:
 they make a command read differently on screen from what it is.
+
+rich reads markup and emoji codes in every str it prints (a table's cells too), so
+what comes from outside goes to rich as `as_text`, and to `print` through `visible`.
 """
 
 from __future__ import annotations
 
 from typing import Final
+
+from rich.text import Text
 
 _CONTROLS: Final[dict[int, str | None]] = {
     **{code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)},
@@ -24,3 +29,10 @@ _CONTROLS: Final[dict[int, str | None]] = {
 def visible(text: str) -> str:
     """*text* with its control characters (newline and tab apart) written out, not obeyed."""
     return text.translate(_CONTROLS)
+
+
+def as_text(value: object, style: str = "") -> Text:
+    """*value* for rich to print as it is: a `Text`, so neither its markup (``[/]``,
+    ``[link=...]``) nor its emoji codes (``:smile:``) are read, with its controls made
+    `visible`. A str handed to rich is read as markup: ``[/]`` alone makes it raise."""
+    return Text(visible(str(value)), style=style)
