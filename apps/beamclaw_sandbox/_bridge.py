@@ -13,13 +13,17 @@ answered from what the exec that runs the script was given:
 - with PII tokenization on, tokens in the arguments are restored to their values for
   the tool, and values in its result are tokenized before the script sees them.
 
-Batches and notifications are handled as the JSON-RPC 2.0 specification says.
+Batches and notifications are handled as the JSON-RPC 2.0 specification says. The
+script is not trusted: a line that is not JSON (or nests deeper than the parser goes),
+a line over `MAX_MESSAGE` bytes and an ``id`` that is not a string or a number each get
+an error answer, and the connection goes on with the next line; nothing a script sends
+ends its sandbox.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Final
 
 import attrs
@@ -98,6 +102,8 @@ class Bridge:
         return await self._one(message)
 
     async def _one(self, request: Any) -> dict[str, Any] | None:
+        if isinstance(request, dict) and not _valid_id(request.get("id")):
+            return _error(None, INVALID_REQUEST, "an id must be a string, a number or null")
         valid = isinstance(request, dict) and request.get("jsonrpc") == "2.0" and isinstance(request.get("method"), str)
         if not valid:
             request_id = request.get("id") if isinstance(request, dict) else None
@@ -185,32 +191,58 @@ class Bridge:
 
     async def _connection(self, stream: trio.abc.Stream) -> None:
         async with stream:
-            buffer = bytearray()
-            while True:
-                newline = buffer.find(b"\n")
-                if newline < 0:
-                    if len(buffer) > MAX_MESSAGE:
-                        await _send(stream, _error(None, INVALID_REQUEST, f"a request over {MAX_MESSAGE} bytes"))
-                        return
-                    try:
-                        chunk = await stream.receive_some(65536)
-                    except trio.BrokenResourceError:
-                        return
-                    if not chunk:
-                        return
-                    buffer += chunk
+            async for line in _lines(stream):
+                if line is None:
+                    response: Any = _error(None, INVALID_REQUEST, f"a request over {MAX_MESSAGE} bytes")
+                elif not line.strip():
                     continue
-                line, buffer = bytes(buffer[:newline]), buffer[newline + 1 :]
-                if not line.strip():
-                    continue
-                try:
-                    message = json.loads(line)
-                except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                    response: Any = _error(None, PARSE_ERROR, f"not JSON: {exc}")
                 else:
-                    response = await self.handle(message)
+                    response = await self._answer(line)
                 if response is not None and not await _send(stream, response):
                     return
+
+    async def _answer(self, line: bytes) -> Any:
+        """The response to one line, or None for notifications only."""
+        try:
+            message = json.loads(line)
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+            return _error(None, PARSE_ERROR, f"not JSON: {exc}")
+        except RecursionError:
+            return _error(None, PARSE_ERROR, "not JSON the bridge reads: nested too deeply")
+        return await self.handle(message)
+
+
+async def _lines(stream: trio.abc.Stream) -> AsyncIterator[bytes | None]:
+    """The lines *stream* sends, without their newline, until it ends; None in place of a
+    line over `MAX_MESSAGE` bytes, which is read and dropped as it comes, never kept."""
+    buffer = bytearray()
+    skipping = False  # within a line over the limit: dropped up to its newline
+    while True:
+        newline = buffer.find(b"\n")
+        if newline >= 0:
+            line, buffer = bytes(buffer[:newline]), buffer[newline + 1 :]
+            if skipping or len(line) > MAX_MESSAGE:
+                skipping = False
+                yield None
+            else:
+                yield line
+            continue
+        if len(buffer) > MAX_MESSAGE:
+            buffer.clear()
+            skipping = True
+        try:
+            chunk = await stream.receive_some(65536)
+        except trio.BrokenResourceError:
+            return
+        if not chunk:
+            return
+        buffer += chunk
+
+
+def _valid_id(request_id: Any) -> bool:
+    """JSON-RPC 2.0's ids: a string, a number or null. Anything else is never echoed back,
+    so a deeply nested one cannot fail the answer's encoding."""
+    return request_id is None or (isinstance(request_id, str | int | float) and not isinstance(request_id, bool))
 
 
 async def _send(stream: trio.abc.Stream, response: Any) -> bool:

@@ -12,6 +12,7 @@ import pytest
 import trio
 
 from beamclaw_sandbox import Bridge, PiiTokenizer, PolicyConfig, PolicyRule
+from beamclaw_sandbox._bridge import MAX_MESSAGE
 from beamclaw_sandbox._discovery import write_discovery
 from beamclaw_tools import BashTool, ToolDefinition
 
@@ -146,3 +147,58 @@ def test_the_discovery_tree_lists_only_what_the_policy_allows(tmp_path: Path, re
     assert [line.split(":")[0] for line in index] == ["jq", "read_file", "write_file"]
     assert json.loads((tmp_path / "tools" / "read_file" / "schema.json").read_text())["required"] == ["path"]
     assert not (tmp_path / "tools" / "bash").exists()
+
+
+async def _exchange(stream: trio.SocketStream, payload: bytes) -> Any:
+    """Send one line, read one answer line."""
+    await stream.send_all(payload + b"\n")
+    data = b""
+    while not data.endswith(b"\n"):
+        chunk = await stream.receive_some(65536)
+        assert chunk, "the bridge closed the connection"
+        data += chunk
+    return json.loads(data)
+
+
+async def test_a_script_cannot_crash_the_bridge_with_what_it_cannot_parse(served: tuple[Bridge, Any], tmp_path: Path):
+    """Each hostile line gets an error answer on the same connection, which goes on
+    answering; so does a new one (before, 200,000 ``[`` raised RecursionError out of
+    the bridge and ended its sandbox)."""
+    stream = await trio.open_unix_socket(str(tmp_path / "bridge.sock"))
+    search = b'{"jsonrpc": "2.0", "id": 7, "method": "search_tools", "params": {"query": "jq"}}'
+    nested = await _exchange(stream, b"[" * 200_000)
+    assert nested["id"] is None and nested["error"]["code"] == -32700
+    assert "nested too deeply" in nested["error"]["message"]
+    assert (await _exchange(stream, b"{" * 200_000))["error"]["code"] == -32700
+    broken = await _exchange(stream, b'{"jsonrpc": "2.0", "id": 1, "method": "search_tools", "params": {"q": [}')
+    assert broken["error"]["code"] == -32700
+    assert (await _exchange(stream, b"\xff\xfe not utf-8"))["error"]["code"] == -32700
+    assert (await _exchange(stream, b"9" * 5000))["error"]["code"] == -32700  # over Python's digits limit
+    deep_id = b'{"jsonrpc": "2.0", "method": "search_tools", "id": ' + b"[" * 900 + b"]" * 900 + b"}"
+    assert await _exchange(stream, deep_id) == {
+        "jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "an id must be a string, a number or null"},
+    }  # fmt: skip
+    over = await _exchange(stream, b'{"padding": "' + b"x" * MAX_MESSAGE + b'"}')
+    assert over["error"]["code"] == -32600 and f"over {MAX_MESSAGE} bytes" in over["error"]["message"]
+    answer = await _exchange(stream, search)
+    assert answer["id"] == 7 and [tool["name"] for tool in answer["result"]] == ["jq"]
+    await stream.aclose()
+    fresh = await trio.open_unix_socket(str(tmp_path / "bridge.sock"))
+    assert (await _exchange(fresh, search))["result"][0]["name"] == "jq"
+    await fresh.aclose()
+
+
+async def test_an_over_long_line_sent_slowly_is_dropped_as_it_comes(served: tuple[Bridge, Any], tmp_path: Path):
+    """A line past the limit in many small writes, no newline for a long while: one error
+    for it, and the line after it is read whole (the connection did not lose its place)."""
+    stream = await trio.open_unix_socket(str(tmp_path / "bridge.sock"))
+    piece = b"[" * 65536
+    for _ in range(MAX_MESSAGE // len(piece) + 3):
+        await stream.send_all(piece)
+    over = await _exchange(stream, b"]")
+    assert over["error"]["code"] == -32600
+    answer = await _exchange(
+        stream, b'{"jsonrpc": "2.0", "id": "after", "method": "get_tool", "params": {"name": "jq"}}'
+    )
+    assert answer["id"] == "after" and answer["result"]["name"] == "jq"
+    await stream.aclose()
