@@ -48,15 +48,8 @@ def write_discovery(directory: Path, tools: Sequence[ToolDefinition]) -> bool:
         if _SAFE_NAME.match(tool.name):
             folder = directory / tool.name
             folder.mkdir()
-            folder.chmod(0o755)
-            _write(folder / "description.txt", tool.description + "\n")
-            _write(folder / "schema.json", json.dumps(tool.parameters, indent=2, sort_keys=True) + "\n")
-    _write(directory / "index.txt", "".join(line + "\n" for line in lines))
+            (folder / "description.txt").write_text(tool.description + "\n")
+            (folder / "schema.json").write_text(json.dumps(tool.parameters, indent=2, sort_keys=True) + "\n")
+    (directory / "index.txt").write_text("".join(line + "\n" for line in lines))
     stamp.write_text(digest)
     return True
-
-
-def _write(path: Path, text: str) -> None:
-    # Readable by the container's user whatever the daemon's umask.
-    path.write_text(text)
-    path.chmod(0o644)

@@ -31,17 +31,24 @@ BRIDGE_DIR: Final = "/run/beamclaw"
 TOOLS_DIR: Final = "/tools"
 #: Where the agent's workspace is mounted when ``workspace_mount`` is ro or rw.
 WORKSPACE_DIR: Final = "/workspace"
-#: The image's unprivileged user (sandbox-image/Dockerfile).
-SANDBOX_USER: Final = "1000:1000"
+#: The image's unprivileged user (sandbox-image/Dockerfile), as uid and gid.
+SANDBOX_IDS: Final = (1000, 1000)
+SANDBOX_USER: Final = f"{SANDBOX_IDS[0]}:{SANDBOX_IDS[1]}"
+
+
+def container_ids() -> tuple[int, int]:
+    """The uid and gid of the container's processes: the daemon's own, so files they write
+    in a ``rw`` workspace are the daemon's, as with the bubblewrap jail; never root: a
+    daemon running as root gets the image's unprivileged user (which can then write
+    only where that uid may, and is given what the container must reach)."""
+    uid, gid = os.getuid(), os.getgid()
+    return SANDBOX_IDS if uid == 0 else (uid, gid)
 
 
 def container_user() -> str:
-    """Who the container's processes are: the daemon's own user, so files they write in
-    a ``rw`` workspace are the daemon's, as with the bubblewrap jail; never root: a
-    daemon running as root gets the image's unprivileged user (which can then write
-    only where that uid may)."""
-    uid, gid = os.getuid(), os.getgid()
-    return SANDBOX_USER if uid == 0 else f"{uid}:{gid}"
+    """`container_ids` as Docker's ``user`` option, ``uid:gid``."""
+    uid, gid = container_ids()
+    return f"{uid}:{gid}"
 
 
 #: Fixed inside the container whatever the host's values: the host's PATH and HOME mean nothing there.

@@ -22,6 +22,7 @@ from beamclaw_tools import ToolSession
 
 from ._config import SandboxConfig
 from ._docker import DockerEngine, instance_id, new_boot_id
+from ._host_dir import HostDir
 
 #: The dynamic supervisor of the sandboxes, and the registry process (its only starter).
 SANDBOXES: Final = "beamclaw_sandbox.sandboxes"
@@ -90,8 +91,9 @@ class SandboxRuntime:
             return root
         return _private_tmp(f"beamclaw-sbx-{os.getuid()}-{self.instance}")
 
-    def host_dir(self, name: str) -> Path:
-        return self.host_root() / name
+    def host_dir(self, name: str) -> HostDir:
+        """The host folder of the sandbox whose container is *name*."""
+        return HostDir(self.host_root() / name)
 
 
 def _private_tmp(name: str) -> Path:

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,6 +46,7 @@ from ._docker import (
     container_user,
 )
 from ._env import container_environment
+from ._host_dir import HostDir
 from ._pii import PiiTokenizer
 from ._runtime import SandboxInfo, SandboxRuntime
 
@@ -99,7 +99,7 @@ class _State:
     runtime: SandboxRuntime
     info: SandboxInfo
     tokenizer: PiiTokenizer | None
-    host: Path
+    host: HostDir
     listener: trio.SocketListener
     scripts: int = 0
 
@@ -120,13 +120,8 @@ class Sandbox(sv.GenServer):
         host = runtime.host_dir(name)
         listener = None
         try:
-            (host / "bridge" / "scripts").mkdir(parents=True)
-            (host / "tools").mkdir()
-            # Readable by the container's user whatever the daemon's umask (a root
-            # daemon's containers run as another uid); nothing secret is kept here.
-            for folder in (host, host / "bridge", host / "bridge" / "scripts", host / "tools"):
-                folder.chmod(0o755)
-            listener = await _listen(host / "bridge" / "bridge.sock")
+            await trio.to_thread.run_sync(host.create)
+            listener = await host.listen()
             await super().start(runtime, key, workspace, tokenizer, name, listener, task_status=task_status)
         finally:
             with trio.CancelScope(shield=True):
@@ -143,7 +138,7 @@ class Sandbox(sv.GenServer):
         info = SandboxInfo(name, key, str(workspace) if mounted else "")
         runtime.registry.register(key, info)  # before the container exists, so the reaper never takes it
         host = runtime.host_dir(name)
-        mounts = [Mount(host / "bridge", BRIDGE_DIR), Mount(host / "tools", TOOLS_DIR)]
+        mounts = [Mount(host.bridge, BRIDGE_DIR), Mount(host.tools, TOOLS_DIR)]
         if mounted and workspace is not None:
             workspace.mkdir(parents=True, exist_ok=True)
             mounts.append(Mount(workspace, WORKSPACE_DIR, read_only=config.workspace_mount == "ro"))
@@ -183,12 +178,13 @@ class Sandbox(sv.GenServer):
             pii = state.tokenizer if config.pii.enabled else None
             code = pii.tokenize(request.code) if pii is not None and config.pii.tokenize_scripts else request.code
             bridge = Bridge(config.policy, list(request.tools), request.call_tool, pii, config.pii.tokenize_results)
-            await trio.to_thread.run_sync(write_discovery, state.host / "tools", bridge.visible())
+            if await trio.to_thread.run_sync(write_discovery, state.host.tools, bridge.visible()):
+                await trio.to_thread.run_sync(state.host.hand_over, state.host.tools)
             state.scripts += 1
             suffix = "py" if request.language == "python" else "sh"
-            script = state.host / "bridge" / "scripts" / f"{state.scripts}.{suffix}"
+            script = state.host.scripts / f"{state.scripts}.{suffix}"
             script.write_text(code)
-            script.chmod(0o644)
+            state.host.hand_over(script)
             inside = f"{BRIDGE_DIR}/scripts/{script.name}"
             runner = [*_PYTHON_RUNNER, inside] if suffix == "py" else ["bash", inside]
             timeout = max(1, round(request.timeout))
@@ -224,21 +220,6 @@ class Sandbox(sv.GenServer):
         return result
 
 
-async def _listen(path: Path) -> trio.SocketListener:
-    """The bridge's listening socket at *path*, which the container's user may connect to."""
-    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        await sock.bind(str(path))
-        # The folder is this sandbox's alone (mounted into its container only); the
-        # container's user is not the daemon's, so the socket must be open to it.
-        path.chmod(0o666)
-        sock.listen(16)
-    except BaseException:
-        sock.close()
-        raise
-    return trio.SocketListener(sock)
-
-
 async def _remove(runtime: SandboxRuntime, name: str) -> None:
     """Remove the container *name* and its host folder; never raises."""
     removed = False
@@ -250,6 +231,6 @@ async def _remove(runtime: SandboxRuntime, name: str) -> None:
         except Exception as exc:  # noqa: BLE001 - clean-up must go on; the reaper retries
             logger.opt(exception=exc).warning("sandbox {}: removing the container failed", name)
     with contextlib.suppress(OSError):
-        await trio.to_thread.run_sync(shutil.rmtree, runtime.host_dir(name))
+        await trio.to_thread.run_sync(shutil.rmtree, runtime.host_dir(name).path)
     if removed:
         emit("sandbox_removed", name=name)
