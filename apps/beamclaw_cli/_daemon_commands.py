@@ -17,7 +17,7 @@ from rich.table import Table
 
 from ._control_client import ask, request, socket_path
 from ._tree_view import render
-from ._visible import as_text
+from ._visible import as_text, console
 from ._who import user_id
 
 
@@ -94,7 +94,7 @@ async def chat(args: argparse.Namespace) -> int:
         print("stopped the turn being worked on" if stopped else "nothing to stop")
         return 0
     payload = {"cmd": "chat", **who, "text": args.message}
-    return 0 if await stream_reply(payload, Console(highlight=False)) else 1
+    return 0 if await stream_reply(payload, console()) else 1
 
 
 async def history(args: argparse.Namespace) -> int:
@@ -137,7 +137,7 @@ async def sessions(args: argparse.Namespace) -> int:
             *map(as_text, (row["id"][:12], row["user_id"], row["agent_id"], row["channel"] or "-")),
             str(row["messages"]), _ago(now - row["updated_at"]), state,
         )  # fmt: skip
-    _console().print(table)
+    console().print(table)
     if total > len(rows):
         print(f"... and {total - len(rows)} more (--all lists every one)")
     return 0
@@ -147,19 +147,14 @@ async def tree(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps((await ask({"cmd": "tree"}))["tree"], indent=2))
         return 0
-    console = _console()
+    out = console()
     if not args.watch:
-        console.print(render((await ask({"cmd": "tree"}))["tree"]))
+        out.print(render((await ask({"cmd": "tree"}))["tree"]))
         return 0
-    with Live(console=console, refresh_per_second=4, screen=False) as live:
+    with Live(console=out, refresh_per_second=4, screen=False) as live:
         while True:
             live.update(render((await ask({"cmd": "tree"}))["tree"]))
             await trio.sleep(args.interval)
-
-
-def _console() -> Console:
-    """rich's console; into a pipe or a file, lines are never wrapped (one node, one row per line)."""
-    return Console() if sys.stdout.isatty() else Console(width=100_000, soft_wrap=True)
 
 
 async def status(args: argparse.Namespace) -> int:

@@ -8,7 +8,6 @@ from typing import Final
 
 import attrs
 import trio
-from rich.console import Console
 from rich.table import Table
 
 import beamclaw
@@ -18,7 +17,7 @@ import beamclaw_gateway as gateway
 from ._control_client import NoDaemon, ask
 from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
-from ._visible import as_text
+from ._visible import as_text, console
 from ._who import add_who, user_id
 
 _HELP: Final = Help(
@@ -52,7 +51,7 @@ def add_parser(commands: Commands) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    out = console()
     match args.action or "list":
         case "list":
             servers = (await ask({"cmd": "mcp", "action": "list"}))["servers"]
@@ -67,13 +66,13 @@ async def run(args: argparse.Namespace) -> int:
                     as_text(server["name"]), as_text(server["transport"]), as_text(server["state"]),
                     str(len(server["tools"])), str(server["restarts"]), as_text(server["last_error"] or "-"),
                 )  # fmt: skip
-            console.print(table)
+            out.print(table)
             for server in servers:
                 for skipped in server["skipped"]:
-                    console.print(as_text(f"{server['name']}: tool skipped: {skipped}"))
+                    out.print(as_text(f"{server['name']}: tool skipped: {skipped}"))
                 if server["state"] == "failed" and server["stderr"]:
-                    console.print(as_text(f"{server['name']}: the end of its stderr:"))
-                    console.print(as_text("  " + server["stderr"].replace("\n", "\n  ")))
+                    out.print(as_text(f"{server['name']}: the end of its stderr:"))
+                    out.print(as_text("  " + server["stderr"].replace("\n", "\n  ")))
             return 0
         case "tools":
             found = (await ask({"cmd": "mcp", "action": "tools", "server": args.server}))["tools"]
@@ -81,7 +80,7 @@ async def run(args: argparse.Namespace) -> int:
                 print("no MCP tools" + (f" from {args.server}" if args.server else "") + " (see `beamclaw mcp list`)")
             for tool in found:
                 mark = "asks" if tool["asks"] else "runs"
-                console.print(as_text(f"{tool['name']}  [{mark}]  {tool['description']}"))
+                out.print(as_text(f"{tool['name']}  [{mark}]  {tool['description']}"))
             return 0
         case "restart":
             await ask({"cmd": "mcp", "action": "restart", "server": args.server})

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
-from ._visible import as_text
+from ._visible import as_text, console
 
 #: The most hits one search returns (the daemon checks it too).
 MAX_LIMIT: Final = 50
@@ -66,26 +66,26 @@ def _count(number: int, thing: str) -> str:
     return f"{number} {thing}{'' if number == 1 else 's'}"
 
 
-def _print_hits(console: Console, answer: dict[str, Any], query: str) -> None:
+def _print_hits(out: Console, answer: dict[str, Any], query: str) -> None:
     if answer["note"]:
-        console.print(as_text(f"note: {answer['note']}"), soft_wrap=True)
+        out.print(as_text(f"note: {answer['note']}"), soft_wrap=True)
     if not answer["hits"]:
         where = f"the files of agent {answer['agent']}"
         where += f" or {answer['user']}'s conversations" if answer["user"] else " (add --user to search conversations)"
-        console.print(as_text(f"no memory matched {query!r} in {where}"), soft_wrap=True)
+        out.print(as_text(f"no memory matched {query!r} in {where}"), soft_wrap=True)
         return
     for number, hit in enumerate(answer["hits"], start=1):
-        console.print(
+        out.print(
             as_text(
                 f"{number}. {hit['path']} lines {hit['start_line']}-{hit['end_line']} "
                 f"(score {hit['score']:.2f}, {hit['kind']})"
             ),
             soft_wrap=True,  # a long line of the file stays one line (for grep), the terminal wraps it
         )
-        console.print(as_text("   " + hit["text"].rstrip("\n").replace("\n", "\n   ")), soft_wrap=True)
+        out.print(as_text("   " + hit["text"].rstrip("\n").replace("\n", "\n   ")), soft_wrap=True)
 
 
-def _status_table(console: Console, agents: list[dict[str, Any]]) -> None:
+def _status_table(out: Console, agents: list[dict[str, Any]]) -> None:
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("AGENT", "DOCUMENTS", "CHUNKS", "EMBEDDED", "VECTOR MODEL", "EMBEDDER ERROR"):
         table.add_column(column, no_wrap=column != "EMBEDDER ERROR", overflow="fold")
@@ -94,20 +94,20 @@ def _status_table(console: Console, agents: list[dict[str, Any]]) -> None:
             as_text(item["agent"]), str(item["documents"]), str(item["chunks"]), str(item["embedded"]),
             as_text(item["vector_model"] or "-"), as_text(item["embed_error"] or "-"),
         )  # fmt: skip
-    console.print(table)
+    out.print(table)
 
 
 async def run(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    out = console()
     match args.action or "status":
         case "search":
             answer = await ask({"cmd": "memory", "action": "search", "agent": args.agent, "user": args.user,
                                 "query": args.query, "limit": args.limit})  # fmt: skip
-            _print_hits(console, answer, args.query)
+            _print_hits(out, answer, args.query)
             return 0
         case "reindex":
             status = (await ask({"cmd": "memory", "action": "reindex", "agent": args.agent}))["status"]
-            console.print(
+            out.print(
                 as_text(
                     f"reindexed agent {status['agent']}: {_count(status['documents'], 'document')}, "
                     f"{_count(status['chunks'], 'chunk')} ({status['embedded']} with a vector so far)"
@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace) -> int:
             )
             return 0
         case "status":
-            _status_table(console, (await ask({"cmd": "memory", "action": "status"}))["agents"])
+            _status_table(out, (await ask({"cmd": "memory", "action": "status"}))["agents"])
             return 0
     raise AssertionError(f"unknown action {args.action}")  # pragma: no cover - argparse allows only these
 

@@ -13,7 +13,7 @@ import beamclaw_scheduler as scheduler
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
-from ._visible import as_text
+from ._visible import as_text, console
 from ._who import add_who, user_id
 
 _HELP: Final = Help(
@@ -56,15 +56,15 @@ def add_parser(commands: Commands) -> None:
         actions[action].add_argument("job", help="the job's id (a prefix does)")
 
 
-def _print_job(console: Console, job: dict[str, Any], verb: str) -> None:
-    console.print(
+def _print_job(out: Console, job: dict[str, Any], verb: str) -> None:
+    out.print(
         as_text(f"{verb} job {job['id']}: {job['schedule']}, next {scheduler.describe_time(job['next_due'])}, "
                 f"{job['state']}")
     )  # fmt: skip
 
 
 async def run(args: argparse.Namespace) -> int:
-    console = Console(highlight=False)
+    out = console()
     action = args.action or "list"
     if action == "list":
         jobs = (await ask({"cmd": "scheduler", "action": "list", "all": getattr(args, "all", False)}))["jobs"]
@@ -79,27 +79,27 @@ async def run(args: argparse.Namespace) -> int:
             cells = (job["id"], job["agent"], job["user"], job["schedule"], scheduler.describe_time(job["next_due"]),
                      state, job["message"])  # fmt: skip
             table.add_row(*map(as_text, cells))
-        console.print(table)
+        out.print(table)
         return 0
     if action == "add":
         kind, spec = next((k, v) for k in ("at", "every", "cron") if (v := getattr(args, k)) is not None)
         answer = await ask({"cmd": "scheduler", "action": "add", "user": user_id(args), "agent": args.agent,
                             "kind": kind, "spec": spec, "timezone": args.tz, "message": args.message})  # fmt: skip
-        _print_job(console, answer["job"], "added")
+        _print_job(out, answer["job"], "added")
         return 0
     if action == "runs":
         runs = (await ask({"cmd": "scheduler", "action": "runs", "job": args.job}))["runs"]
         if not runs:
             print(f"job {args.job} has not run yet")
         for item in runs:
-            console.print(
+            out.print(
                 as_text(
                     f"{scheduler.describe_time(item['due'])}  try {item['attempt']}  {item['state']}  {item['detail']}"
                 )
             )
         return 0
     answer = await ask({"cmd": "scheduler", "action": action, "job": args.job})
-    _print_job(console, answer["job"], {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}[action])
+    _print_job(out, answer["job"], {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}[action])
     return 0
 
 

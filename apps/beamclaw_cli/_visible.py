@@ -15,8 +15,10 @@ what comes from outside goes to rich as `as_text`, and to `print` through `visib
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
+from rich.console import Console
 from rich.text import Text
 
 _CONTROLS: Final[dict[int, str | None]] = {
@@ -36,3 +38,11 @@ def as_text(value: object, style: str = "") -> Text:
     ``[link=...]``) nor its emoji codes (``:smile:``) are read, with its controls made
     `visible`. A str handed to rich is read as markup: ``[/]`` alone makes it raise."""
     return Text(visible(str(value)), style=style)
+
+
+def console() -> Console:
+    """rich's console for what the daemon answers; into a pipe or a file, lines are never
+    wrapped (a reply, a job's message, a table's row: one line each, as sent, for grep)."""
+    if sys.stdout.isatty():
+        return Console(highlight=False)
+    return Console(highlight=False, width=100_000, soft_wrap=True)
