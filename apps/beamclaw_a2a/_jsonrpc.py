@@ -20,8 +20,8 @@ import beamclaw_obs as obs
 
 from ._card import agent_card
 from ._config import A2AConfig
-from ._tasks import STATES, TERMINAL, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
-from ._worker import start_task
+from ._tasks import STATES, TERMINAL, Client, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
+from ._worker import start_task, stop_task
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -41,7 +41,7 @@ _V03: Final = {
     "tasks/resubscribe": "subscribe", "agent/getAuthenticatedExtendedCard": "card",
 }  # fmt: skip
 _PUSH: Final = ("TaskPushNotificationConfig", "tasks/pushNotificationConfig/")
-#: The most characters of message text a task takes, unless the caller says otherwise (the
+#: The most characters of message text a task takes, unless the client says otherwise (the
 #: gateway passes its ``gateway.http.max_user_chars``, the cap on chat text).
 MAX_TEXT_CHARS: Final = 32_000
 #: Ids (task, context) are at most this long: they are stored, and echoed in errors.
@@ -58,7 +58,7 @@ class RpcError(Exception):
 
 @attrs.frozen
 class _Shape:
-    """How to write a task for the caller: v1.0 (protobuf JSON) or 0.3 (``kind`` fields)."""
+    """How to write a task for the client: v1.0 (protobuf JSON) or 0.3 (``kind`` fields)."""
 
     legacy: bool
 
@@ -195,9 +195,9 @@ def _check_message(params: dict[str, Any]) -> str | None:
     return None if task_id is None else _id(task_id, "params.message.taskId")
 
 
-async def _check_continued(task_id: str) -> None:
+async def _check_continued(task_id: str, client: Client) -> None:
     """A message naming a task: the task exists, and can take it (none here waits for input)."""
-    record = await _get(task_id)
+    record = await _get(task_id, client)
     what = f"has ended ({record.state})" if record.state in TERMINAL else f"is {record.state} and waits for no input"
     raise RpcError(INVALID_PARAMS, f"task {task_id!r} {what}; send the message without a taskId (the same "
                    "contextId continues the conversation)")  # fmt: skip
@@ -243,9 +243,9 @@ def _state_filter(params: dict[str, Any]) -> str | None:
     return name
 
 
-async def _get(task_id: str) -> TaskRecord:
+async def _get(task_id: str, client: Client) -> TaskRecord:
     try:
-        record: TaskRecord = await task_call("get", task_id)
+        record: TaskRecord = await task_call("get", task_id, client)
     except TaskNotFound as exc:
         raise RpcError(TASK_NOT_FOUND, str(exc)) from None
     return record
@@ -270,12 +270,14 @@ class A2AService:
         return agent_card(self.config, base_url, self.version)
 
     async def handle(
-        self, body: bytes | str, base_url: str, max_text_chars: int = MAX_TEXT_CHARS
+        self, body: bytes | str, base_url: str, client: Client, max_text_chars: int = MAX_TEXT_CHARS
     ) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
-        """One JSON-RPC request; a dict, or an async iterator of dicts for streaming methods.
+        """One JSON-RPC request of *client*; a dict, or an async iterator of dicts for
+        streaming methods.
 
         Every bad request is a JSON-RPC error saying what was wrong, never an exception;
-        a message with more than *max_text_chars* characters of text is refused.
+        a message with more than *max_text_chars* characters of text is refused. A task
+        of another client is not found (see `Client`).
         """
         try:
             # Decoded here: given bytes, json.loads would also take UTF-16 and UTF-32.
@@ -306,7 +308,7 @@ class A2AService:
             if action is None:
                 raise RpcError(METHOD_NOT_FOUND, f"method {_short(method)} not found")
             shape = _Shape(legacy=method in _V03)
-            result = await self._dispatch(action, params, shape, base_url, max_text_chars)
+            result = await self._dispatch(action, params, shape, base_url, max_text_chars=max_text_chars, client=client)
         except RpcError as exc:
             return _error(rid, exc.code, str(exc))
         if isinstance(result, dict):
@@ -314,7 +316,7 @@ class A2AService:
         return _wrap(rid, result)
 
     async def _dispatch(
-        self, action: str, params: dict[str, Any], shape: _Shape, base_url: str, max_text_chars: int
+        self, action: str, params: dict[str, Any], shape: _Shape, base_url: str, *, max_text_chars: int, client: Client
     ) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
         match action:
             case "card":
@@ -323,13 +325,13 @@ class A2AService:
                 text, context_id = _text(params, max_text_chars)
                 continued = _check_message(params)
                 if continued is not None:
-                    await _check_continued(continued)
+                    await _check_continued(continued, client)
                 configuration = _object(params, "configuration")
                 return_at_once = _flag(configuration, "returnImmediately", "params.configuration")
                 blocking = _flag(configuration, "blocking", "params.configuration")
-                record: TaskRecord = await task_call("create", context_id, text)
-                _, receive = await task_call("watch", record.id)
-                await start_task(record.id, context_id, self.config.agent, text)
+                record: TaskRecord = await task_call("create", context_id, text, client)
+                _, receive = await task_call("watch", record.id, client)
+                await start_task(record.id, client.user(context_id), self.config.agent, text)
                 if action == "stream":
                     return _events(shape, record, receive)
                 if return_at_once or blocking is False:
@@ -338,32 +340,33 @@ class A2AService:
                 async with receive:
                     async for record in receive:  # noqa: B007 - the last one is the answer
                         pass
-                return shape.send_result(await _get(record.id))
+                return shape.send_result(await _get(record.id, client))
             case "get":
                 task_id = _task_id(params)
                 history = _count(params, "historyLength", 1, 0, 2**31 - 1)
-                return shape.task(await _get(task_id), history=history != 0)
+                return shape.task(await _get(task_id, client), history=history != 0)
             case "list":
                 size = _count(params, "pageSize", 50, 1, 100)
                 offset = _page_offset(params)
                 state = _state_filter(params)
                 given = params.get("contextId")
                 in_context = None if given in (None, "") else _id(given, "params.contextId")
-                records, total = await task_call("list", in_context, state, size, offset)
+                records, total = await task_call("list", client, in_context, state, size, offset)
                 next_token = str(offset + size) if offset + size < total else ""
                 return {"tasks": [shape.task(r, history=False) for r in records], "nextPageToken": next_token,
                         "pageSize": size, "totalSize": total}  # fmt: skip
             case "cancel":
                 try:
-                    record = await task_call("cancel", _task_id(params))
+                    record = await task_call("cancel", _task_id(params), client)
                 except TaskNotFound as exc:
                     raise RpcError(TASK_NOT_FOUND, str(exc)) from None
                 except TaskNotCancelable as exc:
                     raise RpcError(TASK_NOT_CANCELABLE, str(exc)) from None
+                await stop_task(record.id)  # its turn stops too, where it stands
                 return shape.task(record)
             case "subscribe":
                 try:
-                    record, receive = await task_call("watch", _task_id(params))
+                    record, receive = await task_call("watch", _task_id(params), client)
                 except TaskNotFound as exc:
                     raise RpcError(TASK_NOT_FOUND, str(exc)) from None
                 if record.state in TERMINAL:

@@ -3,8 +3,12 @@
 States follow A2A: submitted -> working -> completed | failed | canceled (or rejected,
 input-required). Tasks are persisted, so GetTask still answers after a restart; a
 task that was working when the daemon stopped is marked failed on start, since its
-turn is gone. Each task maps to a conversation: its context id is the session's user
-(``a2a:<contextId>``), so later messages in the same context continue it.
+turn is gone. Each task maps to a conversation: its context id makes the session's user
+(`Client.user`), so later messages in the same context continue it.
+
+A task belongs to the client that created it (`Client.owner`, the gateway's principal):
+another client's GetTask, ListTasks, CancelTask and SubscribeToTask find nothing, as if
+it did not exist; an admin's client sees every task.
 
 Texts pass the scrubber (`beamclaw_obs.scrub`, `scrub_data`) on the way in, so no credential a
 caller or the agent wrote is stored, and on the way out, so none stored before the
@@ -45,6 +49,30 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_context ON tasks(context_id, created_at);
 """
+#: Version 2: each task's owner (tasks from before have none: only an admin sees them).
+_OWNER_COLUMN: Final = "ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''"
+
+
+@attrs.frozen
+class Client:
+    """Who sends an A2A request, as the gateway decided (never the request itself)."""
+
+    #: The principal's name: the tasks it creates are its own.
+    owner: str
+    #: An admin that may act as anyone: it sees every task.
+    sees_all: bool = False
+    #: Put before a context id to make the conversation's user: ``""`` keeps
+    #: ``a2a:<contextId>``; ``"NAME/"`` makes ``a2a:NAME/<contextId>``, so two clients
+    #: with the same context id never share a conversation.
+    namespace: str = ""
+
+    def user(self, context_id: str) -> str:
+        return f"a2a:{self.namespace}{context_id}"
+
+    @property
+    def scope(self) -> str | None:
+        """The owner whose tasks it may see, or None for all."""
+        return None if self.sees_all else self.owner
 
 
 class TaskNotFound(LookupError):
@@ -78,7 +106,10 @@ def _open(path: Path) -> sqlite3.Connection:
     db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
     db.execute("PRAGMA journal_mode=WAL")
     db.executescript(_SCHEMA)
-    db.execute("PRAGMA user_version=1")
+    if db.execute("PRAGMA user_version").fetchone()[0] < 2:
+        if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(tasks)")}:
+            db.execute(_OWNER_COLUMN)
+        db.execute("PRAGMA user_version=2")
     path.chmod(0o600)
     now = time.time()
     db.execute("UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
@@ -96,12 +127,13 @@ def _scrubbed(row: tuple[Any, ...]) -> TaskRecord:
     return TaskRecord(task_id, context_id, state, request, reply, created_at, updated_at)
 
 
-def _row(db: sqlite3.Connection, task_id: str) -> TaskRecord:
-    row = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
-    if row is None:
+def _row(db: sqlite3.Connection, task_id: str, scope: str | None = None) -> TaskRecord:
+    """The task, if *scope* (an owner; None: any) may see it; `TaskNotFound` otherwise."""
+    row = db.execute(f"SELECT {_COLUMNS}, owner FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    if row is None or (scope is not None and row[-1] != scope):
         shown = task_id if len(task_id) <= 64 else task_id[:64] + "..."
         raise TaskNotFound(f"task {shown!r} not found")
-    return _scrubbed(row)
+    return _scrubbed(row[:-1])
 
 
 @attrs.define
@@ -120,10 +152,11 @@ class TaskManager(sv.GenServer):
         db = state.db
         try:
             match request:
-                case ("create", str() as context_id, str() as text):
+                case ("create", str() as context_id, str() as text, Client() as client):
                     now = time.time()
                     record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", obs.scrub(text), "", now, now)
-                    db.execute(f"INSERT INTO tasks ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", attrs.astuple(record))
+                    db.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (*attrs.astuple(record), client.owner))  # fmt: skip
                     return sv.Reply(record, state)
                 case ("update", str() as task_id, str() as new_state, str() as reply):
                     current = _row(db, task_id)
@@ -134,10 +167,13 @@ class TaskManager(sv.GenServer):
                     record = _row(db, task_id)
                     self._notify(state, record)
                     return sv.Reply(record, state)
-                case ("get", str() as task_id):
-                    return sv.Reply(_row(db, task_id), state)
-                case ("list", context_id, task_state, int() as limit, int() as offset):
+                case ("get", str() as task_id, Client() as client):
+                    return sv.Reply(_row(db, task_id, client.scope), state)
+                case ("list", Client() as client, context_id, task_state, int() as limit, int() as offset):
                     where, args = ["1 = 1"], []
+                    if client.scope is not None:
+                        where.append("owner = ?")
+                        args.append(client.scope)
                     if context_id:
                         where.append("context_id = ?")
                         args.append(context_id)
@@ -149,8 +185,8 @@ class TaskManager(sv.GenServer):
                     rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
                                       "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
                     return sv.Reply(([_scrubbed(r) for r in rows], total), state)
-                case ("cancel", str() as task_id):
-                    current = _row(db, task_id)
+                case ("cancel", str() as task_id, Client() as client):
+                    current = _row(db, task_id, client.scope)
                     if current.terminal:
                         raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
                     db.execute(
@@ -161,8 +197,8 @@ class TaskManager(sv.GenServer):
                     return sv.Reply(record, state)
                 case ("config",):
                     return sv.Reply(state.config, state)
-                case ("watch", str() as task_id):
-                    current = _row(db, task_id)
+                case ("watch", str() as task_id, Client() as client):
+                    current = _row(db, task_id, client.scope)
                     send, receive = trio.open_memory_channel[TaskRecord](64)
                     if current.terminal:
                         send.close()

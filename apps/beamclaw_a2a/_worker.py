@@ -1,7 +1,12 @@
-"""One A2A task's turn, run as a temporary process under the workers' supervisor."""
+"""One A2A task's turn, run as a temporary process under the workers' supervisor.
+
+A canceled task's worker is stopped (`stop_task`), and it stops its run in the
+conversation on the way out: a canceled task's turn writes nothing more.
+"""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Final
 
 import trio
@@ -13,23 +18,43 @@ import supervision as sv
 from ._tasks import task_call
 
 WORKERS: Final = "beamclaw_a2a.workers"
+#: The most a stopped worker waits for its run to be told to stop.
+_STOP_WAIT: Final = 5.0
 
 
-async def _run(
-    task_id: str, context_id: str, agent: str, text: str, task_status: Any = trio.TASK_STATUS_IGNORED
-) -> None:
+async def _run(task_id: str, user: str, agent: str, text: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     task_status.started()
     await task_call("update", task_id, "working", "")
+    handle: core.SessionHandle | None = None
+    run: core.Run | None = None
     try:
-        handle = await core.open_session(f"a2a:{context_id}", agent, "a2a")
-        result = await core.send_message(handle, text, core.CollectingChannel())
+        handle = await core.open_session(user, agent, "a2a")
+        run = await core.submit(handle, text, core.CollectingChannel())
+        result = await run.wait()
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally
         logger.opt(exception=exc).warning("a2a task {} failed", task_id)
         await task_call("update", task_id, "failed", f"the agent could not answer: {type(exc).__name__}")
         return
+    finally:
+        if handle is not None and run is not None and run.result is None:  # stopped before its answer
+            with (
+                trio.CancelScope(shield=True),
+                trio.move_on_after(_STOP_WAIT),
+                contextlib.suppress(sv.NoProc, sv.ProcessExited, sv.CallTimeout),
+            ):
+                await core.stop_run(handle, run)
     await task_call("update", task_id, "completed" if result.ok else "failed", result.text)
 
 
-async def start_task(task_id: str, context_id: str, agent: str, text: str) -> None:
-    spec = sv.ChildSpec(task_id, _run, args=(task_id, context_id, agent, text), restart=sv.TEMPORARY)
+async def start_task(task_id: str, user: str, agent: str, text: str) -> None:
+    """Run *text* as a turn of *user*'s conversation with *agent*, recording it in the task."""
+    spec = sv.ChildSpec(task_id, _run, args=(task_id, user, agent, text), restart=sv.TEMPORARY, shutdown=0)
     await sv.start_child(WORKERS, spec)
+
+
+async def stop_task(task_id: str) -> None:
+    """Stop the task's worker, and with it its turn (a task that is canceled)."""
+    for child in sv.which_children(WORKERS):
+        if child.id == task_id and child.pid is not None:
+            with contextlib.suppress(sv.NoProc, LookupError):
+                await sv.terminate_child(WORKERS, child.pid)

@@ -104,9 +104,10 @@ async def submit(
     """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
     ``await run.wait()`` for the answer. *autonomy* lowers the agent's for this run.
 
-    ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing.
+    ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing, when
+    it was asked through the same channel (``handle.channel``).
     """
-    run = Run(text, channel, images, autonomy)
+    run = Run(text, channel, images, autonomy, origin=handle.channel)
     await _submit(handle, run)
     return run
 
@@ -121,7 +122,7 @@ async def send_message(handle: SessionHandle, text: str, channel: Channel, image
     If the session process is killed outright (it gets no chance to answer its
     queue), the run ends with an error instead of waiting for ever.
     """
-    run = Run(text, channel, images)
+    run = Run(text, channel, images, origin=handle.channel)
     await _submit(handle, run)
     return await run.wait()
 
@@ -214,7 +215,7 @@ async def context_usage(handle: SessionHandle) -> ContextUsage:
     """The system prompt and the history, against the model's context window."""
     runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
     messages = await history(handle)
-    prompt = await system_prompt(runtime, handle.agent_id)
+    prompt = await system_prompt(runtime, handle.agent_id, handle.user_id)
     provider = runtime.config.provider
     used = estimate_tokens([Message("system", prompt), *messages])
     return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
@@ -228,6 +229,22 @@ async def stop_turn(handle: SessionHandle) -> bool:
     """
     _, stopped = await _session_call(handle, "stop_turn")
     return bool(stopped)
+
+
+async def stop_run(handle: SessionHandle, run: Run) -> bool:
+    """Stop *run* of this conversation, whether it is being worked on or still queued (an
+    A2A task canceled by its client); whether it was still to be answered."""
+    _, stopped = await _session_call(handle, ("stop_run", run))
+    return bool(stopped)
+
+
+async def answer_approval(handle: SessionHandle, word: str) -> str:
+    """Answer the conversation's waiting approval with *word* (``yes``, ``no``, ``always``)
+    whatever channel asked: the owner's explicit answer, for the control socket and admins
+    only (a ``/yes`` sent as a message approves only through the channel that asked).
+    Returns the answer given, or ``none`` when nothing was waiting."""
+    _, answered = await _session_call(handle, ("answer_approval", word))
+    return str(answered)
 
 
 async def pairing_code(channel: str, user_id: str, display: str = "") -> str:

@@ -6,13 +6,31 @@ import enum
 from collections.abc import Collection
 from typing import Any
 
-from beamclaw_tools import Autonomy, Tool, approval_reason
+from beamclaw_tools import Autonomy, Tool, ToolError, approval_reason, parse_arguments
 
 
 class Decision(enum.Enum):
     APPROVE = "approve"
     DENY = "deny"
     ASK = "ask"
+
+
+def allow_key(tool: Tool, args: str | dict[str, Any] | None) -> str:
+    """What ``/always`` allows for the rest of the conversation when *tool* is called with *args*.
+
+    A tool that runs a command (its parameters have a ``command``: bash, terminal) is
+    allowed for that very command only, ``bash\x00git status``: "always" answers what was
+    asked, and must not let the model run any later command unasked. Any other tool is
+    allowed by name.
+    """
+    name = tool.definition.name
+    if "command" not in tool.definition.parameters.get("properties", {}):
+        return name
+    try:
+        command = parse_arguments(name, args).get("command")
+    except ToolError:
+        command = None
+    return f"{name}\x00{command}" if isinstance(command, str) else f"{name}\x00"
 
 
 def decide(
@@ -47,7 +65,8 @@ def decide(
         if autonomy is Autonomy.READ_ONLY:
             return Decision.DENY, f"{reason}, and this agent is read_only"
         return Decision.ASK, reason
-    if not tool.requires_approval or name in allowlist or autonomy is Autonomy.FULL:
+    allowed = allow_key(tool, args) in allowlist if args is not None else False
+    if not tool.requires_approval or allowed or autonomy is Autonomy.FULL:
         return Decision.APPROVE, ""
     if autonomy is Autonomy.READ_ONLY:
         return Decision.DENY, f"{name} needs approval, and this agent is read_only"

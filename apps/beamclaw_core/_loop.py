@@ -28,7 +28,7 @@ from beamclaw_obs import emit, scrub, scrub_async
 from beamclaw_sandbox import session_jails
 from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
 
-from ._approval import Decision, decide
+from ._approval import Decision, allow_key, decide
 from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
 from ._drafts import Drafter, tell
@@ -41,7 +41,7 @@ from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
-from ._workspace import Workspace
+from ._workspace import user_workspace
 
 _STORAGE: Final = TurnResult("", ok=False, error=TurnError.STORAGE, retry_after=1.0)
 
@@ -248,7 +248,9 @@ class Loop(sv.StateMachine):
         where = data.runtime.config.agentic_loop.memory_flush
         if where == "off":
             return None
-        workspace = Workspace(data.info.agent_id, data.runtime.workspace(data.info.agent_id))
+        info, runtime = data.info, data.runtime
+        single = runtime.config.single_user(info.agent_id)
+        workspace = user_workspace(runtime.data_dir, info.agent_id, info.user_id, single_user=single)
 
         async def flush(older: list[Message]) -> None:
             await flush_memory(data.info, workspace, data.provider, older, where)
@@ -291,7 +293,10 @@ class Loop(sv.StateMachine):
         config = data.runtime.config
         final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
         history: list[Message] = await sv.call(data.session, "history")
-        messages = [Message("system", await system_prompt(data.runtime, data.info.agent_id)), *history]
+        messages = [
+            Message("system", await system_prompt(data.runtime, data.info.agent_id, data.info.user_id)),
+            *history,
+        ]
         await self._load_tools(turn)
         autonomy = data.autonomy
         tools = (
@@ -407,7 +412,9 @@ class Loop(sv.StateMachine):
         turn = data.turn
         assert turn is not None
         turn.asking = call
-        await sv.call(data.session, ("awaiting_approval", call.name))
+        tool = turn.tools[call.name]
+        key = allow_key(tool, call.arguments)
+        await sv.call(data.session, ("awaiting_approval", key))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
         question = f"Approve {call.name} with {_args_preview(call)}?"
         # The whole question is scrubbed: the reason may quote the model's arguments (a path).
@@ -416,7 +423,8 @@ class Loop(sv.StateMachine):
             scrub(
                 f"{question} ({reason}.) Reply /yes or /no."
                 if reason
-                else f"{question} Reply /yes, /no or /always (allow {call.name} for the rest of this conversation)."
+                else f"{question} Reply /yes, /no or /always (allow "
+                f"{'this very command' if key != call.name else call.name} for the rest of this conversation)."
             ),
         )
         timeout = data.runtime.config.agentic_loop.approval_timeout_seconds

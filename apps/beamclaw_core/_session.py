@@ -66,7 +66,10 @@ class _State:
     current: Run | None = None
     loop_ref: sv.Ref | None = None
     allowlist: set[str] = attrs.field(factory=set)
+    #: What `/always` would allow (see `_approval.allow_key`) while a call waits for approval.
     pending_approval: str | None = None
+    #: The channel of the run whose call waits: only a message from there answers it.
+    approval_origin: str = ""
     updated_at: float = attrs.field(factory=time.time)
     #: Set when the session agreed to sleep (see `_sleeper`): its tree is being stopped.
     sleeping: bool = False
@@ -160,9 +163,14 @@ class Session(sv.GenServer):
                     sv.demonitor(state.loop_ref, flush=True)
                 state.loop_ref = sv.monitor(pid)
                 return sv.Reply(bool(state.queue) or state.current is not None, state)
-            case ("awaiting_approval", tool):
-                state.pending_approval = tool
+            case ("awaiting_approval", key):
+                state.pending_approval = key
+                state.approval_origin = state.current.origin if state.current is not None else ""
                 return sv.Reply(None, state)
+            case ("answer_approval", str() as word):  # an admin's explicit answer (the owner's socket)
+                return sv.Reply(self._answer(state, word), state)
+            case ("stop_run", Run() as run):
+                return sv.Reply(self._stop_run(state, run), state)
             case ("allow", str() as tool):
                 state.allowlist.add(tool)
                 return sv.Reply(None, state)
@@ -171,12 +179,7 @@ class Session(sv.GenServer):
             case "reset":
                 return await self._reset(caller, state)
             case "stop_turn":
-                if state.current is None:
-                    return sv.Reply(False, state)
-                state.current.stop()  # the step at work is cancelled; one waiting (for approval) is told
-                if state.pending_approval is not None:
-                    self._notify_loop(state, ("stop", state.current.id))
-                return sv.Reply(True, state)
+                return sv.Reply(state.current is not None and self._stop_run(state, state.current), state)
             case "close_open_calls":
                 await self._close_tool_calls(state)
                 return sv.Reply(None, state)
@@ -197,18 +200,40 @@ class Session(sv.GenServer):
     def _submit(self, run: Run, state: _State) -> str:
         word = APPROVAL_WORDS.get(run.text.strip().lower())
         if word is not None:
-            if state.pending_approval is None:
-                run.finish(TurnResult("There is nothing waiting for approval.", ok=False))
+            if state.pending_approval is None or run.origin != state.approval_origin:
+                # A /yes through another channel (another client of the same user id, an
+                # MCP host's model) approves nothing: only where the question was asked.
+                run.finish(TurnResult("There is nothing waiting for approval here.", ok=False))
                 return "no_approval"
-            if word == "always":
-                state.allowlist.add(state.pending_approval)
-            state.pending_approval = None
-            self._notify_loop(state, ("approval", word))
-            run.finish(TurnResult(f"approval: {word}"))
+            run.finish(TurnResult(f"approval: {self._answer(state, word)}"))
             return "approval"
         state.queue.append(run)
         self._notify_loop(state, "run_available")
         return "queued"
+
+    def _answer(self, state: _State, word: str) -> str:
+        """Answer the waiting approval with *word* (yes, no or always); "none" if none waits."""
+        if state.pending_approval is None or word not in {"yes", "no", "always"}:
+            return "none"
+        if word == "always":
+            state.allowlist.add(state.pending_approval)
+        state.pending_approval = None
+        self._notify_loop(state, ("approval", word))
+        return word
+
+    def _stop_run(self, state: _State, run: Run) -> bool:
+        """Stop *run*: the step at work is cancelled, one waiting for approval is told, one
+        still queued is answered at once. Whether it was still to be answered."""
+        if run is state.current:
+            run.stop()
+            if state.pending_approval is not None:
+                self._notify_loop(state, ("stop", run.id))
+            return True
+        if run in state.queue:
+            state.queue.remove(run)
+            run.finish(TurnResult("Stopped.", ok=False, error=TurnError.STOPPED))
+            return True
+        return False
 
     @staticmethod
     def _notify_loop(state: _State, message: Any) -> None:

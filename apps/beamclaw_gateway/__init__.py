@@ -6,26 +6,32 @@ endpoint and agent card, /health, /metrics, the live supervision tree, and an
 OpenAPI document of it all.
 """
 
-from ._app import authorized, create_app
-from ._config import GatewayConfig, parse_gateway_config
+from ._app import create_app
+from ._config import GatewayConfig, parse_gateway_config, principals_of
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
 from ._mcp_server import agents_server
 from ._openapi import DOCUMENT as OPENAPI
+from ._principals import LOCAL, Forbidden, Principal, Principals, Role
 from ._rate_limit import RateLimiter
 from ._server import serve_http
 from ._tree import supervision_tree
 
 __all__ = [
     "OPENAPI",
+    "LOCAL",
+    "Forbidden",
     "GatewayConfig",
+    "Principal",
+    "Principals",
+    "Role",
     "McpConversations",
     "McpPending",
     "RateLimiter",
     "agents_server",
-    "authorized",
     "create_app",
     "parse_gateway_config",
+    "principals_of",
     "serve_http",
     "supervision_tree",
 ]

@@ -11,7 +11,8 @@ from quart import Blueprint, Response, request
 import beamclaw_a2a as a2a
 import supervision as sv
 
-from ._http_api import RESTARTING, context, error, restarting
+from ._http_api import RESTARTING, context, error, principal, restarting
+from ._principals import Principal, Role
 
 a2a_api = Blueprint("a2a", __name__)
 for _exception in RESTARTING:
@@ -38,6 +39,13 @@ async def card() -> Response:
     return Response(json.dumps(service.card(_base_url())), content_type="application/json")
 
 
+def client_of(who: Principal) -> a2a.Client:
+    """The A2A client a principal is: its tasks are its own; an admin that may act as
+    anyone sees all, and keeps the unprefixed ``a2a:<contextId>`` conversations."""
+    open_to_all = who.unscoped and who.role is Role.ADMIN
+    return a2a.Client(who.name, sees_all=open_to_all, namespace="" if who.unscoped else f"{who.name}/")
+
+
 @a2a_api.post("/a2a")
 async def jsonrpc() -> Response:
     service = await _service()
@@ -45,7 +53,11 @@ async def jsonrpc() -> Response:
         return service
     # The cap on chat text caps a task's text too (refused here, not cut: the task keeps it).
     cap = context().config.http.max_user_chars
-    answer = await service.handle(await request.get_data(as_text=False), _base_url(), max_text_chars=cap)
+    who = principal()
+    if not who.may_use(service.config.agent):
+        return error(f"this token may not use agent {service.config.agent!r}, which answers A2A", 403, "forbidden")
+    client = client_of(who)
+    answer = await service.handle(await request.get_data(as_text=False), _base_url(), client, max_text_chars=cap)
     if isinstance(answer, dict):
         return Response(json.dumps(answer), content_type="application/json")
 

@@ -12,7 +12,6 @@ before Quart sees the request), WebSocket messages at ``max_ws_message_bytes``.
 
 from __future__ import annotations
 
-import hmac
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -20,16 +19,17 @@ from typing import Any, Final
 
 import attrs
 import trio
-from quart import Response, request, websocket
+from quart import Response, g, request, websocket
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
 from ._a2a_routes import a2a_api
 from ._browser_guard import BrowserGuard, Refusal
-from ._config import GatewayConfig
+from ._config import GatewayConfig, principals_of
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
+from ._principals import Principal, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
 from ._turns import header_user
@@ -37,6 +37,8 @@ from ._ws_api import ws_api
 
 # /health is public; Telegram's webhook proves itself with its own secret header instead.
 _OPEN_PATHS = frozenset({"/health", "/webhook/telegram"})
+#: The principal of an open path's request: nobody in particular, allowed nothing else.
+_NOBODY: Final = Principal("anonymous", Role.VIEWER, ())
 
 _Message = dict[str, Any]
 _Receive = Callable[[], Awaitable[_Message]]
@@ -184,12 +186,17 @@ async def _discard(receive: _Receive) -> None:
         pass
 
 
-def authorized(header: str | None, token: str | None) -> bool:
-    """Whether *header* carries the gateway token (always, when none is configured)."""
-    if token is None:
-        return True
-    scheme, _, given = (header or "").partition(" ")
-    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+#: Routes a viewer may use (method, path): metadata, no conversation. Every other route
+#: but the open ones needs an operator.
+_VIEWER_ROUTES: Final = frozenset({
+    ("GET", "/v1/models"), ("GET", "/v1/supervision/tree"), ("GET", "/metrics"), ("GET", "/openapi.json"),
+    ("GET", "/.well-known/agent-card.json"), ("GET", "/.well-known/agent.json"),
+})  # fmt: skip
+
+
+def needed_role(method: str, path: str) -> Role:
+    """The least role a route needs (the open paths need none: see `_OPEN_PATHS`)."""
+    return Role.VIEWER if (method, path) in _VIEWER_ROUTES else Role.OPERATOR
 
 
 def create_app(
@@ -201,29 +208,48 @@ def create_app(
     app.config["BEAMCLAW"] = Context(config, data_dir)
     app.config["MAX_CONTENT_LENGTH"] = config.http.max_body_bytes
     app.config["BODY_TIMEOUT"] = 60
-    token = config.http.token.get_optional() if config.http.token else None
+    principals = principals_of(config)
     limits = config.rate_limit
     limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
 
-    def check(method: str, headers: Any, remote: str | None, path: str, user: str) -> Refusal | None:
+    def check(method: str, headers: Any, remote: str | None, path: str) -> Principal | Refusal:
+        """Who the request is (or why it is turned away): Host and Origin, the token, the role."""
         refusal = guard.refusal(headers)
-        if refusal is None and path not in _OPEN_PATHS:
-            if not authorized(headers.get("Authorization"), token):
-                return Refusal(
-                    401, "unauthorized", "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
-                    {"WWW-Authenticate": "Bearer"},
-                )  # fmt: skip
-            wait = limiter.check(remote, user, trio.current_time())
-            if wait is not None:
-                after = retry_after(wait)
-                return Refusal(429, "rate_limited", f"rate limit reached; retry in {after} s", {"Retry-After": after})
-        return refusal or guard.body_refusal(method, headers)
+        if refusal is not None:
+            return refusal
+        if path in _OPEN_PATHS:
+            return guard.body_refusal(method, headers) or _NOBODY
+        who = principals.identify(headers.get("Authorization"))
+        if who is None:
+            return Refusal(
+                401, "unauthorized", "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
+                {"WWW-Authenticate": "Bearer"},
+            )  # fmt: skip
+        needed = needed_role(method, path)
+        if who.role < needed:
+            return Refusal(403, "forbidden", f"this route needs the {needed.name.lower()} role; this token is "
+                           f"{who.role.name.lower()}")  # fmt: skip
+        return guard.body_refusal(method, headers) or who
 
-    def refused(refusal: Refusal | None) -> Response | None:
-        if refusal is None:
+    def limited(remote: str | None, user: str) -> Refusal | None:
+        wait = limiter.check(remote, user, trio.current_time())
+        if wait is None:
             return None
+        after = retry_after(wait)
+        return Refusal(429, "rate_limited", f"rate limit reached; retry in {after} s", {"Retry-After": after})
+
+    def screen(
+        method: str, headers: Any, remote: str | None, path: str, user: Callable[[Principal], str]
+    ) -> Principal | Refusal:
+        """`check`, then the rate limit of the principal's *user*."""
+        found = check(method, headers, remote, path)
+        if isinstance(found, Refusal) or path in _OPEN_PATHS:
+            return found
+        return limited(remote, user(found)) or found
+
+    def refused(refusal: Refusal) -> Response:
         return error(refusal.message, refusal.status, refusal.code, **refusal.headers)
 
     @app.before_request
@@ -231,17 +257,25 @@ def create_app(
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
         await request.get_data(as_text=False)
-        user = await request_user()
-        return refused(check(request.method, request.headers, request.remote_addr, request.path, user))
+        found = check(request.method, request.headers, request.remote_addr, request.path)
+        if isinstance(found, Principal) and request.path not in _OPEN_PATHS:
+            found = limited(request.remote_addr, await request_user(found)) or found
+        if isinstance(found, Refusal):
+            return refused(found)
+        g.beamclaw_principal = found
+        return None
 
     @app.before_websocket
     async def guard_websocket() -> Response | None:
-        user = header_user(websocket.headers.get("X-User-Id"))
-        response = refused(check("GET", websocket.headers, websocket.remote_addr, websocket.path, user))
-        if response is not None:
-            # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
-            # or the client's next request on it goes unanswered.
-            response.headers["Connection"] = "close"
+        found = screen("GET", websocket.headers, websocket.remote_addr, websocket.path,
+                       lambda who: header_user(websocket.headers.get("X-User-Id"), who))  # fmt: skip
+        if isinstance(found, Principal):
+            g.beamclaw_principal = found
+            return None
+        response = refused(found)
+        # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
+        # or the client's next request on it goes unanswered.
+        response.headers["Connection"] = "close"
         return response
 
     @app.errorhandler(HTTPException)
@@ -265,5 +299,5 @@ def create_app(
         app.register_blueprint(blueprint)
     app.asgi_app = _BodyLimit(app.asgi_app, config.http.max_body_bytes)  # type: ignore[method-assign,assignment]  # plain dicts for its TypedDicts
     if mcp_app is not None:
-        app.asgi_app = McpEndpoint(app.asgi_app, mcp_app, check)  # type: ignore[method-assign,assignment]
+        app.asgi_app = McpEndpoint(app.asgi_app, mcp_app, screen, principals)  # type: ignore[method-assign,assignment]
     return app

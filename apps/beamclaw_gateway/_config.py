@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Literal
+import os
+import re
+from pathlib import Path
+from typing import Any, Final, Literal
 
 import attrs
 
 from beamclaw_core import Secret, structure_config
 
 from ._hosts import normalise_origin, split_host
+from ._principals import Principal, Principals, Role, TokenSource, _TokenFile
+
+#: A token's name: it becomes part of user ids (``api:NAME/alice``), so it is short and plain.
+_TOKEN_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 
 
 @attrs.frozen
@@ -68,12 +75,39 @@ class TranscriptionConfig:
 
 
 @attrs.frozen
+class TokenRef:
+    """Where a named token's value is: ``{ env = "VAR" }`` or ``{ file = "PATH" }`` (never the value)."""
+
+    env: str | None = None
+    file: str | None = None
+
+
+@attrs.frozen
+class TokenConfig:
+    """``[gateway.auth.tokens.NAME]``: a client's token, its role, and whom it may act as."""
+
+    token: TokenRef
+    role: Literal["viewer", "operator", "admin"] = "operator"
+    #: User ids or prefixes (``api:alice/*``); by default ``api:NAME`` and ``api:NAME/*``
+    #: (an admin: anyone).
+    users: list[str] | None = None
+    #: Agent names or prefixes; by default every agent.
+    agents: list[str] | None = None
+
+
+@attrs.frozen
+class AuthConfig:
+    tokens: dict[str, TokenConfig] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class GatewayConfig:
     enabled: bool = True
     http: HttpConfig = HttpConfig()
     rate_limit: RateLimitConfig = RateLimitConfig()
     channels: ChannelsConfig = ChannelsConfig()
     transcription: TranscriptionConfig = TranscriptionConfig()
+    auth: AuthConfig = AuthConfig()
     default_agent: str = "default"
     root: str = "beamclaw"
     #: BeamClaw's agents as an MCP server at /mcp (streamable HTTP, behind the token).
@@ -96,11 +130,12 @@ def parse_gateway_config(table: dict[str, Any]) -> GatewayConfig:
     http = config.http
     if not 1 <= http.port <= 65535:
         raise ValueError(f"gateway.http.port must be a TCP port from 1 to 65535, got {http.port}")
-    if not is_loopback(http.host) and (http.token is None or http.token.get_optional() is None):
+    principals = principals_of(config)
+    if not is_loopback(http.host) and principals.open:
         variable = http.token.env if http.token else "BEAMCLAW_GATEWAY_TOKEN"
         raise ValueError(
             f"gateway.http.host is {http.host!r}, which is reachable from other machines; set a gateway token "
-            f"({variable}) first, or bind 127.0.0.1"
+            f"({variable}) first, or bind 127.0.0.1 (or give clients tokens of their own: [gateway.auth.tokens.NAME])"
         )
     _check_limits(config)
     for index, entry in enumerate(http.allowed_hosts):
@@ -146,3 +181,55 @@ def _check_limits(config: GatewayConfig) -> None:
     for key, value in positive.items():
         if not value > 0:
             raise ValueError(f"{key} must be more than 0, got {value}")
+
+
+def _patterns(values: list[str] | None, key: str) -> tuple[str, ...] | None:
+    if values is None:
+        return None
+    for value in values:
+        if not value or "*" in value[:-1] or not value.isprintable():
+            raise ValueError(f"{key}: {value!r} must be an id, or a prefix ending in '*' (such as 'api:alice/*')")
+    return tuple(values)
+
+
+def _token_source(name: str, ref: TokenRef) -> TokenSource:
+    key = f"gateway.auth.tokens.{name}.token"
+    if (ref.env is None) == (ref.file is None):
+        raise ValueError(f'{key} must be {{ env = "VARIABLE" }} or {{ file = "PATH" }}, never the token itself')
+    if ref.env is not None:
+        source = TokenSource(env=ref.env)
+        if source.value() is None:
+            raise ValueError(f"{key} needs the environment variable {ref.env}, which is not set")
+        return source
+    path = Path(os.path.expanduser(ref.file or ""))
+    source = TokenSource(file=_TokenFile(path))
+    if source.value() is None:
+        raise ValueError(f"{key}: the file {path} cannot be read or is empty")
+    return source
+
+
+def principals_of(config: GatewayConfig) -> Principals:
+    """Every configured token and its principal (see `beamclaw_gateway._principals`).
+
+    ``[gateway.http] token``, when its variable is set, is an admin token named ``admin``.
+    A named token whose value cannot be read is a ValueError naming the key, so the
+    daemon does not start without it (a client would be locked out, or worse, the
+    daemon open).
+    """
+    tokens: list[tuple[TokenSource, Principal]] = []
+    legacy = config.http.token
+    if legacy is not None and legacy.get_optional() is not None:
+        tokens.append((TokenSource(env=legacy.env), Principal("admin", Role.ADMIN, None)))
+    for name, entry in config.auth.tokens.items():
+        if not _TOKEN_NAME.fullmatch(name) or (name == "admin" and tokens and tokens[0][1].name == "admin"):
+            raise ValueError(
+                f"gateway.auth.tokens.{name}: a token's name is 1 to 32 lowercase letters, digits, '-' or '_' "
+                "(and 'admin' is [gateway.http] token's)"
+            )
+        role = Role[entry.role.upper()]
+        users = _patterns(entry.users, f"gateway.auth.tokens.{name}.users")
+        if users is None and role is not Role.ADMIN:
+            users = (f"api:{name}", f"api:{name}/*")
+        agents = _patterns(entry.agents, f"gateway.auth.tokens.{name}.agents")
+        tokens.append((_token_source(name, entry.token), Principal(name, role, users, agents)))
+    return Principals(tokens)

@@ -18,6 +18,7 @@ import beamclaw_obs as obs
 import supervision as sv
 
 from ._config import GatewayConfig
+from ._principals import Principal
 from ._turns import (
     BadRequest,
     agent_for,
@@ -40,6 +41,12 @@ class Context:
 def context() -> Context:
     ctx: Context = current_app.config["BEAMCLAW"]
     return ctx
+
+
+def principal() -> Principal:
+    """The request's principal, decided by the app's checks before any route runs."""
+    who: Principal = g.beamclaw_principal
+    return who
 
 
 def error(message: str, status: int, code: str = "invalid_request", **headers: str) -> Response:
@@ -109,9 +116,11 @@ async def tree() -> Response:
 @api.get("/v1/models")
 async def models() -> Response:
     ctx = context()
+    who = principal()
     data = [
         {"id": name, "object": "model", "created": 0, "owned_by": "beamclaw"}
         for name in core.agent_names(ctx.data_dir, ctx.config.default_agent)
+        if who.may_use(name)
     ]
     return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
 
@@ -178,7 +187,7 @@ async def json_body(what: str) -> dict[str, Any]:
     return parsed
 
 
-async def request_user() -> str:
+async def request_user(who: Principal) -> str:
     """Who a request speaks for, as the route will see it: for a chat completion the body's
     ``user`` field, else ``X-User-Id`` (the rate limiter's per-user key).
 
@@ -187,10 +196,10 @@ async def request_user() -> str:
     header = request.headers.get("X-User-Id")
     if request.method == "POST" and request.path == CHAT_PATH:
         try:
-            return user_id((await json_body(_CHAT_REQUEST)).get("user"), header)
+            return user_id((await json_body(_CHAT_REQUEST)).get("user"), header, who)
         except BadRequest:
             pass
-    return header_user(header)
+    return header_user(header, who)
 
 
 #: OpenAI's sampling options: accepted (the agent's own settings decide), but only when
@@ -228,8 +237,9 @@ def _check_options(body: dict[str, Any]) -> None:
 async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
     body = await json_body(_CHAT_REQUEST)
     ctx = context()
-    agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent)
-    user = user_id(body.get("user"), request.headers.get("X-User-Id"))
+    who = principal()
+    agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent, who)
+    user = user_id(body.get("user"), request.headers.get("X-User-Id"), who)
     text = core.truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
     if "stream" in body and not isinstance(body["stream"], bool):
         raise BadRequest("'stream' must be true or false")

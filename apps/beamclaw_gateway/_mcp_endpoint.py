@@ -1,14 +1,17 @@
 """``/mcp`` on the gateway: BeamClaw's agents as a streamable HTTP MCP server.
 
 The MCP SDK's server app answers there, after the checks every route passes (Host,
-Origin, the token, the rate limit); the agents are reached through core directly.
+Origin, the token, the role, the rate limit); the agents are reached through core
+directly. The request's principal reaches the ``chat`` tool in a header this endpoint
+sets (`PRINCIPAL_HEADER`), after removing any the client sent: the tool speaks only as
+that principal's ``mcp:`` users.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
 import trio
@@ -17,14 +20,16 @@ from werkzeug.datastructures import Headers
 import beamclaw_core as core
 
 from ._browser_guard import Refusal
-from ._config import GatewayConfig
+from ._config import GatewayConfig, principals_of
 from ._http_api import error_body
 from ._mcp_server import Pending
-from ._turns import header_user
+from ._principals import Forbidden, Principal, Principals
 
 MCP_PATH = "/mcp"
+#: The header that carries the principal's name from this endpoint to the tool.
+PRINCIPAL_HEADER: Final = "x-beamclaw-principal"
 _ASGI = Callable[..., Awaitable[None]]
-Check = Callable[[str, Any, str | None, str, str], Refusal | None]
+Screen = Callable[[str, Any, str | None, str, Callable[[Principal], str]], Principal | Refusal]
 
 
 @attrs.define
@@ -47,10 +52,27 @@ class CoreBackend:
     config: GatewayConfig
     data_dir: Path
     nursery: trio.Nursery
+    principals: Principals = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        self.principals = principals_of(self.config)
 
     async def _open(self, agent: str, user: str) -> core.SessionHandle:
         name = core.check_agent_exists(self.data_dir, agent or self.config.default_agent, self.config.default_agent)
         return await core.open_session(user, name, "mcp")
+
+    def speaker(self, agent: str, user: str, headers: Any) -> str:
+        """The ``mcp:`` user a ``chat`` call speaks as, for the principal the endpoint found;
+        `ValueError` (said to the host) for one outside its reach."""
+        name = (headers or {}).get(PRINCIPAL_HEADER, "")
+        who = self.principals.named(name) if name else None
+        if who is None:  # not through the endpoint's checks: nobody
+            raise ValueError("this call did not come through the gateway's checks")
+        try:
+            who.check_agent(agent or self.config.default_agent)
+            return who.mcp_user(user)
+        except Forbidden as exc:
+            raise ValueError(str(exc)) from None
 
     async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
         handle = await self._open(agent, user)
@@ -76,7 +98,8 @@ class McpEndpoint:
 
     app: _ASGI
     mcp_app: _ASGI
-    check: Check
+    screen: Screen
+    principals: Principals
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         path = scope.get("path", "")
@@ -86,10 +109,13 @@ class McpEndpoint:
         headers = Headers([(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]])
         client = scope.get("client")
         remote = client[0] if client else None
-        refusal = self.check(scope["method"], headers, remote, path, header_user(headers.get("X-User-Id")))
-        if refusal is None:
+        found = self.screen(scope["method"], headers, remote, path, lambda who: who.mcp_user(""))
+        if isinstance(found, Principal):
+            own = [(k, v) for k, v in scope["headers"] if k.lower() != PRINCIPAL_HEADER.encode()]
+            scope = {**scope, "headers": [*own, (PRINCIPAL_HEADER.encode(), found.name.encode())]}
             await self.mcp_app(scope, receive, send)
             return
+        refusal = found
         body = error_body(refusal.message, refusal.status, refusal.code).encode()
         extra = [(k.lower().encode(), v.encode()) for k, v in refusal.headers.items()]
         await send({"type": "http.response.start", "status": refusal.status,

@@ -13,11 +13,12 @@ says next (its reply, or another question).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 import attrs
 import trio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 
@@ -126,18 +127,27 @@ class Conversations:
             raise ValueError(f"{MAX_RUNS} conversations are waiting for an approval; answer one of them first")
 
 
-def agents_server(conversations: Conversations, default_user: str = "mcp:host") -> MCPServer[Any]:
+#: Who a ``chat`` call speaks as, from its agent, its ``user`` argument and the request's
+#: headers (None over stdio); raises `ValueError` for a user the caller may not be.
+Speaker = Callable[[str, str, Mapping[str, str] | None], str]
+
+
+def agents_server(
+    conversations: Conversations, default_user: str = "mcp:host", speaker: Speaker | None = None
+) -> MCPServer[Any]:
     """The MCP server of BeamClaw's agents (`chat` and `agents`); *default_user* speaks when
-    a call names no user."""
+    a call names no user, unless a *speaker* decides who speaks (the gateway's: the
+    request's principal's ``mcp:`` users only)."""
     server: MCPServer[Any] = MCPServer("beamclaw", instructions=_INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
-    async def chat(message: str, agent: str = "", user: str = "") -> str:
+    async def chat(message: str, ctx: Context, agent: str = "", user: str = "") -> str:
         """Send a message to a BeamClaw agent and return its reply. The same user and agent continue one
         conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
         chat again with /yes, /no or /always."""
         try:
-            return await conversations.chat(message, agent, user or default_user)
+            who = speaker(agent, user, ctx.headers) if speaker is not None else user or default_user
+            return await conversations.chat(message, agent, who)
         except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
             raise ToolError(str(exc)) from None
 

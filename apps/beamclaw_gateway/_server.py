@@ -59,7 +59,8 @@ async def serve_http(
 async def _with_mcp(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...], task_status: Any) -> None:
     """The app, with the MCP server of the agents at /mcp (whose session manager runs meanwhile)."""
     async with trio.open_nursery() as conversations:
-        server = agents_server(Conversations(CoreBackend(config, data_dir, conversations), config.default_agent))
+        backend = CoreBackend(config, data_dir, conversations)
+        server = agents_server(Conversations(backend, config.default_agent), speaker=backend.speaker)
         mcp_app = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             # The gateway checks Host and Origin itself (`BrowserGuard`), for every route.

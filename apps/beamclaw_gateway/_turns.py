@@ -11,6 +11,7 @@ import trio
 
 import beamclaw_core as core
 
+from ._principals import Principal
 from ._stream_channel import StreamChannel
 
 
@@ -54,44 +55,45 @@ def checked_text(text: str, where: str) -> str:
     return text
 
 
-def user_id(value: Any, header: str | None) -> str:
-    """The caller's user id: the body's ``user`` field, else ``X-User-Id``, else ``api:anonymous``.
-
-    A bare name is put in the ``api:`` namespace; a namespaced one (``local:ada``) is
-    kept, so the same person continues the same conversation from another channel.
+def user_id(value: Any, header: str | None, principal: Principal) -> str:
+    """The user a request speaks as: the body's ``user`` field, else ``X-User-Id``, made a
+    user id within *principal*'s reach (`Principal.user_for`); a 403 `BadRequest` when the
+    principal may not act as it.
     """
     user = value if value is not None else header
-    if user is None or user == "":
-        return "api:anonymous"
-    if not isinstance(user, str):
+    if user is not None and not isinstance(user, str):
         raise BadRequest("'user' must be a string")
     try:
-        return core.check_user_id(user if ":" in user else f"api:{user}")
+        checked = core.check_user_id(principal.user_for(user or None))
     except core.InvalidUserId as exc:
         raise BadRequest(f"'user' is refused: {exc}") from None
+    if not principal.may_act_as(checked):
+        raise BadRequest(f"this token may not act as user {checked!r}", 403, "forbidden")
+    return checked
 
 
-def header_user(header: str | None) -> str:
-    """The user an ``X-User-Id`` header names (see `user_id`); one too long or unprintable is
-    kept cut to just past the longest valid id (the rate limiter keeps its keys)."""
+def header_user(header: str | None, principal: Principal) -> str:
+    """The user an ``X-User-Id`` header names, as the rate limiter's key: not checked (see
+    `user_id`), and one too long or unprintable kept cut to just past the longest valid id."""
     try:
-        return user_id(None, header)
-    except BadRequest:
+        return core.check_user_id(principal.user_for(header or None))
+    except core.InvalidUserId:
         return str(header)[: core.MAX_USER_ID + 1]
 
 
-def agent_for(model: Any, data_dir: Path, default_agent: str, field: str = "model") -> str:
+def agent_for(model: Any, data_dir: Path, default_agent: str, principal: Principal, field: str = "model") -> str:
     """The agent a ``model`` field (or *field*) names (``beamclaw/NAME``, ``NAME``, or none
-    for the default)."""
-    if model is None:
-        return default_agent
-    if not isinstance(model, str):
+    for the default), if *principal* may use it (a 403 `BadRequest` otherwise)."""
+    if model is not None and not isinstance(model, str):
         raise BadRequest(f"'{field}' must be a string naming an agent")
-    if model in {"", "beamclaw"}:
-        return default_agent
-    name = core.check_agent_name(model.removeprefix("beamclaw/"))
-    if name not in core.agent_names(data_dir, default_agent):
-        raise BadRequest(f"{field} {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
+    if model is None or model in {"", "beamclaw"}:
+        name = default_agent
+    else:
+        name = core.check_agent_name(model.removeprefix("beamclaw/"))
+        if name not in core.agent_names(data_dir, default_agent):
+            raise BadRequest(f"{field} {model!r} not found; GET /v1/models lists the agents", 404, "model_not_found")
+    if not principal.may_use(name):
+        raise BadRequest(f"this token may not use agent {name!r}", 403, "forbidden")
     return name
 
 

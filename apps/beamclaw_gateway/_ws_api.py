@@ -19,7 +19,7 @@ from quart import Blueprint, current_app, websocket
 
 import beamclaw_core as core
 
-from ._http_api import RESTARTING, context
+from ._http_api import RESTARTING, context, principal
 from ._rate_limit import ClientLimiter, retry_after
 from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, user_id
 
@@ -56,6 +56,7 @@ def _parse(raw: str | bytes) -> dict[str, Any]:
 @ws_api.websocket("/ws")
 async def chat_socket() -> None:
     ctx = context()
+    who = principal()
     header_user = websocket.headers.get("X-User-Id")
     limiter: ClientLimiter = current_app.config["RATE_LIMITER"]
     lock = trio.Lock()
@@ -81,11 +82,11 @@ async def chat_socket() -> None:
             raw = await websocket.receive()
             try:
                 message = _parse(raw)
-                user = user_id(message.get("user"), header_user)
+                user = user_id(message.get("user"), header_user, who)
                 wait = limiter.check(websocket.remote_addr, user, trio.current_time())
                 if wait is not None:
                     raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
-                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent, "agent")
+                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent, who, "agent")
                 handle = await core.open_session(user, agent, "ws")
             except (BadRequest, core.InvalidAgentName, core.InvalidUserId) as exc:
                 await send(type="error", id=None, error=str(exc))
