@@ -71,6 +71,7 @@ from ._tree import supervision_tree
 from ._workspace import (
     CONTEXT_FILES,
     SEEDED_FILES,
+    USER_FILES,
     InvalidAgentName,
     UnknownAgent,
     Workspace,
@@ -78,9 +79,12 @@ from ._workspace import (
     check_agent_exists,
     check_agent_name,
     template,
+    user_folder_name,
+    user_workspace,
 )
 
 __all__ = [
+    "answer_approval",
     "ReplyOnlyChannel",
     "immediate_transaction",
     "Reach",
@@ -95,6 +99,7 @@ __all__ = [
     "answered_history",
     "PAIRING_ALPHABET",
     "SEEDED_FILES",
+    "USER_FILES",
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
@@ -122,6 +127,8 @@ __all__ = [
     "revoke",
     "skill_places",
     "template",
+    "user_folder_name",
+    "user_workspace",
     "CONTEXT_WINDOWS",
     "SCHEMA_VERSION",
     "SUMMARY_HEADER",

@@ -4,13 +4,15 @@
   the results: whatever a tool wrote to the workspace (``workspace_memory``,
   ``write_file``, a command in the jail) is searchable by the next call.
 - A finished exchange is handed to the memory app as a document of the user's own.
+- So is each of the user's own files (USER.md, MEMORY.md, a daily log) when it is
+  written: the memory app indexes the agent's workspace, and these are kept apart from
+  it (see `user_workspace`), so they are searchable by their user alone.
 - Before compaction drops old messages, the memory flush: a hidden model call (no tools)
   is asked what in them should last. By default ("private") its answer is kept in the
-  user's own memory, searchable by that user alone: the daily log is shared by every
-  user of the agent and read into their prompts, so one user's facts go there only
-  when the operator says the agent has one user ("daily_log"), or when the user
-  approves a ``workspace_memory`` write. A failed flush is logged and skipped: it never
-  blocks the compaction.
+  user's own memory, searchable by that user alone; with "daily_log" it goes into the
+  user's daily log of today (the *workspace* the loop gives: the user's own files, see
+  `user_workspace`, or the agent's for a single-user agent), read into that user's
+  prompts. A failed flush is logged and skipped: it never blocks the compaction.
 
 When the memory app is off or restarting, each of these does nothing.
 """
@@ -63,6 +65,17 @@ def remember_exchange(info: SessionInfo, started: float, question: str, answer: 
     memory.remember(info.agent_id, info.user_id, doc, f"user: {question}\nassistant: {answer}")
 
 
+async def remember_user_file(agent_id: str, user_id: str, files: Workspace, name: str) -> None:
+    """Hand *name* of *files*, one user's own files, to the memory app as that user's
+    document (it replaces the one of the same name; the file stays the one copy that
+    counts, so this is best effort and never waits); nothing for the agent's own
+    workspace, which the memory app indexes itself, or when memory is off."""
+    if files.shared:
+        return
+    text = await trio.to_thread.run_sync(files.read, name)
+    memory.remember(agent_id, user_id, f"users/{files.root.name}/{name}", text)
+
+
 def _transcript(messages: list[Message]) -> str:
     return "\n".join(f"{m.role}: {m.content}" for m in messages if m.role in ("user", "assistant") and m.content)
 
@@ -89,6 +102,7 @@ async def flush_memory(
         if where == "daily_log":
             entry = f"\n## Kept from a conversation before compaction ({now:%H:%M})\n{notes}\n"
             await trio.to_thread.run_sync(workspace.append, Workspace.daily_name(now.date()), entry)
+            await remember_user_file(info.agent_id, info.user_id, workspace, Workspace.daily_name(now.date()))
             await keep_fresh(info.agent_id)
         else:
             doc = f"kept/{info.id[:16]}/{int(now.timestamp() * 1000)}"

@@ -31,6 +31,10 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     config = parse_core_config(table)
     runtime = Runtime(config, data_dir, sv.Registry(sv.UNIQUE, name="sessions"))
     path = data_dir / "sessions.db"
+
+    def single_user(agent_id: str) -> bool:
+        return runtime.config.single_user(agent_id)  # the config of now: a reload replaces it
+
     bundled = Path(config.bundled_skills_dir) if config.bundled_skills_dir else None
     watched = (*([bundled] if bundled and bundled.is_dir() else []), data_dir / "skills", data_dir / "agents")
     return sv.Supervisor(
@@ -42,7 +46,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("sleeper", sleeper, args=(runtime, running_trees, stop_tree)),
             sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
             sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
-            tool_provider("tools", [WorkspaceMemoryTool(), SkillSearchTool(), ReadSkillTool()]),
+            tool_provider("tools", [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool()]),
             sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
         ],
         strategy=sv.REST_FOR_ONE,

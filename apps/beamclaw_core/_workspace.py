@@ -1,5 +1,12 @@
 """Agent workspaces: ``$BEAMCLAW_HOME/agents/<name>/``, the agent's persona and memory files.
 
+An agent that serves several users keeps each user's own USER.md, MEMORY.md,
+HEARTBEAT.md and daily logs apart, in ``$BEAMCLAW_HOME/users/<agent>/<user folder>/``
+(`user_workspace`): outside the agent's workspace, so no jailed command, file tool or
+workspace index of another user's turn reaches them, and what one user has the agent
+write goes into that user's prompt alone. An agent the operator lists in
+``core.single_user_agents`` keeps them in its own workspace, read into every prompt.
+
 Seeding never overwrites a file the user has written: each template is created with
 ``O_EXCL``, so a file that exists (even an empty one) is left as it is. Names are
 checked before they become paths, and every file name the code touches is one of a
@@ -16,6 +23,7 @@ worker thread.
 from __future__ import annotations
 
 import datetime
+import hashlib
 import re
 from importlib import resources
 from pathlib import Path
@@ -30,6 +38,14 @@ CONTEXT_FILES: Final = ("IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS
 SEEDED_FILES: Final = (*CONTEXT_FILES, "HEARTBEAT.md")
 BOOTSTRAP: Final = "BOOTSTRAP.md"
 MEMORY: Final = "MEMORY.md"
+USER: Final = "USER.md"
+HEARTBEAT: Final = "HEARTBEAT.md"
+#: The files each user of an agent that is not single-user has of their own (and daily logs).
+USER_FILES: Final = (USER, MEMORY, HEARTBEAT)
+#: The bytes a user's folder name keeps as they are; every other byte is written %XX.
+_PLAIN_BYTES: Final = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_-")
+#: A user's folder name longer than this (in bytes) is a hash of the id instead.
+_MAX_FOLDER_NAME: Final = 200
 _AGENT_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 _DAY: Final = re.compile(r"\d{4}-\d{2}-\d{2}")
 #: What `Workspace.read` keeps of a larger file: its first READ_HEAD and last READ_TAIL bytes.
@@ -78,6 +94,21 @@ def template(name: str) -> str:
     return resources.files("beamclaw_core").joinpath("templates", name).read_text(encoding="utf-8")
 
 
+def user_folder_name(user_id: str) -> str:
+    """A folder name for *user_id* that no id can turn into a path: ``telegram:42`` is
+    ``telegram%3A42``, ``api:alice/x`` is ``api%3Aalice%2Fx``.
+
+    Every byte but lowercase letters, digits, ``_`` and ``-`` is written ``%XX`` (so
+    ``.``, ``..``, ``/`` and case never matter, and two ids never share a folder); a name
+    that would pass 200 bytes is ``~`` and the id's SHA-256 (``~`` is never written plain).
+    """
+    if not user_id:
+        raise ValueError("a user id must not be empty")
+    data = user_id.encode()
+    name = "".join(chr(b) if b in _PLAIN_BYTES else f"%{b:02X}" for b in data)
+    return name if len(name) <= _MAX_FOLDER_NAME else f"~{hashlib.sha256(data).hexdigest()}"
+
+
 def parse_day(text: str) -> datetime.date:
     if not _DAY.fullmatch(text):
         raise ValueError(f"a date is written YYYY-MM-DD, not {text!r}")
@@ -87,8 +118,12 @@ def parse_day(text: str) -> datetime.date:
 @final
 @attrs.frozen
 class Workspace:
+    """An agent's workspace, or (``shared=False``) one user's own files of an agent."""
+
     name: str
     root: Path
+    #: False for one user's folder (see `user_workspace`): made on its first write.
+    shared: bool = True
 
     @classmethod
     def of(cls, data_dir: Path, name: str) -> Workspace:
@@ -115,7 +150,7 @@ class Workspace:
 
     def create(self, name: str, text: str) -> bool:
         """Write *name* only if it does not exist (atomically); return whether it was written."""
-        with self._open() as root:
+        with self._open(create=True) as root:
             return root.create(self._check(name), text.encode(), parents=True)
 
     def read(self, name: str) -> str:
@@ -140,16 +175,16 @@ class Workspace:
         )
 
     def write(self, name: str, text: str) -> None:
-        """Replace *name*. An empty BOOTSTRAP.md is deleted instead: the first-run ritual is over."""
+        """Replace *name*. An empty BOOTSTRAP.md ends the first-run ritual: it stays, empty,
+        so seeding (at every conversation's start) does not bring the ritual back."""
         name = self._check(name)
-        with self._open() as root:
-            if name == BOOTSTRAP and not text.strip():
-                root.remove(name, missing_ok=True)
-                return
+        if name == BOOTSTRAP and not text.strip():
+            text = ""
+        with self._open(create=True) as root:
             root.write(name, text.encode(), parents=True)
 
     def append(self, name: str, text: str) -> None:
-        with self._open() as root:
+        with self._open(create=True) as root:
             root.append(self._check(name), text.encode(), parents=True)
 
     @staticmethod
@@ -166,7 +201,9 @@ class Workspace:
         days = [n.removesuffix(".md") for n, kind in entries if kind == "file" and n.endswith(".md")]
         return sorted((d for d in days if _DAY.fullmatch(d)), reverse=True)
 
-    def _open(self) -> Beneath:
+    def _open(self, *, create: bool = False) -> Beneath:
+        if create and not self.shared:
+            _private_folders(self.root, depth=3)  # users/<agent>/<user>: made by the daemon alone
         return Beneath(self.root)
 
     @staticmethod
@@ -175,3 +212,25 @@ class Workspace:
         if name in SEEDED_FILES or (name.startswith("memory/") and _DAY.fullmatch(name[7:].removesuffix(".md"))):
             return name
         raise ValueError(f"{name!r} is not a workspace file")
+
+
+def user_workspace(data_dir: Path, agent_id: str, user_id: str, *, single_user: bool) -> Workspace:
+    """Where *user_id*'s own USER.md, MEMORY.md, HEARTBEAT.md and daily logs with *agent_id* are.
+
+    The agent's workspace itself when the agent is single-user (every user's prompt reads
+    them), else ``users/<agent>/<user folder>/`` in the data dir (see the module).
+    """
+    if single_user:
+        return Workspace.of(data_dir, agent_id)
+    folder = data_dir / "users" / check_agent_name(agent_id) / user_folder_name(user_id)
+    return Workspace(agent_id, folder, shared=False)
+
+
+def _private_folders(folder: Path, depth: int) -> None:
+    """Make *folder* and the *depth* - 1 folders above it, each owner-only whatever the umask."""
+    for path in [*reversed(folder.parents[: depth - 1]), folder]:
+        try:
+            path.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        path.chmod(0o700)

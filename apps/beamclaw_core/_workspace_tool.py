@@ -1,19 +1,28 @@
 """The `workspace_memory` tool: the agent's own memory files, and nothing else.
 
-The workspace comes from the session's agent (the tool context), never from the
-arguments, and only named files are reachable: MEMORY.md, the daily logs and
-BOOTSTRAP.md. Reading needs no approval, at every autonomy level. Each of these files
-enters every later system prompt, of every user of the agent, so a write asks the
-user every time under ``supervised`` (as ``write_file`` of them does): a hostile model
-cannot plant a lasting prompt injection as "memory" unasked. Ending the first-run
-ritual (an empty BOOTSTRAP.md) only takes text out, and does not ask. The files are
-reached without following links (see `Workspace`): a ``memory`` folder or MEMORY.md
-replaced by a symlink is refused with an error, never written through.
+The workspace comes from the session's agent and user (the tool context), never from
+the arguments, and only named files are reachable: the user's MEMORY.md, USER.md,
+HEARTBEAT.md and daily logs, and the agent's BOOTSTRAP.md. Where the agent serves several
+users each has these files of their own (see `user_workspace`): what user A has written
+goes into A's prompt and heartbeat alone, never into B's. For an agent the operator lists
+in ``core.single_user_agents`` they are the agent's own files, in every user's prompt.
+BOOTSTRAP.md is the agent's, shared by every user: any user may end the first-run
+ritual (an empty BOOTSTRAP.md only takes text out, and does not ask), and only in a
+single-user agent may the model write it.
+
+Reading needs no approval, at every autonomy level. Each written file enters every later
+system prompt (or heartbeat) of its user, so a write asks the user every time under
+``supervised`` (as ``write_file`` of them does): a hostile model cannot plant a lasting
+prompt injection as "memory" unasked. These files are read-only to jailed commands, so
+this tool is the one way the model changes them. The files are reached without following
+links (see `Workspace`): a ``memory`` folder or MEMORY.md replaced by a symlink is
+refused with an error, never written through.
 """
 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
@@ -21,46 +30,84 @@ import trio
 
 from beamclaw_tools import Autonomy, PathRefused, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
-from ._workspace import BOOTSTRAP, MEMORY, Workspace, parse_day
+from ._memory import remember_user_file
+from ._workspace import BOOTSTRAP, HEARTBEAT, MEMORY, USER, Workspace, parse_day, user_workspace
 
 _ACTIONS: Final = (
-    "read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_bootstrap", "update_bootstrap",
+    "read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_user", "update_user",
+    "read_heartbeat", "update_heartbeat", "read_bootstrap", "update_bootstrap",
 )  # fmt: skip
-_NEEDS_CONTENT: Final = frozenset({"append", "replace", "append_daily", "update_bootstrap"})
+_NEEDS_CONTENT: Final = frozenset({"append", "replace", "append_daily", "update_user", "update_heartbeat",
+                                   "update_bootstrap"})  # fmt: skip
 #: The actions that write, and the file each writes.
-_WRITES: Final = {"append": MEMORY, "replace": MEMORY, "append_daily": "memory/DAY.md", "update_bootstrap": BOOTSTRAP}
+_WRITES: Final = {
+    "append": MEMORY, "replace": MEMORY, "append_daily": "memory/DAY.md", "update_user": USER,
+    "update_heartbeat": HEARTBEAT, "update_bootstrap": BOOTSTRAP,
+}  # fmt: skip
+#: What the replacing actions write.
+_UPDATES: Final = {"replace": MEMORY, "update_user": USER, "update_heartbeat": HEARTBEAT}
 
 
-def _run(workspace: Workspace, action: str, content: str | None, day: datetime.date) -> str:
+def _never(agent_id: str) -> bool:
+    return False
+
+
+@attrs.frozen
+class _Files:
+    """Where one call's files are: the agent's workspace, and the user's own files."""
+
+    agent: Workspace
+    user: Workspace
+
+    @property
+    def single_user(self) -> bool:
+        return self.agent == self.user
+
+
+def _run(files: _Files, action: str, content: str | None, day: datetime.date) -> str:
     if action in _NEEDS_CONTENT and content is None:
         raise ToolError(f"action {action!r} needs 'content'")
+    user = files.user
     match action:
         case "read":
-            return workspace.read(MEMORY) or "(MEMORY.md is empty)"
+            return user.read(MEMORY) or "(MEMORY.md is empty)"
         case "append":
-            workspace.append(MEMORY, ("" if workspace.read(MEMORY).endswith("\n") else "\n") + f"{content}\n")
+            user.append(MEMORY, ("" if user.read(MEMORY).endswith("\n") else "\n") + f"{content}\n")
             return "appended to MEMORY.md"
-        case "replace":
-            workspace.write(MEMORY, f"{content}")
-            return "replaced MEMORY.md"
+        case "replace" | "update_user" | "update_heartbeat":
+            user.write(_UPDATES[action], f"{content}")
+            return f"replaced {_UPDATES[action]}"
+        case "read_user":
+            return user.read(USER) or "(USER.md is empty)"
+        case "read_heartbeat":
+            return user.read(HEARTBEAT) or "(HEARTBEAT.md is empty: no heartbeat runs for it)"
         case "read_daily":
-            return workspace.read(Workspace.daily_name(day)) or f"(no log for {day.isoformat()})"
+            return user.read(Workspace.daily_name(day)) or f"(no log for {day.isoformat()})"
         case "append_daily":
             now = datetime.datetime.now().strftime("%H:%M")
-            workspace.append(Workspace.daily_name(day), f"- {now} {content}\n")
+            user.append(Workspace.daily_name(day), f"- {now} {content}\n")
             return f"appended to memory/{day.isoformat()}.md"
         case "list_daily":
-            return "\n".join(workspace.daily_logs()) or "(no daily logs yet)"
+            return "\n".join(user.daily_logs()) or "(no daily logs yet)"
         case "read_bootstrap":
-            return workspace.read(BOOTSTRAP) or "(there is no BOOTSTRAP.md: the first-run ritual is over)"
+            return files.agent.read(BOOTSTRAP) or "(BOOTSTRAP.md is empty: the first-run ritual is over)"
         case "update_bootstrap":
-            workspace.write(BOOTSTRAP, f"{content}")
-            return "BOOTSTRAP.md deleted: the first-run ritual is over" if not f"{content}".strip() else "updated"
+            ending = not f"{content}".strip()
+            if not ending and not files.single_user:
+                raise ToolError(
+                    "BOOTSTRAP.md is shared by every user of this agent: only the operator changes it "
+                    "(you may end the ritual: update_bootstrap with empty content)"
+                )
+            files.agent.write(BOOTSTRAP, f"{content}")
+            return "BOOTSTRAP.md emptied: the first-run ritual is over" if ending else "updated"
     raise ToolError(f"unknown action {action!r}")  # pragma: no cover - the schema allows only _ACTIONS
 
 
 @attrs.define
 class WorkspaceMemoryTool:
+    """*single_user* says whether an agent is single-user (the daemon's config, as it is now)."""
+
+    single_user: Callable[[str], bool] = _never
     requires_approval: bool = False
     min_autonomy: Autonomy = Autonomy.READ_ONLY
 
@@ -68,8 +115,9 @@ class WorkspaceMemoryTool:
     def definition(self) -> ToolDefinition:
         return ToolDefinition(
             "workspace_memory",
-            "Read and write your own memory: MEMORY.md (long-term), daily logs memory/YYYY-MM-DD.md, "
-            "and BOOTSTRAP.md (write it empty to end the first-run ritual).",
+            "Read and write your own memory of this user: MEMORY.md (long-term), daily logs "
+            "memory/YYYY-MM-DD.md, USER.md (who the user is), HEARTBEAT.md (checks your heartbeat runs "
+            "for this user); and BOOTSTRAP.md (write it empty to end the first-run ritual).",
             object_schema(
                 {
                     "action": {"enum": list(_ACTIONS)},
@@ -89,9 +137,18 @@ class WorkspaceMemoryTool:
         return f"{name} is read into every later system prompt: changing it needs the user's approval every time"
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
-        workspace = Workspace(session.agent_id, context.workspace)
+        agent = Workspace(session.agent_id, context.workspace)
+        single = self.single_user(session.agent_id)
+        user = (
+            agent if single else user_workspace(context.data_dir, session.agent_id, session.user_id, single_user=False)
+        )
+        action = args["action"]
         day = parse_day(args["date"]) if "date" in args else datetime.date.today()
         try:
-            return await trio.to_thread.run_sync(_run, workspace, args["action"], args.get("content"), day)
+            said = await trio.to_thread.run_sync(_run, _Files(agent, user), action, args.get("content"), day)
+            if action in _WRITES and action != "update_bootstrap":
+                written = _WRITES[action].replace("DAY", day.isoformat())
+                await remember_user_file(session.agent_id, session.user_id, user, written)
         except PathRefused as exc:
             raise ToolError(str(exc)) from None
+        return said

@@ -103,7 +103,8 @@ async def test_before_compaction_the_model_keeps_what_should_last_for_that_user_
 async def test_a_flush_into_the_daily_log_when_the_operator_says_so(run_core: RunCore) -> None:
     steps = [Reply(LONG), Reply(LONG), Reply(LONG), Reply(KEPT), Reply("a summary"), Reply("fresh answer")]
     loop = {"memory_flush": "daily_log"}
-    async with run_core(*steps, provider={"context_window": 2000}, memory=FAST, agentic_loop=loop) as r:
+    one_user = {"single_user_agents": ["default"]}  # the agent's own daily log: read into every prompt
+    async with run_core(*steps, provider={"context_window": 2000}, memory=FAST, agentic_loop=loop, **one_user) as r:
         await _compact_with_a_flush(r)
         assert KEPT in _daily(r.home)
         found = await memory.search("default", "Ines Porto", owner=None, limit=3)

@@ -65,7 +65,8 @@ async def test_memory_written_through_workspace_memory_asks_too(run_core: RunCor
         assert (await run.wait()).text == "done"
         assert len(channel.sent) == 3
     workspace = home / "agents" / "default"
-    assert "obey" not in (workspace / "MEMORY.md").read_text()
-    assert not (workspace / "BOOTSTRAP.md").exists()  # the fourth call ended the ritual
-    (daily,) = (workspace / "memory").iterdir()
+    own = core.user_workspace(home, "default", "local:alice", single_user=False).root
+    assert "obey" not in (workspace / "MEMORY.md").read_text() and not (own / "MEMORY.md").exists()
+    assert (workspace / "BOOTSTRAP.md").read_text() == ""  # the fourth call ended the ritual
+    (daily,) = (own / "memory").iterdir()
     assert "I was told to obey notes.txt" in daily.read_text()  # the one the user allowed

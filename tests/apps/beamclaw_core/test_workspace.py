@@ -42,9 +42,9 @@ def test_an_empty_bootstrap_ends_the_ritual(tmp_path: Path) -> None:
     ws.seed()
     assert ws.read("BOOTSTRAP.md")
     ws.write("BOOTSTRAP.md", "  \n")
-    assert not (ws.root / "BOOTSTRAP.md").exists()
-    ws.seed()  # seeding again does bring it back: that is what `agent rehatch` is for
-    assert ws.read("BOOTSTRAP.md")
+    assert (ws.root / "BOOTSTRAP.md").read_text() == ""
+    ws.seed()  # every conversation's start seeds: an emptied ritual stays over
+    assert ws.read("BOOTSTRAP.md") == ""
     with pytest.raises(ValueError, match="not a workspace file"):
         ws.write("../../x.md", "no")
 
@@ -87,7 +87,7 @@ def test_all_files_together_stay_within_the_total(tmp_path: Path) -> None:
         assert f"[...truncated, read {name} for full content...]" in prompt
 
 
-async def test_the_tool_reaches_only_the_agents_own_files(tmp_path: Path) -> None:
+async def test_the_tool_reaches_only_the_users_own_files(tmp_path: Path) -> None:
     tool = WorkspaceMemoryTool()
     context_a = ToolContext(workspace=tmp_path / "agents" / "a", data_dir=tmp_path)
     session_a = ToolSession("s", "a", "u")
@@ -98,15 +98,23 @@ async def test_the_tool_reaches_only_the_agents_own_files(tmp_path: Path) -> Non
         return ("ERROR " if result.is_error else "") + result.text
 
     assert await call({"action": "append", "content": "likes tea"}) == "appended to MEMORY.md"
-    assert (await call({"action": "read"})).endswith("# Memory\nlikes tea\n")
+    assert await call({"action": "read"}) == "\nlikes tea\n"
     assert await call({"action": "replace", "content": "fresh"}) == "replaced MEMORY.md"
     assert await call({"action": "read"}) == "fresh"
+    assert await call({"action": "update_user", "content": "Ada, Lisbon"}) == "replaced USER.md"
+    assert await call({"action": "read_user"}) == "Ada, Lisbon"
+    assert await call({"action": "update_heartbeat", "content": "- check the mail"}) == "replaced HEARTBEAT.md"
+    assert await call({"action": "read_heartbeat"}) == "- check the mail"
     assert (await call({"action": "append_daily", "content": "met Ada", "date": "2026-11-22"})).endswith("22.md")
     assert "met Ada" in await call({"action": "read_daily", "date": "2026-11-22"})
     assert await call({"action": "list_daily"}) == "2026-11-22"
     assert await call({"action": "update_bootstrap", "content": ""}) == (
-        "BOOTSTRAP.md deleted: the first-run ritual is over"
+        "BOOTSTRAP.md emptied: the first-run ritual is over"
     )
+    own = tmp_path / "users" / "a" / "u"
+    assert sorted(p.name for p in own.iterdir()) == ["HEARTBEAT.md", "MEMORY.md", "USER.md", "memory"]
+    assert (own.stat().st_mode & 0o777) == 0o700 and (own.parent.stat().st_mode & 0o777) == 0o700
+    assert Workspace.of(tmp_path, "a").read("MEMORY.md") == core.template("MEMORY.md")  # the agent's: untouched
     refused = await call({"action": "read", "path": "../b/MEMORY.md"})
     assert refused.startswith("ERROR invalid arguments") and "'path' was unexpected" in refused
     bad_date = await call({"action": "read_daily", "date": "../../../etc/passwd"})

@@ -54,7 +54,7 @@ async def test_symlinks_in_the_workspace_never_reach_the_model(
         Call("read_file", {"path": "TOOLS.md"}, id="c3"),
     )
     with trio.fail_after(SAFETY_NET):
-        async with run_core(Reply(tool_calls=calls), Reply("done"), home=home) as r:
+        async with run_core(Reply(tool_calls=calls), Reply("done"), home=home, single_user_agents=["ada"]) as r:
             result = await core.send_message(await r.open(agent="ada"), "hi", core.CollectingChannel())
     assert result.text == "done"
     seen = "\n".join(str(m.get("content")) for req in r.model.requests for m in req["messages"])
@@ -71,7 +71,7 @@ async def test_a_memory_folder_swapped_for_a_link_is_never_written_through(tmp_p
     root = _workspace(tmp_path, "ada")
     os.rename(root / "memory", root / "memory.real")
     (root / "memory").symlink_to("../other/memory")
-    tool, session = WorkspaceMemoryTool(), ToolSession("s", "ada", "u")
+    tool, session = WorkspaceMemoryTool(lambda _agent: True), ToolSession("s", "ada", "u")  # the agent's own files
     context = ToolContext(workspace=root, data_dir=tmp_path)
     appended = await run_tool(tool, {"action": "append_daily", "content": "x", "date": "2030-01-01"}, session, context)
     assert appended.is_error and "memory is a symbolic link" in appended.text
