@@ -12,7 +12,8 @@ only when ``[sandbox] network = "bridge"``), and a root that holds nothing but:
 - its own ``/proc`` (of its pid namespace: no daemon, no other jail), a minimal ``/dev``,
   and a private, size-capped ``/tmp`` and ``/dev/shm``;
 - the agent's workspace, read-write, at its own absolute path: the only writable place
-  that outlives the command;
+  that outlives the command, but for the files and folders that shape the agent's prompt,
+  bound read-only over it (see `_prompt_guard`);
 - the folders the caller names read-only (the agent's skill folders).
 
 The root itself is read-only. The data dir, the config, the control socket, other
@@ -53,6 +54,7 @@ import trio
 from beamclaw_tools import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd, run_captured
 
 from ._config import SandboxConfig
+from ._prompt_guard import guarded_names
 
 #: What of /etc a jail sees, read-only (a name missing on this host is skipped).
 ETC_FILES: Final = (
@@ -91,6 +93,8 @@ ETC_FILES: Final = (
     "terminfo",
     "timezone",
 )
+#: The temp folder of a daemon's /etc copies is named this, its pid, and a random part.
+ETC_COPY_PREFIX: Final = "beamclaw-jail-etc-"
 #: The top-level system links or folders of a merged-/usr (or not) system.
 _SYSTEM_DIRS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _PROBE_RETRY: Final = 30.0
@@ -101,6 +105,30 @@ _INSTALL_HINT: Final = (
 )
 #: The jail's first process: the limits, then the command (exec'd, so it is the same process).
 _INIT: Final = 'ulimit -c 0 -u "$1" -d "$2" -v "$3" -t "$4" -f "$5" || exit 125; shift 5; exec "$@"'
+
+
+def remove_stale_copies(folder: Path) -> list[Path]:
+    """Remove the /etc copies in *folder* whose daemon is gone (a ``kill -9`` skips the
+    ``atexit`` that removes its own); return them. Each copy's name holds its daemon's pid:
+    one of this user's whose pid no process has now is stale."""
+    removed = []
+    for path in folder.glob(f"{ETC_COPY_PREFIX}*-*"):
+        pid = path.name.removeprefix(ETC_COPY_PREFIX).split("-", 1)[0]
+        if not pid.isdigit() or _alive(int(pid)) or path.is_symlink() or path.lstat().st_uid != os.getuid():
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive
+    return True
 
 
 class _EtcCopy:
@@ -142,7 +170,8 @@ class _EtcCopy:
 
     def _build(self) -> Path:
         if self._root is None:
-            self._root = Path(tempfile.mkdtemp(prefix="beamclaw-jail-etc-"))
+            remove_stale_copies(Path(tempfile.gettempdir()))
+            self._root = Path(tempfile.mkdtemp(prefix=f"{ETC_COPY_PREFIX}{os.getpid()}-"))
             atexit.register(shutil.rmtree, self._root, ignore_errors=True)
         target = Path(tempfile.mkdtemp(dir=self._root))
         target.chmod(0o755)
@@ -305,7 +334,10 @@ class BubblewrapJail:
         fds = [_memfd("passwd", passwd), _memfd("group", group)]
         try:
             etc = await self._etc.path()
-            options = self._options_for(workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1])
+            guarded = await trio.to_thread.run_sync(guarded_names, workspace) if workspace is not None else []
+            options = self._options_for(
+                workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1], guarded=guarded
+            )
             fds.append(_memfd("bwrap-args", b"".join(arg.encode() + b"\0" for arg in options)))
             command = ["/bin/bash", "-c", _INIT, "beamclaw-jail", *self._limits(timeout), *argv]
             return await run_captured(
@@ -371,8 +403,9 @@ class BubblewrapJail:
         return self._env
 
     def _options_for(
-        self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], etc: Path, *, passwd_fd: int, group_fd: int
-    ) -> list[str]:
+        self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], etc: Path, *, passwd_fd: int,
+        group_fd: int, guarded: Sequence[str] = (),
+    ) -> list[str]:  # fmt: skip
         """bwrap's options, given to it through ``--args`` (the command follows on its command line)."""
         args = [*self._fixed_options(), "--ro-bind", str(etc), "/etc"]
         args += ["--ro-bind-data", str(passwd_fd), "/etc/passwd", "--ro-bind-data", str(group_fd), "/etc/group"]
@@ -382,7 +415,10 @@ class BubblewrapJail:
                 continue  # already there, and writable
             args += ["--ro-bind-try", os.path.realpath(folder), dest]
         if workspace is not None:
-            args += ["--bind", os.path.realpath(workspace), str(workspace)]
+            real = os.path.realpath(workspace)
+            args += ["--bind", real, str(workspace)]
+            for name in guarded:  # read-only over the writable workspace: see `_prompt_guard`
+                args += ["--ro-bind", os.path.join(real, name), str(workspace / name)]
         args += ["--remount-ro", "/", "--chdir", str(cwd), "--clearenv", *self._fixed_environment()]
         return [*args, "--setenv", "HOME", str(workspace or "/")]
 

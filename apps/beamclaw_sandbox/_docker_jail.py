@@ -4,7 +4,8 @@
 command in a new container with the same flags as a sandbox (no network unless
 ``network`` opens it, every capability dropped, a read-only root, no-new-privileges, a
 private /tmp, the memory, CPU and process limits) and the `Jail` contract: the agent's
-workspace at its own absolute path as the only writable place, skill folders read-only
+workspace at its own absolute path as the only writable place (its prompt files and
+folders mounted read-only over it, see `_prompt_guard`), skill folders read-only
 at theirs, the working directory inside the workspace, a timeout that kills everything
 (GNU ``timeout`` in the container, then the engine), output capped keeping both ends.
 A container per command costs a container start (a few hundred ms, see
@@ -18,6 +19,8 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, final
+
+import trio
 
 from beamclaw_tools import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd
 
@@ -33,6 +36,7 @@ from ._docker import (
     container_user,
 )
 from ._env import container_environment
+from ._prompt_guard import guarded_names
 from ._runtime import SandboxRuntime
 
 #: The key label of jail containers (a sandbox's is its scope key).
@@ -84,6 +88,7 @@ class DockerJail:
         config = runtime.config
         directory = check_cwd(workspace, cwd)
         seconds = max(1, round(timeout))
+        guarded = await trio.to_thread.run_sync(guarded_names, workspace)
         spec = ContainerSpec(
             name=f"beamclaw-jail-{runtime.instance}-{os.urandom(4).hex()}",
             image=config.docker_image,
@@ -96,6 +101,7 @@ class DockerJail:
             environment=container_environment(config, os.environ, {"PATH": SYSTEM_PATH, "HOME": str(workspace)}),
             mounts=(
                 Mount(workspace, str(workspace), read_only=False),
+                *(Mount(workspace / name, str(workspace / name)) for name in guarded),  # see `_prompt_guard`
                 *(Mount(path, str(path)) for path in readonly if path.is_dir()),
             ),
             memory_bytes=config.memory_bytes,

@@ -15,6 +15,7 @@ import re
 import socket
 import sqlite3
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -396,3 +397,105 @@ async def test_a_cancelled_call_kills_its_jail(daemon: Daemon) -> None:
     with trio.move_on_after(1):
         await attack(daemon, "sleep 500.8181 & sleep 500.8181\n", timeout=60)
     assert await _gone("500.8181")
+
+
+# --- the files that shape the prompt -------------------------------------------------------
+
+#: Each line tries to change a prompt file or folder and says BROKE if it could.
+PROMPT_ATTACKS = [
+    "echo planted >> MEMORY.md",
+    ": > AGENTS.md",
+    "rm -f HEARTBEAT.md",
+    "mv MEMORY.md moved.md",
+    "ln -sf /etc/passwd MEMORY.md",
+    "ln MEMORY.md hard.md",
+    "cp attack.sh IDENTITY.md",
+    "mv notes.txt SOUL.md",
+    "echo planted > USER.md",
+    "truncate -s 0 TOOLS.md",
+    "chmod 666 MEMORY.md",
+    "echo planted > memory/2030-01-02.md",
+    "echo planted >> memory/2030-01-01.md",
+    "mv memory gone",
+    "rm -rf memory",
+    "mkdir -p skills/evil && echo planted > skills/evil/SKILL.md",
+    "rm -rf skills",
+]
+
+
+def _tree(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): p.read_text() if p.is_file() else "<dir>"
+        for p in sorted(folder.rglob("*"))
+        if p.name not in {"attack.sh", "notes.txt"}
+    }
+
+
+async def test_a_jailed_command_cannot_change_what_enters_the_prompt(daemon: Daemon) -> None:
+    """The outside attack: after /always for bash, a command wrote MEMORY.md, AGENTS.md or
+    HEARTBEAT.md and reached every user's prompt unasked."""
+    ws = daemon.workspace
+    for name in ("IDENTITY.md", "SOUL.md", "TOOLS.md", "AGENTS.md", "BOOTSTRAP.md", "MEMORY.md", "HEARTBEAT.md"):
+        (ws / name).write_text(f"{name} as the operator wrote it\n")
+    (ws / "memory").mkdir()
+    (ws / "memory" / "2030-01-01.md").write_text("a log line\n")
+    (ws / "notes.txt").write_text("an ordinary file\n")
+    assert not (ws / "USER.md").exists()
+    script = "".join(f"{line} 2>/dev/null && echo BROKE: {line!r}\n" for line in PROMPT_ATTACKS)
+    script += "echo ordinary >> notes.txt && mkdir -p work && echo ok > work/new.txt && echo WROTE\n"
+    before = {**_tree(ws), "USER.md": ""}  # a missing prompt file is made empty, never by the command
+    result = await attack(daemon, script)
+    assert "BROKE" not in result.text, result.text
+    assert "WROTE" in result.text  # the rest of the workspace stays writable
+    after = _tree(ws)
+    assert {k: v for k, v in after.items() if not k.startswith(("work", "skills"))} == {
+        k: v for k, v in before.items() if not k.startswith("work")
+    }
+    assert after["skills"] == "<dir>" and not any(k.startswith("skills/") for k in after)
+    assert (ws / "notes.txt").read_text() == "an ordinary file\nordinary\n"
+    # Without the jail the same script does change them: the walls are what stops it.
+    unjailed = await attack(daemon, "echo planted >> MEMORY.md && echo BROKE\n", isolation="none")
+    assert "BROKE" in unjailed.text
+
+
+async def test_a_prompt_file_that_is_a_link_stops_the_jail_with_the_fix(daemon: Daemon) -> None:
+    (daemon.workspace / "MEMORY.md").symlink_to("notes.txt")
+    result = await attack(daemon, "echo should-not-run\n")
+    assert result.is_error and "MEMORY.md in the workspace is not a regular file" in result.text
+    assert "should-not-run" not in result.text
+
+
+async def test_an_etc_copy_left_by_a_kill_9_is_removed_at_the_next_start(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    program = (
+        "import sys, trio\n"
+        "from pathlib import Path\n"
+        "from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config\n"
+        "async def main():\n"
+        "    jail = BubblewrapJail(parse_sandbox_config({}))\n"
+        "    await jail.run(['sleep', '1000.7373'], workspace=Path(sys.argv[1]), timeout=100, output_limit=100)\n"
+        "trio.run(main)\n"
+    )
+    process = await trio.lowlevel.open_process([sys.executable, "-c", program, str(tmp_path / "ws")])
+    pattern = f"beamclaw-jail-etc-{process.pid}-*"
+    try:
+        with trio.fail_after(20):  # the copy is made before the jail starts
+            while not (copies := list(Path(tempfile.gettempdir()).glob(pattern))):
+                await trio.sleep(0.05)
+        (left,) = copies
+    finally:
+        process.kill()  # SIGKILL: no atexit runs
+        await process.wait()
+    assert left.is_dir()
+    mine = sandbox.BubblewrapJail(sandbox.parse_sandbox_config({}))
+    result = await mine.run(["true"], workspace=tmp_path / "ws", timeout=20, output_limit=100)
+    assert result.exit_code == 0
+    assert not left.exists()
+    assert list(Path(tempfile.gettempdir()).glob(f"beamclaw-jail-etc-{os.getpid()}-*"))  # its own is kept
+
+
+def test_the_guarded_names_are_the_prompt_files_core_reads() -> None:
+    import beamclaw_core as core
+    from beamclaw_sandbox._prompt_guard import PROMPT_FILES
+
+    assert set(PROMPT_FILES) == set(core.SEEDED_FILES)
