@@ -1,5 +1,9 @@
 """The heartbeat's rules: when it may run, what in HEARTBEAT.md counts, what a reply of
-"nothing to report" looks like, and whose conversation it runs in."""
+"nothing to report" looks like, and whose conversation it runs in.
+
+The agent's own HEARTBEAT.md (the operator's, or every user's in a single-user agent) runs
+where ``heartbeat.target`` says. A user's own HEARTBEAT.md (see ``core.user_workspace``)
+runs in that user's conversation only: what one user wrote never runs a turn in another's."""
 
 from __future__ import annotations
 
@@ -65,3 +69,13 @@ async def heartbeat_target(agent_id: str, target: str) -> tuple[str, str]:
             if session.agent_id == agent_id and not session.user_id.startswith("heartbeat:"):
                 return session.user_id, session.channel
     return f"heartbeat:{agent_id}", "heartbeat"
+
+
+async def conversations_of(agent_id: str) -> list[tuple[str, str]]:
+    """(user id, channel) of each user's latest conversation with the agent, newest first."""
+    sessions, _ = await core.list_sessions(limit=500)
+    found: dict[str, str] = {}
+    for session in sessions:
+        if session.agent_id == agent_id and not session.user_id.startswith("heartbeat:"):
+            found.setdefault(session.user_id, session.channel)
+    return list(found.items())

@@ -1,5 +1,6 @@
 """What a fire does: a job's message as a turn of its agent, in the session of the user
-who made it, the reply delivered to that user; or a heartbeat (see `_heartbeat`).
+who made it, the reply delivered to that user; or a heartbeat (see `_heartbeat`): the
+agent's HEARTBEAT.md, then each user's own in that user's conversation.
 
 The reply is delivered whole at the end (a channel app's `core.outbound` reaches
 Telegram or a connected terminal); an approval question the turn asks on the way is
@@ -21,7 +22,14 @@ import beamclaw_core as core
 from beamclaw_tools import Autonomy
 
 from ._config import SchedulerConfig
-from ._heartbeat import digest, heartbeat_prompt, heartbeat_target, is_heartbeat_ok, within_active_hours
+from ._heartbeat import (
+    conversations_of,
+    digest,
+    heartbeat_prompt,
+    heartbeat_target,
+    is_heartbeat_ok,
+    within_active_hours,
+)  # fmt: skip
 from ._job import HEARTBEAT, Fire, Job
 from ._store import Clock, store_call
 
@@ -82,24 +90,37 @@ class JobTurns:
         return "ok", await delivery.deliver(result.text)
 
     async def _heartbeat(self, job: Job) -> tuple[str, str]:
-        beat = self.config.heartbeat
-        if not within_active_hours(self.clock(), beat):
+        """The agent's HEARTBEAT.md where ``heartbeat.target`` says, then each user's own in
+        that user's conversation (see `_heartbeat`); one outcome for them all."""
+        if not within_active_hours(self.clock(), self.config.heartbeat):
             return "skipped", "outside the active hours"
-        workspace = core.Workspace.of(self.data_dir, job.agent_id)
+        outcomes = [await self._beat(job, core.Workspace.of(self.data_dir, job.agent_id), None)]
+        for user_id, channel in await conversations_of(job.agent_id):
+            own = core.user_workspace(self.data_dir, job.agent_id, user_id, single_user=False)
+            if await trio.to_thread.run_sync(own.root.is_dir):
+                outcomes.append(await self._beat(job, own, (user_id, channel)))
+        for status in ("failed", "ok", "suppressed"):
+            if said := [detail for got, detail in outcomes if got == status]:
+                return status, "; ".join(said)
+        return outcomes[0]
+
+    async def _beat(self, job: Job, files: core.Workspace, owner: tuple[str, str] | None) -> tuple[str, str]:
+        """One HEARTBEAT.md's turn: the agent's (*owner* None) or one user's, in their conversation."""
+        beat = self.config.heartbeat
         try:
-            content = await trio.to_thread.run_sync(workspace.read, "HEARTBEAT.md")
+            content = await trio.to_thread.run_sync(files.read, "HEARTBEAT.md")
         except OSError as exc:
             return "failed", f"HEARTBEAT.md could not be read: {exc}"
         prompt = heartbeat_prompt(content)
         if prompt is None:
             return "skipped", "HEARTBEAT.md has nothing to do"
-        user_id, channel = await heartbeat_target(job.agent_id, beat.target)
+        user_id, channel = owner or await heartbeat_target(job.agent_id, beat.target)
         result, delivery = await self._turn(job, user_id, channel, prompt)
         if not result.ok:
             return "failed", result.text
         if beat.suppress_ok and is_heartbeat_ok(result.text):
             return "suppressed", "HEARTBEAT_OK"
-        seen = digest(result.text)
+        seen = digest(f"{user_id}\n{result.text}")
         if await store_call(("delivered_recently", job.id, seen, self.clock() - _DEDUP_SECONDS)):
             return "suppressed", "the same output was delivered within 24 h"
         if user_id.startswith("heartbeat:"):
