@@ -71,8 +71,12 @@ class McpConfig:
     restart_period_seconds: float = 30.0
     #: Over HTTP nothing tells of a server gone but a request: one (a ping) is made this often.
     ping_interval_seconds: float = 15.0
-    #: A stdio server's message (one line) longer than this ends its connection (a crash).
+    #: A server's message longer than this ends its connection (a crash): a stdio server's
+    #: line, an HTTP server's JSON answer or one event of its event stream.
     max_message_bytes: int = 8_000_000
+    #: After ``notifications/tools/list_changed``, a server's tools are listed again at most
+    #: this often (a flood of notifications costs one listing each interval).
+    relist_interval_seconds: float = 1.0
     #: A server's tools beyond this many are not offered (each costs the model's context).
     max_tools_per_server: int = 64
     servers: dict[str, ServerConfig] = attrs.field(factory=dict)
@@ -82,7 +86,8 @@ def parse_mcp_config(table: dict[str, Any]) -> McpConfig:
     """Check ``[mcp]``; raises `ConfigError` (a ValueError) naming the bad key."""
     config = structure_config(table, McpConfig, "mcp")
     positive = ("call_timeout_seconds", "init_timeout_seconds", "max_result_bytes", "restart_period_seconds",
-                "ping_interval_seconds", "max_message_bytes", "max_tools_per_server")  # fmt: skip
+                "ping_interval_seconds", "max_message_bytes", "max_tools_per_server",
+                "relist_interval_seconds")  # fmt: skip
     for key in positive:
         if not getattr(config, key) > 0:
             raise ValueError(f"mcp.{key} must be more than 0")

@@ -9,9 +9,11 @@ offered to a model is taken out with the reason (`beamclaw mcp tools` shows it):
   not text, an input schema that is not an object schema...);
 - its input schema is invalid, or larger than `MAX_SCHEMA_BYTES` once serialised (it
   is sent with every request to the model);
-- its name is longer than `MAX_NAME_CHARS`, or holds something the scrubber hides.
+- its name is longer than `MAX_NAME_CHARS`, holds something the scrubber hides, or
+  characters that act instead of showing (escape sequences, bidi overrides: `_text`).
 
-Descriptions are cut to `MAX_DESCRIPTION_CHARS` and scrubbed, and output schemas are
+Descriptions, its own and those in its input schema, lose such characters, and are
+scrubbed and cut to `MAX_DESCRIPTION_CHARS` (its own); output schemas are
 dropped: nothing of a server's is ever run as a schema on the event loop (a crafted
 ``pattern`` or a tree of ``$ref`` takes exponential time; see `McpTool.argument_schema`).
 The check runs in a worker thread. Then (`listed`) only the tools the server's ``tools``
@@ -35,6 +37,7 @@ from mcp_types.methods import validate_server_result
 from beamclaw_obs import scrub
 
 from ._config import ServerConfig
+from ._text import visible, visible_schema
 
 #: A tool's input schema larger than this (serialised) is skipped.
 MAX_SCHEMA_BYTES: Final = 65_536
@@ -89,16 +92,21 @@ def _checked(result: dict[str, Any], version: str) -> tuple[dict[str, Any], list
     skipped: list[str] = []
     for index, entry in enumerate(entries):
         name = entry.get("name") if isinstance(entry, dict) else None
-        label = scrub(name[:MAX_NAME_CHARS]) if isinstance(name, str) else f"tool #{index}"
+        label = scrub(visible(name[:MAX_NAME_CHARS])) if isinstance(name, str) else f"tool #{index}"
         problem = _problem(entry, version)
         if problem:
             skipped.append(f"{label}: {problem}")
             continue
-        description = entry.get("description") or entry.get("title") or entry["name"]
+        try:
+            schema = visible_schema(entry["inputSchema"])
+        except RecursionError:
+            skipped.append(f"{label}: its input schema cannot be read (nested too deeply)")
+            continue
+        description = visible(entry.get("description") or entry.get("title") or entry["name"])
         if len(description) > MAX_DESCRIPTION_CHARS:
             description = description[:MAX_DESCRIPTION_CHARS] + " [... cut]"
         kept = {key: value for key, value in entry.items() if key != "outputSchema"}
-        tools.append({**kept, "description": scrub(description)})
+        tools.append({**kept, "description": scrub(description), "inputSchema": schema})
     return {**result, "tools": tools}, skipped
 
 
@@ -117,6 +125,8 @@ def _problem(entry: Any, version: str) -> str | None:
         return f"its name is {len(name)} characters, not 1 to {MAX_NAME_CHARS}"
     if scrub(name) != name:
         return "its name holds something that looks like a secret"
+    if visible(name) != name:
+        return "its name holds control or format characters (escape sequences, bidi overrides...)"
     schema = entry["inputSchema"]
     try:
         size = len(json.dumps(schema))

@@ -4,10 +4,13 @@ It reports itself started at once (a slow server never holds up the daemon), the
 connects, runs the handshake (``initialize``, ``notifications/initialized``,
 ``tools/list``) within ``init_timeout_seconds``, registers the server's tools with the
 tool registry (again after the registry restarts, and again after
-``notifications/tools/list_changed``) and attaches the session to the server's `Link`.
+``notifications/tools/list_changed``: at most one listing at a time, at most one each
+``relist_interval_seconds``, however many notifications come, so a flood of them holds
+no core) and attaches the session to the server's `Link`.
 Then it waits for the connection to end: a stdio server's stdout closing (it died), a
 transport error, an HTTP session lost (seen by a call), or, over HTTP, a ping not
-answered. Each is a crash, with the server's last stderr lines: its supervisor
+answered, or an HTTP answer refused (too large, see `_http`). Each is a crash, with
+the server's last stderr lines: its supervisor
 restarts it with backoff. Meanwhile its tools stay registered and fail at once ("not
 connected, restarting"), so a model never meets "no such tool" for a server coming
 back; they are unregistered when the server stops for good (the daemon stopping, a
@@ -62,12 +65,22 @@ class _Watch:
             self.ended.set()
 
 
+def _tools_changed(item: SessionMessage | Exception) -> bool:
+    """Whether *item* is ``notifications/tools/list_changed``."""
+    message = getattr(item, "message", None)
+    return isinstance(message, types.JSONRPCNotification) and message.method == "notifications/tools/list_changed"
+
+
 async def _relay(source: Any, sink: Any, watch: _Watch, listings: Listings) -> None:
     """Pass the server's messages on to the session, its tool listings checked; note when
-    the stream ends or fails."""
+    the tool list changed (the notification goes no further: a flood of them costs the
+    session nothing), and when the stream ends or fails."""
     async with sink:
         try:
             async for item in source:
+                if _tools_changed(item):
+                    watch.changed.set()
+                    continue
                 if isinstance(item, Exception):
                     watch.end(f"the transport failed: {type(item).__name__}: {item}")
                 await sink.send(item if isinstance(item, Exception) else await listings.received(item))
@@ -140,6 +153,8 @@ class _Connection:
     tools: list[str] = attrs.field(factory=list)
     watch: _Watch = attrs.field(factory=_Watch)
     listings: Listings = attrs.field(factory=Listings)
+    #: When the tools may be listed again after ``list_changed`` (`trio.current_time`).
+    relist_at: float = -math.inf
 
     async def run(self) -> None:
         """Connect, serve, and end the connection; a stop (cancellation) still ends it cleanly.
@@ -152,7 +167,10 @@ class _Connection:
             guard.start_soon(_cancel_when_cancelled, serving)
             with trio.CancelScope(shield=True) as connection:
                 connection.deadline = trio.current_time() + self.link.config.init_timeout_seconds
-                async with connect(self.name, self.server, self.tail, self.link.config) as (read, write):
+                async with connect(self.name, self.server, self.tail, self.link.config, self._refused) as (
+                    read,
+                    write,
+                ):
                     connection.deadline = math.inf
                     with serving:
                         await self._session(read, write)
@@ -160,12 +178,16 @@ class _Connection:
             guard.cancel_scope.cancel()
         raise ConnectionLost(self.watch.why or "the connection ended")
 
+    def _refused(self, why: str) -> None:
+        """The transport refused what the server sent: end the connection, and tell a call
+        in flight why it failed."""
+        self.link.lose(why)
+        self.watch.end(why)
+
     async def _session(self, read: Any, write: Any) -> None:
         async def on_message(message: Any) -> None:
             if isinstance(message, Exception):
                 self.watch.end(f"the transport failed: {type(message).__name__}: {message}")
-            elif isinstance(message, types.ToolListChangedNotification):
-                self.watch.changed.set()
 
         async with trio.open_nursery() as nursery:
             send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -204,6 +226,7 @@ class _Connection:
         for problem in skipped:
             logger.warning("MCP server {}: tool skipped: {}", self.name, problem)
         await offer_tools(self.name, tools)
+        self.relist_at = trio.current_time() + self.link.config.relist_interval_seconds
         self.tools = sorted(tool.definition.name for tool in tools)
         self.report(self.name, "ready", tools=self.tools, skipped=skipped)
 
@@ -216,7 +239,7 @@ class _Connection:
                 async with trio.open_nursery() as waiting:
                     for wait in (
                         watch.ended.wait,
-                        watch.changed.wait,
+                        self._changed_and_due,
                         link.lost.wait,
                         functools.partial(_down, registry),
                     ):
@@ -234,12 +257,16 @@ class _Connection:
                     watch.end(f"the server did not answer a ping ({type(exc).__name__})")
                     return
                 continue
-            if watch.changed.is_set():
-                watch.changed = trio.Event()
-            else:  # the tool registry restarted, empty: register again
-                registry = sv.monitor(REGISTRY)
+            if not (watch.changed.is_set() and trio.current_time() >= self.relist_at):
+                registry = sv.monitor(REGISTRY)  # the tool registry restarted, empty: register again
+            watch.changed = trio.Event()  # the listing below answers every change so far
             with trio.fail_after(link.config.init_timeout_seconds):
                 await self._offer(session)
+
+    async def _changed_and_due(self) -> None:
+        """Return once the tool list changed and it may be listed again."""
+        await self.watch.changed.wait()
+        await trio.sleep_until(self.relist_at)
 
 
 async def serve_server(

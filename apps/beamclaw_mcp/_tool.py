@@ -106,6 +106,8 @@ class Link:
         )
 
     def _refused(self, exc: MCPError) -> str:
+        if self.lost.is_set():  # the connection is ending, and why says more than how the call ended
+            return f"the MCP server {self.server!r} failed the call, and is being reconnected: {self.lost_why}"
         if "closed" in str(exc).lower():
             return f"the MCP server {self.server!r} closed the connection during the call (it is being restarted)"
         return f"the MCP server {self.server!r} refused the call: {exc}"

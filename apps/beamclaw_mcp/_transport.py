@@ -4,8 +4,8 @@ Both give the SDK's stream pair, which a `mcp.ClientSession` runs over. A stdio
 server (`_stdio`) starts with the SDK's small inherited environment (``PATH``,
 ``HOME``...) plus its configured ``env``, never the daemon's secrets; what it writes on
 stderr is kept, the last lines only (`StderrTail`), for the reason a server that keeps
-failing shows. Leaving the connection stops a stdio server and its children, and ends
-an HTTP session with a DELETE.
+failing shows. An HTTP server's answers are counted as they come (`_http`). Leaving the
+connection stops a stdio server and its children, and ends an HTTP session with a DELETE.
 """
 
 from __future__ import annotations
@@ -13,18 +13,17 @@ from __future__ import annotations
 import collections
 import contextlib
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 import attrs
-import httpx2
 import trio
-from mcp.client.streamable_http import streamable_http_client
 
 from beamclaw_obs import scrub
 from beamclaw_tools import resolve
 
 from ._config import McpConfig, ServerConfig
+from ._http import http_connection
 from ._stdio import stdio_connection
 
 #: How much of a server's stderr is kept: lines, and characters a line.
@@ -32,8 +31,6 @@ _TAIL_LINES: Final = 40
 _LINE_CHARS: Final = 400
 #: After the server is gone, how long its last stderr lines may take to be read.
 _TAIL_GRACE: Final = 0.5
-#: The HTTP client's limits: an MCP response stream may stay open (SSE), so reads wait long.
-_HTTP_TIMEOUT: Final = httpx2.Timeout(30.0, read=300.0)
 
 
 @attrs.define
@@ -61,16 +58,19 @@ class StderrTail:
 
 @contextlib.asynccontextmanager
 async def connect(
-    name: str, server: ServerConfig, tail: StderrTail, config: McpConfig
+    name: str, server: ServerConfig, tail: StderrTail, config: McpConfig, on_refused: Callable[[str], None]
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """The server's (read, write) streams, for as long as the block runs."""
+    """The server's (read, write) streams, for as long as the block runs.
+
+    Over HTTP, *on_refused* hears why an answer was refused (too large...): the
+    connection is to end (over stdio, the read stream itself carries the error).
+    """
     purpose = f"the MCP server {name!r}"
     if server.url:
         headers = {key: resolve(value, purpose) for key, value in server.headers.items()}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=_HTTP_TIMEOUT) as client,
-            streamable_http_client(server.url, http_client=client, terminate_on_close=True) as streams,
-        ):
+        async with http_connection(
+            server.url, headers, max_message_bytes=config.max_message_bytes, on_refused=on_refused
+        ) as streams:
             yield streams
         return
     env = {key: resolve(value, purpose) for key, value in server.env.items()}

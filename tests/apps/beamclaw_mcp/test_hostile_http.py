@@ -1,0 +1,43 @@
+"""A compromised HTTP MCP server answering far too much: read only to the cap, and let go.
+
+Each attack (see `hostile_http`) answers a call with 200 MB: the call fails saying why,
+the daemon's memory grows by about the cap (1 MB here) rather than by the answer, the
+connection is made anew (a restart, with backoff) and the next call is served.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from typing import Any
+
+import pytest
+
+from .conftest import RunMcp
+from .hostile_http import ATTACKS, serve_hostile
+
+_CAP = 1_000_000
+_ANSWER = 200_000_000
+_TOO_LARGE = "the server sent a message larger than 1,000,000 bytes (mcp.max_message_bytes)"
+_COMPRESSED = "the server sent a compressed answer (gzip), which was not asked for"
+
+
+@pytest.mark.parametrize("attack", ATTACKS)
+async def test_a_huge_answer_is_read_only_to_the_cap_and_ends_the_connection(run_mcp: RunMcp, attack: str) -> None:
+    reason = _COMPRESSED if attack == "gzip" else _TOO_LARGE
+    table: dict[str, Any] = {"max_message_bytes": _CAP, "ping_interval_seconds": 600}
+    async with serve_hostile(attack, _ANSWER) as server:
+        table["servers"] = {"evil": {"url": server.url}}
+        async with run_mcp(table) as m:
+            await m.until("evil", lambda s: s.state == "ready")
+            tracemalloc.start()
+            try:
+                result = await m.call("mcp__evil__attack", {})
+                _, peak = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert result.is_error and reason in result.text, result.text
+            assert peak < 8 * _CAP, f"{peak:,} bytes allocated while reading the answer"
+            assert server.sent < _ANSWER // 4  # the reading stopped; the rest was never asked for
+            status = await m.until("evil", lambda s: s.restarts >= 1 and s.state == "ready")
+            assert reason in status.last_error
+            assert (await m.call("mcp__evil__add", {})).text == "ok"
