@@ -65,8 +65,7 @@ def decide(
         if autonomy is Autonomy.READ_ONLY:
             return Decision.DENY, f"{reason}, and this agent is read_only"
         return Decision.ASK, reason
-    allowed = allow_key(tool, args) in allowlist if args is not None else False
-    if not tool.requires_approval or allowed or autonomy is Autonomy.FULL:
+    if not tool.requires_approval or allow_key(tool, args) in allowlist or autonomy is Autonomy.FULL:
         return Decision.APPROVE, ""
     if autonomy is Autonomy.READ_ONLY:
         return Decision.DENY, f"{name} needs approval, and this agent is read_only"

@@ -200,7 +200,10 @@ class Session(sv.GenServer):
     def _submit(self, run: Run, state: _State) -> str:
         word = APPROVAL_WORDS.get(run.text.strip().lower())
         if word is not None:
-            if state.pending_approval is None or run.origin != state.approval_origin:
+            if state.pending_approval is None:
+                run.finish(TurnResult("There is nothing waiting for approval.", ok=False))
+                return "no_approval"
+            if run.origin != state.approval_origin:
                 # A /yes through another channel (another client of the same user id, an
                 # MCP host's model) approves nothing: only where the question was asked.
                 run.finish(TurnResult("There is nothing waiting for approval here.", ok=False))

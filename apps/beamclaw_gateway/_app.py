@@ -26,6 +26,8 @@ from werkzeug.exceptions import HTTPException
 from ._a2a_routes import a2a_api
 from ._browser_guard import BrowserGuard, Refusal
 from ._config import GatewayConfig, principals_of
+from ._connections import RETRY_AFTER as CAP_RETRY_AFTER
+from ._connections import ConnectionCap
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
@@ -213,6 +215,7 @@ def create_app(
     limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
+    sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client)
 
     def check(method: str, headers: Any, remote: str | None, path: str) -> Principal | Refusal:
         """Who the request is (or why it is turned away): Host and Origin, the token, the role."""
@@ -270,13 +273,23 @@ def create_app(
         found = screen("GET", websocket.headers, websocket.remote_addr, websocket.path,
                        lambda who: header_user(websocket.headers.get("X-User-Id"), who))  # fmt: skip
         if isinstance(found, Principal):
-            g.beamclaw_principal = found
-            return None
+            full = sockets.take(websocket.remote_addr)
+            if full is None:
+                g.beamclaw_principal = found
+                g.beamclaw_socket_counted = True
+                return None
+            found = Refusal(503, "too_many_connections", full, {"Retry-After": str(CAP_RETRY_AFTER)})
         response = refused(found)
         # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
         # or the client's next request on it goes unanswered.
         response.headers["Connection"] = "close"
         return response
+
+    @app.teardown_websocket
+    async def count_the_close(_: BaseException | None) -> None:
+        if getattr(g, "beamclaw_socket_counted", False):
+            g.beamclaw_socket_counted = False
+            sockets.give_back(websocket.remote_addr)
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:

@@ -32,6 +32,9 @@ class HttpConfig:
     max_body_bytes: int = 1_000_000
     max_ws_message_bytes: int = 512_000
     max_user_chars: int = 32_000
+    #: Open WebSockets in all, and per client address; the excess is refused (503).
+    max_ws_connections: int = 512
+    max_ws_connections_per_client: int = 64
 
 
 @attrs.frozen
@@ -174,6 +177,8 @@ def _check_limits(config: GatewayConfig) -> None:
         "gateway.http.max_body_bytes": config.http.max_body_bytes,
         "gateway.http.max_ws_message_bytes": config.http.max_ws_message_bytes,
         "gateway.http.max_user_chars": config.http.max_user_chars,
+        "gateway.http.max_ws_connections": config.http.max_ws_connections,
+        "gateway.http.max_ws_connections_per_client": config.http.max_ws_connections_per_client,
         "gateway.rate_limit.requests": config.rate_limit.requests,
         "gateway.rate_limit.requests_per_address": config.rate_limit.address_requests,
         "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,

@@ -14,6 +14,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from ._app import create_app
 from ._config import GatewayConfig, HttpConfig
+from ._connections import raise_open_file_limit, websocket_compression_off
 from ._mcp_endpoint import MCP_PATH, CoreBackend
 from ._mcp_server import Conversations, agents_server
 from ._rate_limit import ClientLimiter
@@ -75,6 +76,8 @@ async def _with_mcp(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...
 
 
 async def _serve(app: Any, config: GatewayConfig, task_status: Any) -> None:
+    raise_open_file_limit()
+    websocket_compression_off()
     hyper = Config()
     hyper.bind = [f"{config.http.host}:{config.http.port}"]
     hyper.accesslog = None

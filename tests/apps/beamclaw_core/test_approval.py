@@ -16,7 +16,10 @@ ECHO = Reply(tool_calls=(Call("bash", {"command": "echo ran"}, id="b1"),))
 def test_the_policy_order() -> None:
     bash, jq = BashTool(), JqTool()
     assert core.decide(jq, Autonomy.READ_ONLY, set())[0] is core.Decision.APPROVE
-    assert core.decide(bash, Autonomy.SUPERVISED, {"bash"})[0] is core.Decision.APPROVE
+    # /always allows a command tool's very command, not the tool: a name allows nothing more.
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash"}, {"command": "ls"})[0] is core.Decision.ASK
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash\x00ls"}, {"command": "ls"})[0] is core.Decision.APPROVE
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash\x00ls"}, '{"command": "ls; id"}')[0] is core.Decision.ASK
     assert core.decide(bash, Autonomy.FULL, set())[0] is core.Decision.APPROVE
     assert core.decide(bash, Autonomy.SUPERVISED, set())[0] is core.Decision.ASK
     decision, reason = core.decide(bash, Autonomy.READ_ONLY, {"bash"})
@@ -66,6 +69,39 @@ async def test_always_adds_to_the_session_allowlist(run_core: RunCore) -> None:
         assert (await core.send_message(session, "second", second)).text == "two"
         assert second.sent == []  # not asked again
         assert [m.content for m in await core.history(session) if m.role == "tool"] == ["exit code: 0\nran"] * 2
+
+
+async def test_always_allows_what_was_asked_not_every_later_command(run_core: RunCore) -> None:
+    other = Reply(tool_calls=(Call("bash", {"command": "echo ran; id"}, id="b2"),))
+    async with run_core(ECHO, Reply("one"), other, Reply("two")) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "first", channel)
+        await wait_for(lambda: bool(channel.sent))
+        assert "(allow this very command for the rest of this conversation)" in channel.sent[0]
+        await core.send_message(session, "/always", core.CollectingChannel())
+        assert (await run.wait()).text == "one"
+        second = core.CollectingChannel()
+        run = await core.submit(session, "second", second)
+        await wait_for(lambda: bool(second.sent))  # another command: asked again
+        assert second.sent[0].startswith('Approve bash with {"command": "echo ran; id"}?')
+        await core.send_message(session, "/no", core.CollectingChannel())
+        assert (await run.wait()).text == "two"
+
+
+async def test_yes_through_another_channel_approves_nothing_and_the_owner_may_answer(run_core: RunCore) -> None:
+    async with run_core(ECHO, Reply("one")) as r:
+        session = await r.open()
+        channel = core.CollectingChannel()
+        run = await core.submit(session, "first", channel)
+        await wait_for(lambda: bool(channel.sent))
+        elsewhere = await core.open_session(session.user_id, session.agent_id, "mcp")
+        refused = await core.send_message(elsewhere, "/yes", core.CollectingChannel())
+        assert (refused.ok, refused.text) == (False, "There is nothing waiting for approval here.")
+        assert run.result is None
+        assert await core.answer_approval(elsewhere, "yes") == "yes"  # the owner's explicit answer
+        assert (await run.wait()).text == "one"
+        assert await core.answer_approval(elsewhere, "yes") == "none"
 
 
 async def test_read_only_denies_without_asking_and_full_runs_without_asking(run_core: RunCore) -> None:

@@ -69,8 +69,10 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
                               "compact_to_pct": 10}}  # fmt: skip
     async with run_core(*steps, provider={"context_window": 2000, "max_retries": 0}, **upkeep) as r:
         ada = await r.open("local:ada")
-        for n in range(3):
-            await core.send_message(ada, f"tell me more {n}", core.CollectingChannel())
+        # Queued at once: a conversation with runs waiting is never idle, however slow the machine.
+        runs = [await core.submit(ada, f"tell me more {n}", core.CollectingChannel()) for n in range(3)]
+        for run in runs:
+            await run.wait()
         await wait_for(lambda: any(e.name == "session_sleep" for e in r.events))
         summarised = await core.history(ada)
         assert summarised[0].content == f"{core.SUMMARY_HEADER}\nThey talked at length."

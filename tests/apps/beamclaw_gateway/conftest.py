@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import os
 import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -43,6 +45,29 @@ class Gateway:
 
 
 RunGateway = Callable[..., AbstractAsyncContextManager[Gateway]]
+
+
+async def ws_upgrade(port: int, headers: dict[str, str] | None = None) -> tuple[bytes, trio.SocketStream]:
+    """A WebSocket handshake to /ws by hand: the response's head (lowercase) and the open stream.
+
+    By hand, since a client library hides what a refused handshake answered (and may leave
+    its socket to the garbage collector).
+    """
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    key = base64.b64encode(os.urandom(16)).decode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    await stream.send_all(
+        f"GET /ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n".encode()
+    )
+    answer = b""
+    with trio.fail_after(60):
+        while b"\r\n\r\n" not in answer:
+            chunk = await stream.receive_some()
+            if not chunk:
+                break
+            answer += chunk
+    return answer.split(b"\r\n\r\n")[0].lower(), stream
 
 
 @pytest.fixture

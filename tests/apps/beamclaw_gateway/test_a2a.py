@@ -188,7 +188,8 @@ async def test_records_stored_raw_before_are_scrubbed_on_the_way_out_and_kept(ru
             1.0,
         )
         with sqlite3.connect(g.home / "a2a.db") as db:
-            db.execute("INSERT INTO tasks (id, context_id, state, request, reply, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)", raw)
+            columns = "id, context_id, state, request, reply, created_at, updated_at"
+            db.execute(f"INSERT INTO tasks ({columns}) VALUES (?, ?, ?, ?, ?, ?, ?)", raw)
         got = await _rpc(g, "GetTask", {"id": "old-task"})
         assert GITHUB_TOKEN not in json.dumps(got)
         assert got["result"]["history"][0]["parts"][0]["text"] == "old request with [REDACTED]"
