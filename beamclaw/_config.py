@@ -33,34 +33,6 @@ def default_config_path() -> Path:
     return Path(__file__).resolve().parent.parent / "config.toml"
 
 
-def data_dir(create: bool = False) -> Path:
-    """``$BEAMCLAW_HOME``, else ``~/.beamclaw``; with *create*, made (mode 0700) if missing.
-
-    A path that cannot be the data dir (a file, a directory that cannot be created or
-    written) raises ConfigError naming it and the variable, so that every command
-    says so in one line instead of failing later with an OSError traceback.
-    """
-    variable = os.environ.get("BEAMCLAW_HOME")
-    home = Path(variable).expanduser() if variable else Path.home() / ".beamclaw"
-    where = f"the data dir {home} ({'BEAMCLAW_HOME' if variable else 'the default; set BEAMCLAW_HOME to move it'})"
-    fix = "point BEAMCLAW_HOME at a directory you can write"
-    try:
-        nearest = next(path for path in (home, *home.parents) if path.exists())
-    except OSError as exc:
-        raise ConfigError(f"{where} cannot be reached: {exc.strerror}; {fix}") from None
-    if not nearest.is_dir():
-        what = "is not a directory" if nearest == home else f"cannot be created: {nearest} is not a directory"
-        raise ConfigError(f"{where} {what}; {fix}")
-    if create:
-        try:
-            home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"{where} cannot be created: {exc.strerror}; {fix}") from None
-        if not os.access(home, os.W_OK | os.X_OK):
-            raise ConfigError(f"{where} is not writable; {fix}")
-    return home
-
-
 def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     """Read and check the configuration at *path* (default: the project's config.toml).
 

@@ -22,7 +22,8 @@ from loguru import logger
 
 import supervision as sv
 
-from ._config import data_dir, default_config_path, register_secrets
+from ._config import default_config_path, register_secrets
+from ._data_dir import data_dir
 from ._describe import describe
 from ._root import build_tree
 
@@ -46,9 +47,11 @@ def run_daemon(config: dict[str, Any], config_path: Path | None = None) -> Any:
     """Start the enabled apps and serve until SIGINT or SIGTERM; return the exit reason.
 
     *config_path* is the file *config* was read from (the project's config.toml when
-    None); SIGHUP and `beamclaw reload` read it again. Raises ConfigError for an
-    unusable data dir, and `sv.StartError` or `sv.MaxIntensity` (each with a one-line
-    note) when the tree fails.
+    None); SIGHUP and `beamclaw reload` read it again. Before anything starts, the
+    data dir is made private and the umask owner-only (`data_dir`), so every database,
+    log, index and socket of every app is the owner's alone. Raises ConfigError for an
+    unusable data dir (or another user's), and `sv.StartError` or `sv.MaxIntensity`
+    (each with a one-line note) when the tree fails.
     """
     home = data_dir(create=True)
     with daemon_lock(home):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -138,6 +139,11 @@ def _route_standard_logging() -> None:
         root.setLevel(min(root.level or logging.WARNING, logging.WARNING))
 
 
+def _owner_only(path: str, flags: int) -> int:
+    """`open`'s opener for a file only its owner may read (0600)."""
+    return os.open(path, flags, 0o600)
+
+
 class LogBackend(Backend):
     def setup(self, log_file: Path | None, level: str) -> int | None:
         install_scrubbing_patcher()
@@ -146,6 +152,7 @@ class LogBackend(Backend):
         if log_file is None:
             return None
         log_file.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        log_file.parent.chmod(0o700)  # the logs quote conversations: the owner's alone, whoever made the folder
         # diagnose=False: loguru would print the values of the local variables of every
         # frame of a logged traceback, which the scrubber (it sees the message) never
         # sees and which may hold a credential. backtrace=True keeps the frames above
@@ -160,6 +167,7 @@ class LogBackend(Backend):
             encoding="utf-8",
             diagnose=False,
             backtrace=True,
+            opener=_owner_only,  # this file and every rotated one, whatever the umask
         )
 
     def handle_event(self, event: ObsEvent, state: int | None) -> None:
