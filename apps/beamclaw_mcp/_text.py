@@ -3,16 +3,26 @@
 A tool's description reaches the model in every request and the operator's terminal in
 `beamclaw mcp tools`. Escape sequences in it move a terminal's cursor, retitle its
 window or write its clipboard (OSC 52); bidi overrides and zero-width characters show a
-reader one text while the model reads another. So a server's text loses its control
-characters (C0 but the line feed and tab, DEL, C1), its format characters (bidi
+reader one text while the model reads another. So a server's text loses its escape
+sequences whole (CSI, OSC and the like, in their ESC and C1 forms), then every other
+control character (C0 but the line feed and tab, DEL, C1), its format characters (bidi
 controls, zero-width characters, tags...) and lone surrogates (which no encoder writes).
 """
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from typing import Any, Final
 
+#: A terminal's escape sequence: a CSI (``ESC [`` or C1 ``CSI``, parameters, a final
+#: byte), a string command (OSC, DCS, SOS, PM, APC, up to its terminator, or to the end
+#: of the text if it has none, as a terminal reads it), or ``ESC`` and its next bytes.
+_SEQUENCE: Final = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
 #: The Unicode categories whose characters act rather than show: control, format, surrogate.
 _HIDDEN: Final = frozenset({"Cc", "Cf", "Cs"})
 #: Control characters a description may hold: they only break and indent its lines.
@@ -22,9 +32,11 @@ _PROSE_KEYS: Final = frozenset({"description", "title"})
 
 
 def visible(text: str) -> str:
-    """*text* without its control, format and surrogate characters (line feeds and tabs stay)."""
+    """*text* without its escape sequences, control, format and surrogate characters (line
+    feeds and tabs stay)."""
     if text.isprintable():  # the common case, checked in C
         return text
+    text = _SEQUENCE.sub("", text)
     return "".join(ch for ch in text if ch in _KEPT or unicodedata.category(ch) not in _HIDDEN)
 
 

@@ -3,7 +3,9 @@
 A real HTTP/1.1 server (no framework would send what this one sends): it serves the
 handshake and a well-behaved tool ``add``, and answers a call of the tool ``attack``
 with an answer far larger than any client should read, made as it is sent (the server
-itself holds one chunk):
+itself holds one chunk). Its tool ``chatty`` is well-behaved but talkative: its answer
+is an event stream of `CHATTY_EVENTS` log messages of 64 KB each (CRLF line ends),
+then the result ``chatty done``. The attacks:
 
 - ``json``: a JSON body without Content-Length (chunked), that goes on and on;
 - ``json-announced``: the same with a Content-Length that announces it;
@@ -24,11 +26,13 @@ import attrs
 import trio
 
 ATTACKS: Final = ("json", "json-announced", "sse-event", "sse-line", "gzip")
+CHATTY_EVENTS: Final = 100
 _CHUNK: Final = b"x" * 65_536
 _VERSION: Final = "2025-06-18"
 _TOOLS: Final = [
     {"name": "add", "description": "Well-behaved.", "inputSchema": {"type": "object"}},
     {"name": "attack", "description": "Answers too much.", "inputSchema": {"type": "object"}},
+    {"name": "chatty", "description": "Answers at length, in events.", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -72,6 +76,9 @@ class _Handler:
         if message["method"] == "tools/call" and message["params"]["name"] == "attack":
             await self._attack(stream, message["id"])
             return False
+        if message["method"] == "tools/call" and message["params"]["name"] == "chatty":
+            await _chatty(stream, message["id"])
+            return False
         result = _result(message)
         await _send_json(stream, 200, json.dumps({"jsonrpc": "2.0", "id": message["id"], **result}).encode())
         return True
@@ -112,6 +119,17 @@ class _Handler:
             yield deflate.flush()
         else:
             yield from _body(head, self.size, tail)
+
+
+async def _chatty(stream: trio.SocketStream, request_id: Any) -> None:
+    """Many events, each well under a client's bound, together well over it."""
+    log = {"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "x" * 65_536}}
+    result = {"jsonrpc": "2.0", "id": request_id, "result": {"content": [{"type": "text", "text": "chatty done"}]}}
+    await stream.send_all(_head(200, "text/event-stream"))
+    for message in [log] * CHATTY_EVENTS + [result]:
+        event = b"event: message\r\ndata: %s\r\n\r\n" % json.dumps(message).encode()
+        await stream.send_all(b"%x\r\n%s\r\n" % (len(event), event))
+    await stream.send_all(b"0\r\n\r\n")
 
 
 def _body(head: bytes, size: int, tail: bytes) -> Iterator[bytes]:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
 import trio
 
 from .conftest import RunMcp, stdio
+from .hostile_stdio import FLOOD
 from .test_stdio import _alive
 
 ROOT = Path(__file__).parents[3]
@@ -117,3 +119,66 @@ async def _until_dead(pid: int) -> None:
     with trio.fail_after(20):
         while _alive(pid):
             await trio.sleep(0.05)
+
+
+def hostile(mode: str, log: Path, **table: Any) -> dict[str, Any]:
+    """A server table running `hostile_stdio` in *mode*, its log in *log*."""
+    command = [sys.executable, "-m", "tests.apps.beamclaw_mcp.hostile_stdio", mode, str(log)]
+    return {"command": command, "cwd": str(ROOT), **table}
+
+
+async def test_a_flood_of_list_changed_lists_the_tools_no_more_often_than_the_interval(
+    run_mcp: RunMcp, tmp_path: Path
+) -> None:
+    """Thousands of notifications a second, within one interval: not one listing more."""
+    log = tmp_path / "flood.log"
+    async with run_mcp({"relist_interval_seconds": 3600, "servers": {"flood": hostile("flood", log)}}) as m:
+        await m.until("flood", lambda s: s.state == "ready")
+        with trio.fail_after(60):
+            while f"flooded {FLOOD}" not in log.read_text():
+                await trio.sleep(0.05)
+        # The server answers after its last notification: once answered, all were read.
+        assert (await m.call("mcp__flood__ok", {})).text == "called"
+        assert log.read_text().splitlines().count("list") == 1  # the handshake's
+        assert (await m.status("flood")).restarts == 0
+
+
+async def test_after_a_flood_of_list_changed_the_last_change_is_seen(run_mcp: RunMcp, tmp_path: Path) -> None:
+    """The notifications are coalesced, not dropped: the tool added before the last one
+    is offered (relist_interval_seconds is 1 s by default)."""
+    log = tmp_path / "flood.log"
+    async with run_mcp({"servers": {"flood": hostile("flood", log)}}) as m:
+        await m.until("flood", lambda s: "mcp__flood__late" in s.tools)
+        assert f"flooded {FLOOD}" in log.read_text().splitlines()
+        assert (await m.call("mcp__flood__late", {})).text == "called"
+        assert (await m.status("flood")).restarts == 0
+
+
+async def test_tool_descriptions_lose_what_would_act_instead_of_showing(run_mcp: RunMcp, tmp_path: Path) -> None:
+    """Escape sequences (a clipboard write, a screen clear), C1 and bidi controls reach
+    neither the model nor the terminal; line feeds and tabs stay."""
+    async with run_mcp({"servers": {"esc": hostile("escapes", tmp_path / "esc.log")}}) as m:
+        status = await m.until("esc", lambda s: s.state == "ready")
+        definition = (await m.tool("mcp__esc__read")).definition
+        assert definition.description == "[MCP server esc] Reads a file.\nSafe\tto call."
+        schema = definition.parameters
+        assert schema["title"] == "Args"
+        assert schema["properties"]["path"]["description"] == "Where to read.\n\tRelative."
+        assert schema["properties"]["description"]["description"] == "A field named so."
+        assert schema["properties"]["description"]["enum"] == ["a", "b"]  # data the server checks: kept
+        assert status.tools == ["mcp__esc__read"]
+        (skipped,) = status.skipped
+        assert skipped == "evil: its name holds control or format characters (escape sequences, bidi overrides...)"
+        shown = "".join(_strings([definition.description, schema, status.skipped]))
+        assert not [char for char in shown if char not in "\n\t" and unicodedata.category(char) in {"Cc", "Cf"}]
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in *value*, keys included, at any depth."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for key, item in value.items() for text in (*_strings(key), *_strings(item))]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from .conftest import RunMcp
-from .hostile_http import ATTACKS, serve_hostile
+from .hostile_http import ATTACKS, CHATTY_EVENTS, serve_hostile
 
 _CAP = 1_000_000
 _ANSWER = 200_000_000
@@ -41,3 +41,14 @@ async def test_a_huge_answer_is_read_only_to_the_cap_and_ends_the_connection(run
             status = await m.until("evil", lambda s: s.restarts >= 1 and s.state == "ready")
             assert reason in status.last_error
             assert (await m.call("mcp__evil__add", {})).text == "ok"
+
+
+async def test_an_event_stream_is_bounded_by_event_not_by_its_length(run_mcp: RunMcp) -> None:
+    """Many events, each under the cap, together far over it: all read, the call answered."""
+    async with serve_hostile("json", _ANSWER) as server:
+        table = {"max_message_bytes": _CAP, "servers": {"chatty": {"url": server.url}}}
+        async with run_mcp(table) as m:
+            await m.until("chatty", lambda s: s.state == "ready")
+            assert CHATTY_EVENTS * 65_536 > 4 * _CAP
+            assert (await m.call("mcp__chatty__chatty", {})).text == "chatty done"
+            assert (await m.status("chatty")).restarts == 0
