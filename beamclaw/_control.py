@@ -10,7 +10,9 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "stop"}                                   -> stop the daemon as SIGTERM would
     {"cmd": "env_names"}                              -> the variables the configuration names
     {"cmd": "reload", "env": {VAR: value, ...}}       -> re-read the configuration (see `_reload`)
-    {"cmd": "chat", "user": U, "agent": A, "text": T} -> drafts and messages, then the reply
+    {"cmd": "chat", "user": U, "agent": A, "text": T, "channel": "cli|mcp"?}
+                                                      -> drafts and messages, then the reply (an MCP
+                                                         host's is "mcp": its /yes answers only its own)
     {"cmd": "history", "user": U, "agent": A}         -> {"type": "history", "session": {...}, "messages": [...]}
     {"cmd": "history", "session": PREFIX}             -> the same, for a session `sessions` listed
     {"cmd": "open", "user": U, "agent": A}            -> {"type": "session", "session": {...}}
@@ -20,6 +22,9 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "mcp", "action": "restart", "server": S}  -> start a server again (a failed one too)
     {"cmd": "reset", "user": U, "agent": A}           -> forget the conversation (/new)
     {"cmd": "interrupt", "user": U, "agent": A}       -> stop the turn being worked on (/stop, Ctrl-C)
+    {"cmd": "approve", "session": PREFIX, "answer": "yes|no|always"}
+                                                      -> answer the approval the conversation waits
+                                                         for, whichever channel asked (the owner's word)
     {"cmd": "context", "user": U, "agent": A}         -> context window use
     {"cmd": "scheduler", "action": "list", "all": B}  -> the jobs (done ones too with all)
     {"cmd": "scheduler", "action": "add", "user": U, "agent": A, "kind": K, "spec": S, "timezone": Z,
@@ -241,11 +246,19 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return {"type": "reset", "dropped": await core.reset_session(handle)}
         case "interrupt":
             return {"type": "interrupted", "stopped": await core.stop_turn(await _session(request))}
+        case "approve":
+            answer = _text_field(request, "answer")
+            if answer not in {"yes", "no", "always"}:
+                raise _BadRequest('"answer" must be "yes", "no" or "always"')
+            return {"type": "approved", "answer": await core.answer_approval(await _session(request), answer)}
         case "context":
             usage = await core.context_usage(await _session(request))
             return {"type": "context", "used": usage.used, "window": usage.window, "messages": usage.messages}
         case "chat":
-            handle = await _session(request)
+            channel = request.get("channel", "cli")
+            if channel not in {"cli", "mcp"}:
+                raise _BadRequest('"channel" must be "cli" or "mcp"')
+            handle = await _session(request, channel)
             text = core.truncated(_text_field(request, "text"))
             result = await core.send_message(handle, text, _StreamChannel(connection))
             return {"type": "reply", "ok": result.ok, "text": result.text}
@@ -403,12 +416,12 @@ async def _follow(connection: _Connection, user: str) -> dict[str, Any]:
     return {"type": "followed"}
 
 
-async def _session(request: dict[str, Any]) -> core.SessionHandle:
+async def _session(request: dict[str, Any], channel: str = "cli") -> core.SessionHandle:
     """The conversation a request names: ``session`` (an id prefix), else ``user`` with ``agent``."""
     try:
         if "session" in request:
             return await core.reopen_session(await core.find_session(_text_field(request, "session")))
-        return await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), "cli")
+        return await core.open_session(_text_field(request, "user"), _text_field(request, "agent"), channel)
     except (core.InvalidAgentName, core.SessionNotFound) as exc:
         raise _BadRequest(str(exc)) from None
 

@@ -1,4 +1,4 @@
-"""Commands that talk to the running daemon: chat, history, tree, status, stop, kill."""
+"""Commands that talk to the running daemon: chat, history, tree, status, stop, kill, approve."""
 
 from __future__ import annotations
 
@@ -192,6 +192,15 @@ async def stop(args: argparse.Namespace) -> int:
 async def kill(args: argparse.Namespace) -> int:
     answer = await ask({"cmd": "kill", "path": args.path})
     print(f"killed {answer['path']} ({answer['pid']}); its supervisor restarts it: see `beamclaw tree`")
+    return 0
+
+
+async def approve(args: argparse.Namespace) -> int:
+    answer = await ask({"cmd": "approve", "session": args.session, "answer": args.answer})
+    if answer["answer"] == "none":
+        print("beamclaw: that conversation is not waiting for an approval", file=sys.stderr)
+        return 1
+    print(f"answered {answer['answer']}")
     return 0
 
 

@@ -40,6 +40,7 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "kill": _daemon_commands.kill,
     "sessions": _daemon_commands.sessions,
     "reload": _daemon_commands.reload,
+    "approve": _daemon_commands.approve,
     "tui": tui,
 }
 
@@ -143,6 +144,17 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw kill 3f9a1c2b/loop", "beamclaw kill core/sessions_sup/3f9a1c2b/loop", "beamclaw kill gateway/http"],
     )
     kill.add_argument("path", help="child ids from the root, or SESSION/loop (prefixes do)")
+    approve = add_command(
+        commands,
+        "approve",
+        "answer a tool approval a conversation waits for, whichever channel asked",
+        "Answer, as the owner, the approval a conversation is waiting for, whichever channel "
+        "asked (Telegram, the HTTP API, an MCP host). A `/yes` sent as a message approves only "
+        "through the channel that asked; this is the owner's explicit answer.",
+        ["beamclaw approve 3f9a1c2b yes", "beamclaw approve 3f9a1c2b no"],
+    )
+    approve.add_argument("session", help="a session id (or its first characters) from `beamclaw sessions`")
+    approve.add_argument("answer", choices=["yes", "no", "always"], help="the answer")
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)

@@ -96,7 +96,9 @@ class _ControlBackend:
     nursery: trio.Nursery
 
     async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending) -> None:
-        request = control_request({"cmd": "chat", "user": user, "agent": agent, "text": message}, raw=True)
+        request = control_request(
+            {"cmd": "chat", "user": user, "agent": agent, "text": message, "channel": "mcp"}, raw=True
+        )
         first = await anext(request)  # the daemon has taken it (or refused: said at once)
         if first.get("type") == "error":
             raise ValueError(str(first["error"]))
@@ -121,7 +123,7 @@ class _ControlBackend:
         self.nursery.start_soon(follow)
 
     async def answer(self, agent: str, user: str, word: str) -> None:
-        await ask({"cmd": "chat", "user": user, "agent": agent, "text": word})
+        await ask({"cmd": "chat", "user": user, "agent": agent, "text": word, "channel": "mcp"})
 
     async def agents(self) -> list[str]:
         return core.agent_names(beamclaw.data_dir(), core.CoreConfig().default_agent)
@@ -130,9 +132,14 @@ class _ControlBackend:
 async def serve(args: argparse.Namespace) -> int:
     """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
     user = user_id(args)
+
+    def speaker(agent: str, name: str, headers: object) -> str:
+        """The owner's ``--user`` by default; a name the host's model gives, an ``mcp:`` user only."""
+        return gateway.LOCAL.mcp_user(name) if name else user
+
     async with trio.open_nursery() as nursery:
         conversations = gateway.McpConversations(_ControlBackend(nursery), args.agent)
-        await gateway.agents_server(conversations, default_user=user).run_stdio_async()
+        await gateway.agents_server(conversations, speaker=speaker).run_stdio_async()
         nursery.cancel_scope.cancel()
     return 0
 

@@ -23,7 +23,7 @@ from ._browser_guard import Refusal
 from ._config import GatewayConfig, principals_of
 from ._http_api import error_body
 from ._mcp_server import Pending
-from ._principals import Forbidden, Principal, Principals
+from ._principals import Principal, Principals
 
 MCP_PATH = "/mcp"
 #: The header that carries the principal's name from this endpoint to the tool.
@@ -63,16 +63,13 @@ class CoreBackend:
 
     def speaker(self, agent: str, user: str, headers: Any) -> str:
         """The ``mcp:`` user a ``chat`` call speaks as, for the principal the endpoint found;
-        `ValueError` (said to the host) for one outside its reach."""
+        `Forbidden` (a `ValueError`, said to the host) for one outside its reach."""
         name = (headers or {}).get(PRINCIPAL_HEADER, "")
         who = self.principals.named(name) if name else None
         if who is None:  # not through the endpoint's checks: nobody
             raise ValueError("this call did not come through the gateway's checks")
-        try:
-            who.check_agent(agent or self.config.default_agent)
-            return who.mcp_user(user)
-        except Forbidden as exc:
-            raise ValueError(str(exc)) from None
+        who.check_agent(agent or self.config.default_agent)
+        return who.mcp_user(user)
 
     async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
         handle = await self._open(agent, user)

@@ -132,12 +132,10 @@ class Conversations:
 Speaker = Callable[[str, str, Mapping[str, str] | None], str]
 
 
-def agents_server(
-    conversations: Conversations, default_user: str = "mcp:host", speaker: Speaker | None = None
-) -> MCPServer[Any]:
-    """The MCP server of BeamClaw's agents (`chat` and `agents`); *default_user* speaks when
-    a call names no user, unless a *speaker* decides who speaks (the gateway's: the
-    request's principal's ``mcp:`` users only)."""
+def agents_server(conversations: Conversations, speaker: Speaker) -> MCPServer[Any]:
+    """The MCP server of BeamClaw's agents (`chat` and `agents`); *speaker* decides who each
+    ``chat`` call speaks as (the gateway's: the request's principal's ``mcp:`` users only;
+    over stdio: the owner's ``--user``, or an ``mcp:`` user the host names)."""
     server: MCPServer[Any] = MCPServer("beamclaw", instructions=_INSTRUCTIONS, log_level="WARNING")
 
     @server.tool()
@@ -146,8 +144,7 @@ def agents_server(
         conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
         chat again with /yes, /no or /always."""
         try:
-            who = speaker(agent, user, ctx.headers) if speaker is not None else user or default_user
-            return await conversations.chat(message, agent, who)
+            return await conversations.chat(message, agent, speaker(agent, user, ctx.headers))
         except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
             raise ToolError(str(exc)) from None
 

@@ -45,7 +45,7 @@ class Role(enum.IntEnum):
     ADMIN = 3
 
 
-class Forbidden(Exception):
+class Forbidden(ValueError):
     """The principal may not do what the request asks; the message says what (an HTTP 403)."""
 
 
