@@ -11,7 +11,9 @@ then the result ``chatty done``. The attacks:
 - ``json-announced``: the same with a Content-Length that announces it;
 - ``sse-event``: an event stream whose one event never ends (line after line);
 - ``sse-line``: an event stream whose one line never ends;
-- ``gzip``: a gzip bomb: a few kilobytes on the wire, the whole body once inflated.
+- ``gzip``: a gzip bomb: a few kilobytes on the wire, the whole body once inflated;
+- ``listen``: (no call needed) the event stream a client opens with GET for the
+  server's own messages carries one endless event.
 """
 
 from __future__ import annotations
@@ -66,6 +68,11 @@ class _Handler:
         if method == "DELETE":
             await _send_json(stream, 200, b"")
             return True
+        if method == "GET" and self.attack == "listen":
+            await stream.send_all(_head(200, "text/event-stream"))
+            for piece in self._pieces(b"", b""):
+                await stream.send_all(b"%x\r\n%s\r\n" % (len(piece), piece))
+            return False
         if method != "POST":
             await _send_json(stream, 405, b"")
             return True
@@ -105,7 +112,7 @@ class _Handler:
         await stream.send_all(b"0\r\n\r\n")
 
     def _pieces(self, head: bytes, tail: bytes) -> Iterator[bytes]:
-        if self.attack == "sse-event":
+        if self.attack in {"sse-event", "listen"}:
             yield b"event: message\ndata: " + head + b"\n"
             for piece in _body(b"", self.size, b""):
                 yield b"data: " + piece + b"\n"  # line after line, never the empty line that ends an event

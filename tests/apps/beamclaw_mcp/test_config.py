@@ -45,6 +45,7 @@ def test_a_name_that_would_blur_a_tool_name_is_refused(name: str) -> None:
         (_server(comand=["typo"]), "comand"),
         ({"max_message_bytes": 0}, "mcp.max_message_bytes must be more than 0"),
         ({"max_tools_per_server": -1}, "mcp.max_tools_per_server must be more than 0"),
+        ({"relist_interval_seconds": 0}, "mcp.relist_interval_seconds must be more than 0"),
         ({"max_restarts": -1}, "mcp.max_restarts must be 0 or more"),
     ],
 )

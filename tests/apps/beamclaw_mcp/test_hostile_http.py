@@ -52,3 +52,12 @@ async def test_an_event_stream_is_bounded_by_event_not_by_its_length(run_mcp: Ru
             assert CHATTY_EVENTS * 65_536 > 4 * _CAP
             assert (await m.call("mcp__chatty__chatty", {})).text == "chatty done"
             assert (await m.status("chatty")).restarts == 0
+
+
+async def test_an_endless_event_on_the_servers_own_stream_ends_the_connection(run_mcp: RunMcp) -> None:
+    """The stream a client listens on (GET) is counted too, though no call waits on it."""
+    async with serve_hostile("listen", _ANSWER) as server:
+        table = {"max_message_bytes": _CAP, "servers": {"evil": {"url": server.url}}}
+        async with run_mcp(table) as m:
+            status = await m.until("evil", lambda s: s.restarts >= 1)
+            assert _TOO_LARGE in status.last_error
