@@ -26,6 +26,16 @@ from beamclaw_obs import _held_secrets
 
 
 @pytest.fixture(autouse=True)
+def _umask_of_this_test_only() -> Iterator[None]:
+    """The daemon's start and the CLI's writing commands set the process umask to 077 (so
+    everything they write is owner-only); run in-process, they must not set it for later tests."""
+    umask = os.umask(0o022)
+    os.umask(umask)
+    yield
+    os.umask(umask)
+
+
+@pytest.fixture(autouse=True)
 def _held_secrets_of_this_test_only() -> Iterator[None]:
     with _held_secrets._lock:
         saved = (
