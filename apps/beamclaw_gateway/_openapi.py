@@ -29,7 +29,8 @@ def _errors(*codes: int) -> dict[str, Any]:
     reasons = {
         400: "bad request",
         401: "no or wrong gateway token",
-        403: "an Origin not in gateway.http.allowed_origins, or a cross-site request without one",
+        403: "the token's role or reach does not cover this route, user or agent; or an Origin not in "
+        "gateway.http.allowed_origins, or a cross-site request without one",
         404: "not found",
         413: "body too large",
         415: "the body is not application/json",
@@ -119,7 +120,9 @@ DOCUMENT: Final[dict[str, Any]] = {
         "title": "BeamClaw gateway",
         "version": "1",
         "description": "The HTTP API of a BeamClaw daemon. Every route but /health needs "
-        "'Authorization: Bearer <gateway token>' when a token is configured.",
+        "'Authorization: Bearer <token>' when a token is configured. The token decides the principal: its role "
+        "(viewer: the GET routes of metadata; operator: chat, /ws, /a2a, /mcp; admin: anything) and the users "
+        "and agents it may act as; a request never names its own role.",
     },
     "components": {
         "schemas": {"Error": _ERROR},
