@@ -82,11 +82,14 @@ async def running_daemon(config: Path, home: Path) -> AsyncIterator[trio.Process
 STARTED: list[trio.Process] = []
 
 
-async def start_daemon(config: Path, home: Path) -> trio.Process:
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-        env=environment(home), stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+async def start_daemon(config: Path, home: Path, stderr: Path | None = None, umask: int = -1) -> trio.Process:
+    """A daemon answering on its control socket; its stderr to *stderr* (else nowhere),
+    started under *umask* when one is given."""
+    with stderr.open("wb") if stderr is not None else open(os.devnull, "wb") as sink:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
+            env=environment(home), stderr=sink, umask=umask,
+        )  # fmt: skip
     STARTED.append(process)
     with trio.fail_after(30):
         while not await ping(home):

@@ -25,7 +25,7 @@ import trio
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import STARTED, control, environment, ping, write_config
+from .daemon import control, environment, start_daemon, write_config
 
 #: The umask most systems start sessions with: files 0644, folders 0755.
 COMMON_UMASK = 0o022
@@ -48,20 +48,6 @@ def _home_made_by_the_user(tmp_path: Path) -> Path:
     return home
 
 
-async def _start_under_common_umask(config: Path, home: Path, stderr: Path) -> trio.Process:
-    with stderr.open("wb") as sink:
-        process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
-            env=environment(home), stderr=sink, umask=COMMON_UMASK,
-        )  # fmt: skip
-    STARTED.append(process)
-    with trio.fail_after(30):
-        while not await ping(home):
-            assert process.poll() is None, "the daemon exited during start-up"
-            await trio.sleep(0.05)
-    return process
-
-
 def _steps() -> Iterator[Reply]:
     yield Reply(tool_calls=(Call("write_file", {"path": "plans.md", "content": "the secret plans"}, id="w1"),))
     yield Reply("Written down.")
@@ -73,7 +59,7 @@ async def test_nothing_the_daemon_writes_is_open_to_other_users(tmp_path: Path) 
     async with scripted_model(*_steps(), repeat=Reply("ok")) as model:
         config = write_config(tmp_path, model)
         port = config.read_text().split("port = ")[1].split()[0]
-        daemon = await _start_under_common_umask(config, home, tmp_path / "stderr")
+        daemon = await start_daemon(config, home, tmp_path / "stderr", umask=COMMON_UMASK)
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
                 chat = {"model": "default", "messages": [{"role": "user", "content": "note my secret plans"}]}

@@ -349,8 +349,8 @@ async def test_no_new_user_namespaces_inside(daemon: Daemon) -> None:
     assert "unshare=1" in result.text
 
 
-async def test_the_jail_dies_with_the_daemon(tmp_path: Path) -> None:
-    """kill -9 of the process that started a jail takes the jail down with it."""
+async def _jailing_process(tmp_path: Path, marker: str) -> trio.Process:
+    """Another process that runs ``sleep MARKER`` in a jail on the workspace ``tmp_path/ws``."""
     (tmp_path / "ws").mkdir()
     program = (
         "import sys, trio\n"
@@ -358,10 +358,15 @@ async def test_the_jail_dies_with_the_daemon(tmp_path: Path) -> None:
         "from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config\n"
         "async def main():\n"
         "    jail = BubblewrapJail(parse_sandbox_config({}))\n"
-        "    await jail.run(['sleep', '1000.9191'], workspace=Path(sys.argv[1]), timeout=100, output_limit=100)\n"
+        "    await jail.run(['sleep', sys.argv[2]], workspace=Path(sys.argv[1]), timeout=100, output_limit=100)\n"
         "trio.run(main)\n"
     )
-    process = await trio.lowlevel.open_process([sys.executable, "-c", program, str(tmp_path / "ws")])
+    return await trio.lowlevel.open_process([sys.executable, "-c", program, str(tmp_path / "ws"), marker])
+
+
+async def test_the_jail_dies_with_the_daemon(tmp_path: Path) -> None:
+    """kill -9 of the process that started a jail takes the jail down with it."""
+    process = await _jailing_process(tmp_path, "1000.9191")
     try:
         with trio.fail_after(20):
             while not _host_processes("1000.9191"):
@@ -466,17 +471,7 @@ async def test_a_prompt_file_that_is_a_link_stops_the_jail_with_the_fix(daemon: 
 
 
 async def test_an_etc_copy_left_by_a_kill_9_is_removed_at_the_next_start(tmp_path: Path) -> None:
-    (tmp_path / "ws").mkdir()
-    program = (
-        "import sys, trio\n"
-        "from pathlib import Path\n"
-        "from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config\n"
-        "async def main():\n"
-        "    jail = BubblewrapJail(parse_sandbox_config({}))\n"
-        "    await jail.run(['sleep', '1000.7373'], workspace=Path(sys.argv[1]), timeout=100, output_limit=100)\n"
-        "trio.run(main)\n"
-    )
-    process = await trio.lowlevel.open_process([sys.executable, "-c", program, str(tmp_path / "ws")])
+    process = await _jailing_process(tmp_path, "1000.7373")
     pattern = f"beamclaw-jail-etc-{process.pid}-*"
     try:
         with trio.fail_after(20):  # the copy is made before the jail starts
