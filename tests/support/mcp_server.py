@@ -13,8 +13,7 @@ Over stdio (``python -m tests.support.mcp_server [--mode MODE]``) or streamable 
 - ``big(size)``: a result of *size* characters;
 - ``broken``: a tool whose input schema is not a JSON schema (the host must skip it).
 
-Modes: ``normal``; ``crash`` (writes a line on stderr and exits before answering);
-``hang`` (never answers ``initialize``).
+Modes: ``normal``; ``crash`` (writes a line on stderr and exits before answering).
 """
 
 from __future__ import annotations
@@ -106,14 +105,11 @@ def http_app() -> Any:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="An MCP server for BeamClaw's tests.")
-    parser.add_argument("--mode", choices=["normal", "crash", "hang"], default="normal")
+    parser.add_argument("--mode", choices=["normal", "crash"], default="normal")
     mode = parser.parse_args().mode
     if mode == "crash":
         print("test-server: cannot open /nonexistent/config.json", file=sys.stderr, flush=True)
         raise SystemExit(3)
-    if mode == "hang":
-        print("test-server: waiting for something that never comes", file=sys.stderr, flush=True)
-        anyio.run(anyio.sleep_forever)
     build().run()
 
 

@@ -66,9 +66,12 @@ async def test_a_kill_9_mid_call_fails_the_call_at_once_and_the_server_comes_bac
 
 
 async def test_a_server_that_never_finishes_initialize_is_retried(run_mcp: RunMcp) -> None:
-    table = {"init_timeout_seconds": 0.5, "servers": {"stuck": stdio("--mode", "hang")}}
+    # A shell, not the Python test server: its line on stderr comes well within the
+    # handshake's timeout however loaded the machine (importing the SDK may not).
+    hang = ["sh", "-c", "echo 'test-server: waiting for something that never comes' >&2; exec sleep 3600"]
+    table = {"init_timeout_seconds": 0.5, "servers": {"stuck": {"command": hang}}}
     async with run_mcp(table) as m:
-        status = await m.until("stuck", lambda s: s.restarts >= 2)
+        status = await m.until("stuck", lambda s: s.restarts >= 2 and "never comes" in s.stderr)
         assert status.state in {"restarting", "connecting", "failed"}
         assert "the handshake (initialize, tools/list) took more than 0.5 s" in status.last_error
         assert "waiting for something that never comes" in status.stderr
