@@ -2,12 +2,15 @@
 
 Every request, WebSocket handshakes included, first passes `BrowserGuard` (its Host,
 Origin and Content-Type: no DNS rebinding, no cross-site request). Every route but
-/health then needs the gateway token as a Bearer header when one is configured
-(compared in constant time; never in a URL), and falls under two sliding-window rate
-limits, one per client address and one per address and user (the user a request speaks
-for: a chat completion's ``user`` field, else ``X-User-Id``; each WebSocket message's
-``user`` too), answered with 429 and Retry-After. Bodies are capped at ``max_body_bytes`` (413, answered by `_BodyLimit`
-before Quart sees the request), WebSocket messages at ``max_ws_message_bytes``.
+/health then has a principal (`beamclaw_gateway._principals`): the token of its Bearer
+header (compared in constant time; never in a URL) decides who it is, its role must
+cover the route (`needed_role`, else 403), and the routes refuse a user or agent outside
+its reach. Then two sliding-window rate limits, one per client address and one per
+address and user (the user a request speaks for: a chat completion's ``user`` field,
+else ``X-User-Id``; each WebSocket message's ``user`` too), answered with 429 and
+Retry-After; open WebSockets are capped (`ConnectionCap`). Bodies are capped at
+``max_body_bytes`` (413, answered by `_BodyLimit` before Quart sees the request),
+WebSocket messages at ``max_ws_message_bytes``.
 """
 
 from __future__ import annotations
