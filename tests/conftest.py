@@ -18,11 +18,11 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
+from beamclaw_obs import _held_secrets
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")
-
-from beamclaw_obs import _held_secrets
 
 
 @pytest.fixture(autouse=True)

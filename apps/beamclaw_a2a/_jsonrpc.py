@@ -21,7 +21,7 @@ import beamclaw_obs as obs
 from ._card import agent_card
 from ._config import A2AConfig
 from ._tasks import STATES, TERMINAL, Client, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
-from ._worker import start_task, stop_task
+from ._worker import TaskTurn, start_task, stop_task
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -331,7 +331,7 @@ class A2AService:
                 blocking = _flag(configuration, "blocking", "params.configuration")
                 record: TaskRecord = await task_call("create", context_id, text, client)
                 _, receive = await task_call("watch", record.id, client)
-                await start_task(record.id, client.user(context_id), self.config.agent, text)
+                await start_task(TaskTurn(record.id, client, context_id, self.config.agent, text))
                 if action == "stream":
                     return _events(shape, record, receive)
                 if return_at_once or blocking is False:

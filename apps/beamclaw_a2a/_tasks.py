@@ -57,17 +57,21 @@ _OWNER_COLUMN: Final = "ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT
 class Client:
     """Who sends an A2A request, as the gateway decided (never the request itself)."""
 
-    #: The principal's name: the tasks it creates are its own.
+    #: The principal's name: the tasks it creates, and their conversations, are its own.
     owner: str
     #: An admin that may act as anyone: it sees every task.
     sees_all: bool = False
-    #: Put before a context id to make the conversation's user: ``""`` keeps
-    #: ``a2a:<contextId>``; ``"NAME/"`` makes ``a2a:NAME/<contextId>``, so two clients
-    #: with the same context id never share a conversation.
-    namespace: str = ""
 
     def user(self, context_id: str) -> str:
-        return f"a2a:{self.namespace}{context_id}"
+        """The conversation of a context: ``a2a:<owner>/<contextId>``, so two clients with
+        the same context id never share one (a context id is the remote agent's choice)."""
+        return f"a2a:{self.owner}/{context_id}"
+
+    @property
+    def origin(self) -> str:
+        """Where its runs come from (see `beamclaw_core.submit`): only its own ``/yes``
+        answers an approval one of its turns asked for."""
+        return f"a2a:{self.owner}"
 
     @property
     def scope(self) -> str | None:

@@ -9,27 +9,40 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Final
 
+import attrs
 import trio
 from loguru import logger
 
 import beamclaw_core as core
 import supervision as sv
 
-from ._tasks import task_call
+from ._tasks import Client, task_call
 
 WORKERS: Final = "beamclaw_a2a.workers"
 #: The most a stopped worker waits for its run to be told to stop.
 _STOP_WAIT: Final = 5.0
 
 
-async def _run(task_id: str, user: str, agent: str, text: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+@attrs.frozen
+class TaskTurn:
+    """What a task's worker runs: *text* as a turn of *client*'s conversation of *context_id*."""
+
+    task_id: str
+    client: Client
+    context_id: str
+    agent: str
+    text: str
+
+
+async def _run(turn: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     task_status.started()
+    task_id = turn.task_id
     await task_call("update", task_id, "working", "")
     handle: core.SessionHandle | None = None
     run: core.Run | None = None
     try:
-        handle = await core.open_session(user, agent, "a2a")
-        run = await core.submit(handle, text, core.CollectingChannel())
+        handle = await core.open_session(turn.client.user(turn.context_id), turn.agent, "a2a")
+        run = await core.submit(handle, turn.text, core.CollectingChannel(), origin=turn.client.origin)
         result = await run.wait()
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally
         logger.opt(exception=exc).warning("a2a task {} failed", task_id)
@@ -46,9 +59,9 @@ async def _run(task_id: str, user: str, agent: str, text: str, task_status: Any 
     await task_call("update", task_id, "completed" if result.ok else "failed", result.text)
 
 
-async def start_task(task_id: str, user: str, agent: str, text: str) -> None:
-    """Run *text* as a turn of *user*'s conversation with *agent*, recording it in the task."""
-    spec = sv.ChildSpec(task_id, _run, args=(task_id, user, agent, text), restart=sv.TEMPORARY, shutdown=0)
+async def start_task(turn: TaskTurn) -> None:
+    """Start the worker of a task, recording its turn's end in the task."""
+    spec = sv.ChildSpec(turn.task_id, _run, args=(turn,), restart=sv.TEMPORARY, shutdown=0)
     await sv.start_child(WORKERS, spec)
 
 

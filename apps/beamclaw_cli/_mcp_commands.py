@@ -95,7 +95,7 @@ class _ControlBackend:
 
     nursery: trio.Nursery
 
-    async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending) -> None:
+    async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending, origin: str) -> None:
         request = control_request(
             {"cmd": "chat", "user": user, "agent": agent, "text": message, "channel": "mcp"}, raw=True
         )
@@ -122,7 +122,7 @@ class _ControlBackend:
 
         self.nursery.start_soon(follow)
 
-    async def answer(self, agent: str, user: str, word: str) -> None:
+    async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
         await ask({"cmd": "chat", "user": user, "agent": agent, "text": word, "channel": "mcp"})
 
     async def agents(self) -> list[str]:
@@ -133,9 +133,10 @@ async def serve(args: argparse.Namespace) -> int:
     """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
     user = user_id(args)
 
-    def speaker(agent: str, name: str, headers: object) -> str:
-        """The owner's ``--user`` by default; a name the host's model gives, an ``mcp:`` user only."""
-        return gateway.LOCAL.mcp_user(name) if name else user
+    def speaker(agent: str, name: str, headers: object) -> tuple[str, str]:
+        """The owner's ``--user`` by default; a name the host's model gives, one of the
+        owner's own ``mcp:local`` users only. The control socket's "mcp" channel is the origin."""
+        return (gateway.LOCAL.mcp_user(name) if name else user), "mcp"
 
     async with trio.open_nursery() as nursery:
         conversations = gateway.McpConversations(_ControlBackend(nursery), args.agent)

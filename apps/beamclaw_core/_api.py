@@ -100,14 +100,16 @@ async def submit(
     images: tuple[str, ...] = (),
     *,
     autonomy: Autonomy | None = None,
+    origin: str | None = None,
 ) -> Run:
     """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
     ``await run.wait()`` for the answer. *autonomy* lowers the agent's for this run.
 
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing, when
-    it was asked through the same channel (``handle.channel``).
+    it was asked from the same *origin*: the channel and, where a channel has several
+    callers, who sent it (the gateway's ``http:<principal>``); by default ``handle.channel``.
     """
-    run = Run(text, channel, images, autonomy, origin=handle.channel)
+    run = Run(text, channel, images, autonomy, origin=origin or handle.channel)
     await _submit(handle, run)
     return run
 
@@ -116,13 +118,16 @@ async def _submit(handle: SessionHandle, run: Run) -> None:
     run.owner, _ = await _session_call(handle, ("submit", run))
 
 
-async def send_message(handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = ()) -> TurnResult:
-    """Queue *text* and wait for the agent's answer (also streamed to *channel*).
+async def send_message(
+    handle: SessionHandle, text: str, channel: Channel, images: tuple[str, ...] = (), *, origin: str | None = None
+) -> TurnResult:
+    """Queue *text* and wait for the agent's answer (also streamed to *channel*); *origin*
+    as for `submit`.
 
     If the session process is killed outright (it gets no chance to answer its
     queue), the run ends with an error instead of waiting for ever.
     """
-    run = Run(text, channel, images, origin=handle.channel)
+    run = Run(text, channel, images, origin=origin or handle.channel)
     await _submit(handle, run)
     return await run.wait()
 

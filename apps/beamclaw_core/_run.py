@@ -67,8 +67,9 @@ class Run:
     #: At most this autonomy for the run (a scheduled job's ``default_autonomy``); None
     #: leaves the agent's own.
     autonomy: Autonomy | None = None
-    #: The channel it came through (``cli``, ``http``, ``telegram``...): an approval is
-    #: answered only from the channel of the run that asked.
+    #: Where it came from: the channel (``cli``, ``telegram``...), with the caller where a
+    #: channel has several (``http:<principal>``). An approval is answered only from the
+    #: origin of the run that asked.
     origin: str = ""
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:16])
     result: TurnResult | None = None

@@ -40,10 +40,9 @@ async def card() -> Response:
 
 
 def client_of(who: Principal) -> a2a.Client:
-    """The A2A client a principal is: its tasks are its own; an admin that may act as
-    anyone sees all, and keeps the unprefixed ``a2a:<contextId>`` conversations."""
-    open_to_all = who.unscoped and who.role is Role.ADMIN
-    return a2a.Client(who.name, sees_all=open_to_all, namespace="" if who.unscoped else f"{who.name}/")
+    """The A2A client a principal is: its tasks and conversations are its own; an admin
+    that may act as anyone sees every task."""
+    return a2a.Client(who.name, sees_all=who.unscoped and who.role is Role.ADMIN)
 
 
 @a2a_api.post("/a2a")

@@ -34,7 +34,7 @@ from ._connections import ConnectionCap
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
-from ._principals import Principal, Role
+from ._principals import LOCAL, Principal, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
 from ._turns import header_user
@@ -199,6 +199,13 @@ _VIEWER_ROUTES: Final = frozenset({
 })  # fmt: skip
 
 
+def _socket_client(who: Principal, address: str | None) -> str:
+    """Whose share of the open WebSockets a new one counts against: its token's, from any
+    address (a token cannot take every slot by connecting from many); with no token, its
+    address's."""
+    return f"address {address}" if who is LOCAL else f"token {who.name}"
+
+
 def needed_role(method: str, path: str) -> Role:
     """The least role a route needs (the open paths need none: see `_OPEN_PATHS`)."""
     return Role.VIEWER if (method, path) in _VIEWER_ROUTES else Role.OPERATOR
@@ -276,10 +283,11 @@ def create_app(
         found = screen("GET", websocket.headers, websocket.remote_addr, websocket.path,
                        lambda who: header_user(websocket.headers.get("X-User-Id"), who))  # fmt: skip
         if isinstance(found, Principal):
-            full = sockets.take(websocket.remote_addr)
+            client = _socket_client(found, websocket.remote_addr)
+            full = sockets.take(client)
             if full is None:
                 g.beamclaw_principal = found
-                g.beamclaw_socket_counted = True
+                g.beamclaw_socket_counted = client
                 return None
             found = Refusal(503, "too_many_connections", full, {"Retry-After": str(CAP_RETRY_AFTER)})
         response = refused(found)
@@ -290,9 +298,10 @@ def create_app(
 
     @app.teardown_websocket
     async def count_the_close(_: BaseException | None) -> None:
-        if getattr(g, "beamclaw_socket_counted", False):
-            g.beamclaw_socket_counted = False
-            sockets.give_back(websocket.remote_addr)
+        client = getattr(g, "beamclaw_socket_counted", None)
+        if client is not None:
+            g.beamclaw_socket_counted = None
+            sockets.give_back(client)
 
     @app.errorhandler(HTTPException)
     async def http_error(exc: HTTPException) -> Response:

@@ -17,6 +17,10 @@ from ._principals import Principal, Principals, Role, TokenSource, _TokenFile
 
 #: A token's name: it becomes part of user ids (``api:NAME/alice``), so it is short and plain.
 _TOKEN_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
+#: Names a token may not have: the legacy admin token's and the token-less principal's (their
+#: conversations are ``mcp:admin``, ``a2a:local/...``), and ``anonymous`` (an admin's ``api:`` user
+#: when it names none).
+_RESERVED_NAMES: Final = frozenset({"admin", "local", "anonymous"})
 
 
 @attrs.frozen
@@ -226,10 +230,10 @@ def principals_of(config: GatewayConfig) -> Principals:
     if legacy is not None and legacy.get_optional() is not None:
         tokens.append((TokenSource(env=legacy.env), Principal("admin", Role.ADMIN, None)))
     for name, entry in config.auth.tokens.items():
-        if not _TOKEN_NAME.fullmatch(name) or (name == "admin" and tokens and tokens[0][1].name == "admin"):
+        if not _TOKEN_NAME.fullmatch(name) or name in _RESERVED_NAMES:
             raise ValueError(
-                f"gateway.auth.tokens.{name}: a token's name is 1 to 32 lowercase letters, digits, '-' or '_' "
-                "(and 'admin' is [gateway.http] token's)"
+                f"gateway.auth.tokens.{name}: a token's name is 1 to 32 lowercase letters, digits, '-' or '_', "
+                f"and not one of {', '.join(sorted(_RESERVED_NAMES))}"
             )
         role = Role[entry.role.upper()]
         users = _patterns(entry.users, f"gateway.auth.tokens.{name}.users")

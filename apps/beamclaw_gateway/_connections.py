@@ -1,9 +1,9 @@
 """What keeps the daemon answering everyone while some clients hold many connections.
 
-- `ConnectionCap`: open WebSockets are capped per client address and in all; the
-  excess is refused at the upgrade (503 with Retry-After, the connection closed), so
-  a thousand idle sockets from one client leave file descriptors for ``/health`` and
-  every other client. Idle HTTP connections need no cap: hypercorn closes a
+- `ConnectionCap`: open WebSockets are capped per client (its token, or with no token
+  its address) and in all; the excess is refused at the upgrade (503 with Retry-After,
+  the connection closed), so a thousand idle sockets from one client leave file
+  descriptors for ``/health`` and every other client. Idle HTTP connections need no cap: hypercorn closes a
   keep-alive connection that stays quiet for ``keep_alive_timeout`` seconds.
 - `raise_open_file_limit`: the soft limit on open files goes up to the hard one
   (1,024 by default on many systems, where each socket is one).
@@ -30,7 +30,7 @@ RETRY_AFTER: Final = 5
 
 @attrs.define
 class ConnectionCap:
-    """Open WebSockets, per client address and in all (see the module's docstring)."""
+    """Open WebSockets, per client and in all (see the module's docstring)."""
 
     total: int
     per_client: int
@@ -40,21 +40,19 @@ class ConnectionCap:
     def count(self) -> int:
         return sum(self._open.values())
 
-    def take(self, client: str | None) -> str | None:
+    def take(self, client: str) -> str | None:
         """Count one more connection of *client*; or, over a cap, say why not (nothing counted)."""
-        key = client or ""
+        if self._open[client] >= self.per_client:
+            return f"this client has {self.per_client} WebSockets open, the most one client may; close one first"
         if self.count >= self.total:
             return f"the gateway has {self.total} WebSockets open, its most; retry later"
-        if self._open[key] >= self.per_client:
-            return f"this client has {self.per_client} WebSockets open, the most one client may; close one first"
-        self._open[key] += 1
+        self._open[client] += 1
         return None
 
-    def give_back(self, client: str | None) -> None:
-        key = client or ""
-        self._open[key] -= 1
-        if self._open[key] <= 0:
-            del self._open[key]
+    def give_back(self, client: str) -> None:
+        self._open[client] -= 1
+        if self._open[client] <= 0:
+            del self._open[client]
 
 
 def raise_open_file_limit() -> int:

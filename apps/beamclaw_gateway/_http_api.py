@@ -271,7 +271,7 @@ async def chat_completions() -> Response:
     if body.get("stream"):
         return await _stream(handle, text, model, bool((body.get("stream_options") or {}).get("include_usage")))
     channel = core.CollectingChannel()
-    result = await core.send_message(handle, text, channel)
+    result = await core.send_message(handle, text, channel, origin=principal().origin("http"))
     failure = turn_failure(result)
     if failure is not None:
         status, headers = failure
@@ -300,7 +300,7 @@ async def _stream(handle: core.SessionHandle, text: str, model: str, include_usa
     """Server-Sent Events of the turn; a turn that fails before its first event is an
     HTTP error instead (the usual case: the model unreachable, its key missing), and
     one that fails later ends the stream with an error event, as OpenAI's does."""
-    turn = run_events(handle, text)
+    turn = run_events(handle, text, principal().origin("http"))
     first = [await anext(turn)]
     while first[-1]["type"] == "typing":
         first = [await anext(turn)]

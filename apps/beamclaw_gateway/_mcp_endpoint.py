@@ -61,20 +61,20 @@ class CoreBackend:
         name = core.check_agent_exists(self.data_dir, agent or self.config.default_agent, self.config.default_agent)
         return await core.open_session(user, name, "mcp")
 
-    def speaker(self, agent: str, user: str, headers: Any) -> str:
-        """The ``mcp:`` user a ``chat`` call speaks as, for the principal the endpoint found;
-        `Forbidden` (a `ValueError`, said to the host) for one outside its reach."""
+    def speaker(self, agent: str, user: str, headers: Any) -> tuple[str, str]:
+        """The ``mcp:`` user a ``chat`` call speaks as, and its origin, for the principal the
+        endpoint found; `Forbidden` (a `ValueError`, said to the host) for one outside its reach."""
         name = (headers or {}).get(PRINCIPAL_HEADER, "")
         who = self.principals.named(name) if name else None
         if who is None:  # not through the endpoint's checks: nobody
             raise ValueError("this call did not come through the gateway's checks")
         who.check_agent(agent or self.config.default_agent)
-        return who.mcp_user(user)
+        return who.mcp_user(user), who.origin("mcp")
 
-    async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
+    async def start(self, agent: str, user: str, message: str, pending: Pending, origin: str) -> None:
         handle = await self._open(agent, user)
         text = core.truncated(message, self.config.http.max_user_chars)
-        run = await core.submit(handle, text, _PendingChannel(pending))
+        run = await core.submit(handle, text, _PendingChannel(pending), origin=origin)
 
         async def finish() -> None:
             result = await run.wait()
@@ -82,8 +82,8 @@ class CoreBackend:
 
         self.nursery.start_soon(finish)
 
-    async def answer(self, agent: str, user: str, word: str) -> None:
-        await core.send_message(await self._open(agent, user), word, core.CollectingChannel())
+    async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
+        await core.send_message(await self._open(agent, user), word, core.CollectingChannel(), origin=origin)
 
     async def agents(self) -> list[str]:
         return core.agent_names(self.data_dir, self.config.default_agent)

@@ -70,11 +70,12 @@ class Pending:
 class Backend(Protocol):
     """How the MCP server reaches the agents: core itself (the gateway), or the control socket."""
 
-    async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
-        """Submit *message* as a run; tell *pending* what it says, until its end (in the background)."""
+    async def start(self, agent: str, user: str, message: str, pending: Pending, origin: str) -> None:
+        """Submit *message* as a run from *origin*; tell *pending* what it says, until its end
+        (in the background)."""
 
-    async def answer(self, agent: str, user: str, word: str) -> None:
-        """Answer the approval the run waits for."""
+    async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
+        """Answer the approval the run waits for (from *origin*: only the asking one's counts)."""
 
     async def agents(self) -> list[str]: ...
 
@@ -85,17 +86,19 @@ class Conversations:
 
     backend: Backend
     default_agent: str
-    runs: dict[tuple[str, str], Pending] = attrs.field(factory=dict)
+    runs: dict[tuple[str, str, str], Pending] = attrs.field(factory=dict)
 
-    async def chat(self, message: str, agent: str, user: str) -> str:
-        """The run's next word for *message*; a bare *user* is put in the ``mcp:`` namespace.
+    async def chat(self, message: str, agent: str, user: str, origin: str = "mcp") -> str:
+        """The run's next word for *message* from *origin* (the caller: each has runs of its
+        own, and only its own ``/yes`` answers them); a bare *user* is put in the ``mcp:``
+        namespace.
 
         Raises `ValueError` (said to the host) for a bad user or agent, or when
         `MAX_RUNS` conversations are waiting for answers.
         """
         agent = agent or self.default_agent
         user = core.check_user_id(user if ":" in user else f"mcp:{user}")
-        key = (agent, user)
+        key = (agent, user, origin)
         pending = self.runs.get(key)
         if pending is not None and not pending.finished:
             if message.strip().lower() not in APPROVALS:
@@ -103,12 +106,12 @@ class Conversations:
                     f"The agent is still waiting for an answer to: {pending.last_question}\n"
                     "Reply /yes, /no or /always first."
                 )
-            await self.backend.answer(agent, user, message.strip())
+            await self.backend.answer(agent, user, message.strip(), origin)
         else:
             self._make_room()
             pending = self.runs[key] = Pending.open()
             try:
-                await self.backend.start(agent, user, message, pending)
+                await self.backend.start(agent, user, message, pending, origin)
             except BaseException:
                 del self.runs[key]
                 raise
@@ -127,9 +130,10 @@ class Conversations:
             raise ValueError(f"{MAX_RUNS} conversations are waiting for an approval; answer one of them first")
 
 
-#: Who a ``chat`` call speaks as, from its agent, its ``user`` argument and the request's
-#: headers (None over stdio); raises `ValueError` for a user the caller may not be.
-Speaker = Callable[[str, str, Mapping[str, str] | None], str]
+#: Who a ``chat`` call speaks as, and from where, from its agent, its ``user`` argument and
+#: the request's headers (None over stdio): ``(user id, origin)``; raises `ValueError` for a
+#: user the caller may not be.
+Speaker = Callable[[str, str, Mapping[str, str] | None], tuple[str, str]]
 
 
 def agents_server(conversations: Conversations, speaker: Speaker) -> MCPServer[Any]:
@@ -144,7 +148,7 @@ def agents_server(conversations: Conversations, speaker: Speaker) -> MCPServer[A
         conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
         chat again with /yes, /no or /always."""
         try:
-            return await conversations.chat(message, agent, speaker(agent, user, ctx.headers))
+            return await conversations.chat(message, agent, *speaker(agent, user, ctx.headers))
         except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
             raise ToolError(str(exc)) from None
 

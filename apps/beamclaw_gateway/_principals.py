@@ -15,8 +15,10 @@ How a name becomes a user id:
 - any other principal's bare names live under its own name: token ``web`` sending
   ``alice`` speaks as ``api:web/alice``, and with no user as ``api:web``; a namespaced
   id (``local:ada``) must match its ``users`` patterns;
-- A2A contexts and MCP users are in their own namespaces, under the principal's name
-  unless it may act as anyone (`Principal.a2a_user`, `Principal.mcp_user`).
+- A2A contexts and MCP users are in their own namespaces, always under the principal's
+  name, an admin's too: a remote agent chooses a context id and an MCP host's model a
+  user, so neither may reach another principal's conversation (`beamclaw_a2a.Client`,
+  `Principal.mcp_user`).
 """
 
 from __future__ import annotations
@@ -74,7 +76,7 @@ class Principal:
 
     @property
     def unscoped(self) -> bool:
-        """Whether it may act as any user (and so keeps the unprefixed namespaces)."""
+        """Whether it may act as any user (and so keeps the unprefixed ``api:`` names)."""
         return self.users is None
 
     def may_act_as(self, user_id: str) -> bool:
@@ -98,6 +100,12 @@ class Principal:
             raise Forbidden(f"this token may not use agent {agent!r}")
         return agent
 
+    def origin(self, channel: str) -> str:
+        """Where a run of this principal comes from: only a ``/yes`` from the same origin
+        answers an approval one of its runs asked for (another token acting as the same
+        user, an admin among them, approves nothing with a chat message)."""
+        return f"{channel}:{self.name}"
+
     def user_for(self, name: str | None) -> str:
         """The API user id a request's *name* stands for (unchecked: see `check_user`)."""
         if not name:
@@ -110,21 +118,17 @@ class Principal:
             return name
         return f"api:{name}" if self.unscoped else f"api:{self.name}/{name}"
 
-    def a2a_user(self, context_id: str) -> str:
-        """The conversation of an A2A context: its own per principal, so another token's
-        client continuing the same ``contextId`` never reaches it."""
-        return f"a2a:{context_id}" if self.unscoped else f"a2a:{self.name}/{context_id}"
-
     def mcp_user(self, name: str) -> str:
-        """The user an MCP host's ``chat`` call speaks as: always an ``mcp:`` user, whatever
-        the token's role, since the host's model fills that argument (a prompt-injected
-        host must not reach the owner's terminal conversation or its approvals)."""
-        own = "mcp:host" if self.unscoped else f"mcp:{self.name}"
-        if not name:
+        """The user an MCP host's ``chat`` call speaks as: always one of this principal's
+        own ``mcp:`` users (``mcp:NAME``, ``mcp:NAME/<name>``), whatever its role, since
+        the host's model fills that argument (a prompt-injected host must not reach the
+        owner's terminal conversation, another token's, or their approvals)."""
+        own = f"mcp:{self.name}"
+        if not name or name == own:
             return own
         if ":" not in name:
-            return f"mcp:{name}" if self.unscoped else f"{own}/{name}"
-        if name.startswith("mcp:") and (self.unscoped or name == own or name.startswith(own + "/")):
+            return f"{own}/{name}"
+        if name.startswith(own + "/"):
             return name
         raise Forbidden(f"the chat tool speaks only as {own} users, not as {name!r}")
 

@@ -97,14 +97,15 @@ def agent_for(model: Any, data_dir: Path, default_agent: str, principal: Princip
     return name
 
 
-async def run_events(handle: core.SessionHandle, text: str) -> AsyncGenerator[dict[str, Any], None]:
-    """Submit *text* and yield the run's events, ending with ``{"type": "done", "result": TurnResult}``.
+async def run_events(handle: core.SessionHandle, text: str, origin: str) -> AsyncGenerator[dict[str, Any], None]:
+    """Submit *text* (from *origin*: see `beamclaw_core.submit`) and yield the run's events,
+    ending with ``{"type": "done", "result": TurnResult}``.
 
     A failed turn's text comes as a ``failed`` event (not as a draft), so a client can
     be answered with an error rather than with the error as the assistant's words.
     """
     channel, events = StreamChannel.open()
-    run = await core.submit(handle, text, channel)
+    run = await core.submit(handle, text, channel, origin=origin)
     async with events:
         while True:
             event = None

@@ -67,7 +67,7 @@ async def chat_socket() -> None:
 
     async def run(handle: core.SessionHandle, message_id: str, text: str) -> None:
         await send(type="run_started", id=message_id, session=handle.id)
-        async for event in run_events(handle, text):
+        async for event in run_events(handle, text, who.origin("ws")):
             kind = event.pop("type")
             if kind == "done":
                 result: core.TurnResult = event["result"]

@@ -16,7 +16,7 @@ class _AskingBackend:
     started: list[tuple[str, str]] = attrs.field(factory=list)
     waiting: dict[str, Pending] = attrs.field(factory=dict)
 
-    async def start(self, agent: str, user: str, message: str, pending: Pending) -> None:
+    async def start(self, agent: str, user: str, message: str, pending: Pending, origin: str) -> None:
         self.started.append((agent, user))
         if self.ask:
             self.waiting[user] = pending
@@ -24,7 +24,7 @@ class _AskingBackend:
         else:
             pending.ended(True, f"echo {message}")
 
-    async def answer(self, agent: str, user: str, word: str) -> None:
+    async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
         self.waiting.pop(user).ended(True, f"answered {word}")
 
     async def agents(self) -> list[str]:
@@ -46,7 +46,7 @@ async def test_waiting_runs_are_bounded_and_answering_one_makes_room() -> None:
         assert await conversations.chat("go", "", f"u{n}") == f"Approve for mcp:u{n}?"
     with pytest.raises(ValueError, match=f"{MAX_RUNS} conversations are waiting for an approval"):
         await conversations.chat("go", "", "one-too-many")
-    assert ("default", "mcp:one-too-many") not in conversations.runs
+    assert ("default", "mcp:one-too-many", "mcp") not in conversations.runs
     assert await conversations.chat("/yes", "", "u0") == "answered /yes"
     assert await conversations.chat("go", "", "one-too-many") == "Approve for mcp:one-too-many?"
 

@@ -236,7 +236,7 @@ async def test_the_mcp_chat_tool_speaks_only_as_the_tokens_mcp_users(
             while not collected.sent:
                 await trio.sleep(0.02)
         async with _mcp(g, BOB) as mcp:
-            for user in ("local:owner", "api:alice", "mcp:host", "mcp:alice/x"):
+            for user in ("local:owner", "api:alice", "mcp:admin", "mcp:alice/x"):
                 refused = await mcp.call_tool("chat", {"message": "/yes", "user": user})
                 assert refused.is_error and "speaks only as mcp:bob users" in _text(refused), user
             own = await mcp.call_tool("chat", {"message": "hello", "user": "ide"})
@@ -277,6 +277,82 @@ async def test_yes_from_another_channel_of_the_same_user_approves_nothing(
         assert answers[0].json()["choices"][0]["message"]["content"].endswith("ran it")
 
 
+async def test_another_tokens_yes_approves_nothing_even_an_admins(
+    run_gateway: RunGateway, tokens: dict[str, Any]
+) -> None:
+    """The approval is bound to who asked: an admin acting as alice's user, through the
+    same channel, sends a /yes that answers nothing (the attack that found it: an admin's
+    MCP host, whose model fills the user)."""
+    steps = [Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),)), Reply("ran it")]
+    async with run_gateway(*steps, gateway_table=tokens, token=ADMIN) as g:
+        async with trio.open_nursery() as nursery:
+            answers: list[httpx.Response] = []
+
+            async def ask() -> None:
+                answers.append(await _chat(g, ALICE, "run it", user="s1"))
+
+            nursery.start_soon(ask)
+            with trio.fail_after(30):
+                while not any(e.name == "approval_requested" for e in g.events):
+                    await trio.sleep(0.02)
+            admins = await _chat(g, ADMIN, "/yes", user="api:alice/s1")
+            assert "nothing waiting for approval here" in admins.text
+            url = g.url.replace("http://", "ws://") + "/ws"
+            async with open_websocket_url(url, extra_headers=[("Authorization", f"Bearer {ADMIN}")]) as ws:
+                yes = {"type": "message", "id": "y", "text": "/yes", "user": "api:alice/s1"}
+                await ws.send_message(json.dumps(yes))
+                with trio.fail_after(30):
+                    while (event := json.loads(await ws.get_message()))["type"] != "run_completed":
+                        pass
+            assert event["ok"] is False
+            assert not any(e.name == "approval_resolved" for e in g.events)
+            assert (await _chat(g, ALICE, "/yes", user="s1")).status_code == 200  # alice's own answer
+        assert answers[0].json()["choices"][0]["message"]["content"].endswith("ran it")
+
+
+async def test_an_admins_mcp_host_and_a2a_client_reach_only_their_own_conversations(
+    run_gateway: RunGateway, tokens: dict[str, Any]
+) -> None:
+    async with run_gateway(repeat=Echo(), gateway_table=tokens, token=ADMIN) as g:
+        async with _mcp(g, ALICE) as mcp:
+            assert _text(await mcp.call_tool("chat", {"message": "alice's mcp secret", "user": "s3"})).startswith(
+                "You said"
+            )
+        async with _mcp(g, ADMIN) as mcp:
+            for user in ("mcp:alice/s3", "mcp:alice", "local:owner"):
+                refused = await mcp.call_tool("chat", {"message": "what was said?", "user": user})
+                assert refused.is_error and "speaks only as mcp:admin users" in _text(refused), user
+            assert not (await mcp.call_tool("chat", {"message": "mine", "user": "ide"})).is_error
+        message = {"messageId": "m1", "contextId": "ctx", "role": "ROLE_USER", "parts": [{"text": "alice's a2a"}]}
+        await _rpc(g, ALICE, "SendMessage", {"message": message})
+        crafted = {**message, "messageId": "m2", "contextId": "alice/ctx", "parts": [{"text": "and?"}]}
+        await _rpc(g, ADMIN, "SendMessage", {"message": crafted})
+        assert _users_seen_by_model(g)[-1] == ["and?"]  # the admin's own context: alice's words stay hers
+        users = {s.user_id for s in (await core.list_sessions())[0]}
+        assert users == {"mcp:alice/s3", "mcp:admin/ide", "a2a:alice/ctx", "a2a:admin/alice/ctx"}
+
+
+async def test_one_token_cannot_take_every_websocket(run_gateway: RunGateway, tokens: dict[str, Any]) -> None:
+    table = {**tokens, "http": {"max_ws_connections_per_client": 3, "max_ws_connections": 5}}
+    table["rate_limit"] = {"requests": 100_000}
+    async with run_gateway(repeat=Echo(), gateway_table=table, token=ADMIN) as g:
+        port = int(g.url.rsplit(":", 1)[1])
+        held: list[trio.SocketStream] = []
+        try:
+            heads = []
+            for _ in range(5):  # bob, as if from many addresses: a token's share is its own
+                head, stream = await ws_upgrade(port, {"Authorization": f"Bearer {BOB}"})
+                heads.append(head.split(b"\r\n")[0])
+                held.append(stream)
+            assert heads == [b"http/1.1 101 "] * 3 + [b"http/1.1 503 "] * 2
+            head, stream = await ws_upgrade(port, {"Authorization": f"Bearer {ALICE}"})
+            held.append(stream)
+            assert head.startswith(b"http/1.1 101")  # alice still gets in
+        finally:
+            for stream in held:
+                await stream.aclose()
+
+
 async def test_a_token_file_is_read_again_when_it_changes(
     run_gateway: RunGateway, tokens: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -306,3 +382,14 @@ def test_bad_token_tables_are_refused_naming_the_key(
     with pytest.raises(ValueError, match=r"gateway\.auth\.tokens\.web") as raised:
         gateway.parse_gateway_config({"auth": {"tokens": {"web": entry}}})
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("name", ["admin", "local", "anonymous", "Alice", "a/b", ""])
+def test_a_token_may_not_take_a_name_whose_users_are_anothers(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """``anonymous`` is an admin's user when it names none, ``admin`` and ``local`` own the
+    legacy token's and the token-less conversations: a token by those names would share them."""
+    import beamclaw_gateway as gateway
+
+    monkeypatch.setenv("ALICE_TOKEN", ALICE)
+    with pytest.raises(ValueError, match="a token's name is"):
+        gateway.parse_gateway_config({"auth": {"tokens": {name: {"token": {"env": "ALICE_TOKEN"}}}}})
