@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Final, final
 
 import attrs
+from loguru import logger
 
 from beamclaw_obs import register_secret
 
@@ -154,6 +155,11 @@ class _TokenFile:
             return None
         seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
         if seen != self._seen:
+            if stat.st_mode & 0o077:
+                logger.warning(
+                    "the token file {} can be read by other users (mode {:o}): chmod 600 it",
+                    self.path, stat.st_mode & 0o777,
+                )  # fmt: skip
             try:
                 text = self.path.read_text(encoding="utf-8").strip()
             except (OSError, UnicodeDecodeError):

@@ -12,13 +12,15 @@ backend whose jail is per session (Docker: a container per scope) adds a factory
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import supervision as sv
 from beamclaw_tools import Jail, ToolSession
 
-from ._bubblewrap import BubblewrapJail
+from ._bubblewrap import BubblewrapJail, remove_stale_copies
 from ._config import SandboxConfig
 
 #: The registered name of the jails process.
@@ -35,6 +37,9 @@ class JailServer(sv.GenServer):
 
     def init(self, config: SandboxConfig, factories: Mapping[str, JailFactory]) -> tuple[Jail, dict[str, JailFactory]]:
         sv.register(JAILS)
+        # A daemon killed with -9 left its /etc copy behind: removed at this start, not at
+        # the first command (a glob of the temp folder: cheap enough to do here).
+        remove_stale_copies(Path(tempfile.gettempdir()))
         return BubblewrapJail(config), dict(factories)
 
     def handle_call(self, request: Any, caller: sv.Caller, state: tuple[Jail, dict[str, JailFactory]]) -> sv.Reply:

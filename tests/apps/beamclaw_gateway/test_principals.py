@@ -17,6 +17,7 @@ import httpx
 import httpx2
 import pytest
 import trio
+from loguru import logger
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from trio_websocket import open_websocket_url
@@ -356,6 +357,15 @@ async def test_one_token_cannot_take_every_websocket(run_gateway: RunGateway, to
 async def test_a_token_file_is_read_again_when_it_changes(
     run_gateway: RunGateway, tokens: dict[str, Any], tmp_path: Path
 ) -> None:
+    (tmp_path / "bob.token").chmod(0o644)
+    warnings: list[str] = []
+    sink = logger.add(lambda message: warnings.append(message.record["message"]), level="WARNING")
+    try:
+        async with run_gateway(repeat=Echo(), gateway_table=tokens, token=ADMIN):
+            pass
+    finally:
+        logger.remove(sink)
+    assert any("bob.token can be read by other users (mode 644): chmod 600 it" in w for w in warnings)
     async with run_gateway(repeat=Echo(), gateway_table=tokens, token=ADMIN) as g:
         assert (await _chat(g, BOB, "hi")).status_code == 200
         (tmp_path / "bob.token").write_text("bob-rotated-0123456789abcdef\n")

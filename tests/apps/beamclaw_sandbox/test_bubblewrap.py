@@ -489,6 +489,15 @@ async def test_an_etc_copy_left_by_a_kill_9_is_removed_at_the_next_start(tmp_pat
     assert list(Path(tempfile.gettempdir()).glob(f"beamclaw-jail-etc-{os.getpid()}-*"))  # its own is kept
 
 
+async def test_the_sandbox_app_removes_a_dead_daemons_etc_copy_when_it_starts(tmp_path: Path) -> None:
+    gone = await trio.lowlevel.open_process(["true"])
+    await gone.wait()  # its pid is nobody's now
+    left = Path(tempfile.mkdtemp(prefix=f"beamclaw-jail-etc-{gone.pid}-"))
+    (left / "passwd").write_text("root:x:0:0::/root:/bin/sh\n")
+    async with sv.open_supervisor(sandbox.supervision_tree({}, tmp_path)):
+        assert not left.exists()  # at the start, before any command
+
+
 def test_the_guarded_names_are_the_prompt_files_core_reads() -> None:
     import beamclaw_core as core
     from beamclaw_sandbox._prompt_guard import PROMPT_FILES
