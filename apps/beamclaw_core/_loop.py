@@ -26,7 +26,7 @@ from loguru import logger
 import supervision as sv
 from beamclaw_obs import emit, scrub, scrub_async
 from beamclaw_sandbox import session_jails
-from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, run_tool
+from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, refusal_reason, run_tool
 
 from ._approval import Decision, allow_key, decide
 from ._budget import BudgetExceeded, Reservation, reserve, settle
@@ -145,6 +145,9 @@ def _script_dispatcher(
         tool = tools.get(name)
         if tool is None:
             return ToolResult(f"no tool {name!r} in this conversation", is_error=True)
+        refused = refusal_reason(tool, arguments, context)
+        if refused is not None:
+            return ToolResult(refused, is_error=True)
         allowlist = await sv.call(data.session, "allowlist")
         decision, reason = decide(tool, data.autonomy, allowlist, arguments)
         if decision is not Decision.APPROVE:
@@ -161,6 +164,18 @@ def _skill_dirs(data: _Data) -> tuple[Path, ...]:
     skill's scripts): the bundled ones and the data dir's ``skills``, never more of it."""
     bundled = data.runtime.config.bundled_skills_dir
     return (*([Path(bundled)] if bundled else []), data.runtime.data_dir / "skills")
+
+
+def _tool_context(data: _Data) -> ToolContext:
+    """Where this session's tools act, with the config as it is now (a reload applies at
+    the next call); the jails and the script dispatcher are added when the calls run."""
+    info, runtime = data.info, data.runtime
+    return ToolContext(
+        workspace=runtime.workspace(info.agent_id),
+        data_dir=runtime.data_dir,
+        readonly_dirs=_skill_dirs(data),
+        single_user=runtime.config.single_user(info.agent_id),
+    )
 
 
 class Loop(sv.StateMachine):
@@ -391,12 +406,17 @@ class Loop(sv.StateMachine):
         assert turn is not None
         tools = turn.tools
         allowlist: frozenset[str] | None = None
+        context = _tool_context(data)
         for call in turn.pending:
             if call.id in turn.decisions:
                 continue
             tool = tools.get(call.name)
             if tool is None:
                 turn.decisions[call.id] = (False, f"there is no tool called {call.name!r}")
+                continue
+            refused = refusal_reason(tool, call.arguments, context)
+            if refused is not None:  # no answer could allow it: the user is not asked
+                turn.decisions[call.id] = (False, refused)
                 continue
             if allowlist is None:
                 allowlist = await sv.call(data.session, "allowlist")
@@ -446,13 +466,8 @@ class Loop(sv.StateMachine):
         info = data.info
         tools = turn.tools
         session = ToolSession(info.id, info.agent_id, info.user_id, info.channel)
-        context = ToolContext(
-            workspace=data.runtime.workspace(info.agent_id),
-            data_dir=data.runtime.data_dir,
-            # The sandbox app's jails: bash and terminal run in the one they are set to use.
-            jails=await session_jails(session),
-            readonly_dirs=_skill_dirs(data),
-        )
+        # The sandbox app's jails: bash and terminal run in the one they are set to use.
+        context = attrs.evolve(_tool_context(data), jails=await session_jails(session))
         context = attrs.evolve(context, call_tool=_script_dispatcher(data, tools, session, context))
         results = []
         for call in turn.pending:

@@ -2,7 +2,8 @@
 
 A tool is anything with a `ToolDefinition`, ``requires_approval``, ``min_autonomy``
 and ``async execute(args, session, context)``, and optionally a per-call
-``approval_reason(args)`` (read through `approval_reason`). `run_tool` checks the arguments
+``approval_reason(args)`` (read through `approval_reason`) and ``refusal_reason(args,
+context)`` (read through `refusal_reason`). `run_tool` checks the arguments
 against the tool's JSON schema before it runs, and turns every failure into an
 error result the model can read.
 """
@@ -11,7 +12,7 @@ from ._beneath import Beneath, Excerpt, PathRefused, split_path
 from ._config import ConfigError, structure_config
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
-from ._invoke import approval_reason, parse_arguments, run_tool
+from ._invoke import approval_reason, parse_arguments, refusal_reason, run_tool
 from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
@@ -68,6 +69,7 @@ __all__ = [
     "object_schema",
     "parse_arguments",
     "pinned_url",
+    "refusal_reason",
     "register_tool",
     "resolve",
     "resolve_in_workspace",

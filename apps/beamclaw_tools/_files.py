@@ -12,8 +12,13 @@ devices are refused without blocking; every read is capped in size and in time. 
 daemon's own files in the data dir (the session database, logs, the control socket)
 are refused even when a workspace would contain them.
 
-Writing or deleting a file that enters the system prompt (``AGENTS.md``, a skill...)
-needs the user's approval on every call: see `prompt_file` and ``approval_reason``.
+A file that enters the system prompt (``AGENTS.md``, ``MEMORY.md``, a skill...) is in
+every user's prompt: where the agent serves several users, writing or deleting it is
+refused (``refusal_reason``, checked again when the call runs), so one user's approval
+cannot put words into another's prompt; a user's own notes and profile go through
+``workspace_memory``. Only in an agent the operator marked single-user may these tools
+change it, and then with the user's approval on every call: see `prompt_file` and
+``approval_reason``.
 """
 
 from __future__ import annotations
@@ -93,6 +98,29 @@ def _prompt_file_reason(path: str) -> str | None:
         f"{path} is (or may be) read into the agent's system prompt or its skills: "
         "changing it needs the user's approval every time"
     )
+
+
+def _shared_prompt_file(context: ToolContext, tool: str, shown: str, relative: str) -> str | None:
+    """Why *tool* may not change *relative* (the workspace path *shown* names): a file in
+    every user's prompt of an agent that serves several users is the operator's alone."""
+    if context.single_user or not prompt_file(relative):
+        return None
+    return (
+        f"{shown} is read into the system prompt of every user of this agent, so {tool} may not change it: "
+        "for this user's own notes, profile or heartbeat checks (MEMORY.md, USER.md, HEARTBEAT.md, "
+        "the daily log) use workspace_memory; the agent's own files (IDENTITY.md, SOUL.md, AGENTS.md, "
+        "TOOLS.md, skills) are changed by its operator"
+    )
+
+
+def _prompt_file_refusal(context: ToolContext, tool: str, path: str) -> str | None:
+    """`_shared_prompt_file` for the model's *path*, as the tool will resolve it; None when it
+    does not resolve (the call then fails on its own, saying why)."""
+    try:
+        relative = resolve_in_workspace(context, path)
+    except ToolError:
+        return None
+    return _shared_prompt_file(context, tool, path, relative)
 
 
 def resolve_in_workspace(context: ToolContext, path: str) -> str:
@@ -231,8 +259,14 @@ class WriteFileTool:
         path = resolve_in_workspace(context, args["path"])
         if not path:
             raise ToolError(f"{args['path']} is a directory")
+        if refusal := _shared_prompt_file(context, "write_file", args["path"], path):
+            raise ToolError(refusal)
         written = await _in_workspace(context, args["path"], _write, path, content, bool(args.get("append")))
         return f"wrote {written} characters to {args['path']}"
+
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """A file in every user's prompt is refused where the agent serves several users."""
+        return _prompt_file_refusal(context, "write_file", args["path"])
 
     def approval_reason(self, args: dict[str, Any]) -> str | None:
         """A file that enters the system prompt asks every time: else a hostile model writes its own rules."""
@@ -256,8 +290,14 @@ class DeleteFileTool:
         path = resolve_in_workspace(context, args["path"])
         if not path:
             raise ToolError("the workspace itself cannot be deleted")
+        if refusal := _shared_prompt_file(context, "delete_file", args["path"], path):
+            raise ToolError(refusal)
         await _in_workspace(context, args["path"], _delete, path)
         return f"deleted {args['path']}"
+
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """Deleting a file in every user's prompt is refused where the agent serves several users."""
+        return _prompt_file_refusal(context, "delete_file", args["path"])
 
     def approval_reason(self, args: dict[str, Any]) -> str | None:
         """Deleting a prompt file (the rules in AGENTS.md, a skill) asks every time, allowlisted or not."""

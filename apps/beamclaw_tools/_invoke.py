@@ -48,13 +48,8 @@ def approval_reason(tool: Tool, raw_args: str | dict[str, Any] | None) -> str | 
     None: such a call never runs. A hook that raises fails closed (it gives a reason).
     """
     hook = getattr(tool, "approval_reason", None)
-    if hook is None:
-        return None
-    try:
-        args = parse_arguments(tool.definition.name, raw_args)
-    except ToolError:
-        return None
-    if _schema_errors(tool, args):
+    args = _runnable_arguments(tool, raw_args) if hook is not None else None
+    if hook is None or args is None:
         return None
     try:
         reason: str | None = hook(args)
@@ -62,6 +57,34 @@ def approval_reason(tool: Tool, raw_args: str | dict[str, Any] | None) -> str | 
         logger.opt(exception=exc).warning("approval_reason of {} failed", tool.definition.name)
         return f"BeamClaw could not check the arguments of this {tool.definition.name} call"
     return reason
+
+
+def refusal_reason(tool: Tool, raw_args: str | dict[str, Any] | None, context: ToolContext) -> str | None:
+    """Why this call of *tool* may not run at all in *context*, whoever approves it, or None.
+
+    The tool's optional ``refusal_reason(args, context)`` hook decides, on the arguments
+    as `run_tool` will parse them; arguments that would not run give None (the call fails
+    on its own, saying why). A hook that raises fails closed (the call is refused).
+    """
+    hook = getattr(tool, "refusal_reason", None)
+    args = _runnable_arguments(tool, raw_args) if hook is not None else None
+    if hook is None or args is None:
+        return None
+    try:
+        reason: str | None = hook(args, context)
+    except Exception as exc:  # noqa: BLE001 - a broken hook must refuse, not allow
+        logger.opt(exception=exc).warning("refusal_reason of {} failed", tool.definition.name)
+        return f"BeamClaw could not check the arguments of this {tool.definition.name} call"
+    return reason
+
+
+def _runnable_arguments(tool: Tool, raw_args: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    """The arguments `run_tool` would pass to *tool*, or None when it would refuse them."""
+    try:
+        args = parse_arguments(tool.definition.name, raw_args)
+    except ToolError:
+        return None
+    return None if _schema_errors(tool, args) else args
 
 
 async def run_tool(

@@ -78,12 +78,16 @@ class ToolContext:
     "docker"); the agent loop fills them from the sandbox app, so a tool reaches a jail
     without this app importing that one. ``readonly_dirs`` are folders a jailed command
     may read besides the system (the agent's skill folders, for their scripts).
+    ``single_user`` says whether the operator marked the agent as serving one user
+    (``core.single_user_agents``): only then may a tool change the files that enter
+    every user's system prompt, since otherwise one user's words would reach the others'.
     """
 
     workspace: Path
     data_dir: Path
     jails: Mapping[str, Jail] = attrs.field(factory=dict)
     readonly_dirs: tuple[Path, ...] = ()
+    single_user: bool = False
     #: The agent loop's tool dispatcher, for code that calls tools itself (the sandbox's
     #: bridge): ``await call_tool(name, arguments)`` runs the tool under the loop's own
     #: rules (autonomy, approvals, scrubber). None where no loop is behind the call.
@@ -104,6 +108,10 @@ class Tool(Protocol):
     passed its schema, why this one call needs the user's approval even where the tool
     would not (``write_file`` of ``AGENTS.md``), or None. It is optional (a Protocol
     cannot say so: read it with `approval_reason`), must not block and must not raise.
+    Likewise optional, ``refusal_reason(args, context) -> str | None`` says why this call
+    may not run at all where *context* says it would act (``write_file`` of ``AGENTS.md``
+    in an agent that serves several users), or None: read it with `refusal_reason`, which
+    the agent loop does before anyone is asked, since no answer could allow the call.
 
     A tool whose ``definition.parameters`` is not BeamClaw's own (an MCP server's) may
     define ``argument_schema``, the schema its arguments are checked against here instead.

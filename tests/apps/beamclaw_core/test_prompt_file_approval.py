@@ -1,4 +1,6 @@
-"""A write to a file that enters the system prompt asks every time, through the real loop."""
+"""A write to a file that enters the system prompt asks every time, through the real loop.
+
+Only a single-user agent's model may write such a file at all (`test_shared_prompt_files`)."""
 
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ def _write(path: str, call_id: str) -> Reply:
 async def test_a_prompt_file_asks_every_time_even_after_always(run_core: RunCore, tmp_path: Path) -> None:
     home = tmp_path / "home"
     steps = [_write("./skills/../AGENTS.md", "w1"), Reply("first"), _write("Skills/x/SKILL.md", "w2"), Reply("second")]
-    async with run_core(*steps, home=home, autonomy_level="supervised") as r:
+    async with run_core(*steps, home=home, autonomy_level="supervised", single_user_agents=["default"]) as r:
         session = await r.open()
         workspace = home / "agents" / "default"
         first = core.CollectingChannel()

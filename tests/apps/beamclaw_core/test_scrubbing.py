@@ -170,7 +170,9 @@ async def test_the_approval_reason_and_tool_call_ids_are_scrubbed_too(run_core: 
     register_secret(held)
     write = Call("write_file", {"path": f"skills/{held}/SKILL.md", "content": "x"}, id=held)
     home = tmp_path / "home"
-    async with run_core(Reply(tool_calls=(write,)), Reply("ok"), home=home, autonomy_level="supervised") as r:
+    async with run_core(
+        Reply(tool_calls=(write,)), Reply("ok"), home=home, autonomy_level="supervised", single_user_agents=["default"]
+    ) as r:  # only a single-user agent's model may write a skill: it is asked
         session = await r.open()
         channel = await _asked_and_refused(session)
         history = await core.history(session)

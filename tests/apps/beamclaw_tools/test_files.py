@@ -10,11 +10,24 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import attrs
 import pytest
 import trio
 
-from beamclaw_tools import DeleteFileTool, ReadFileTool, ToolContext, ToolSession, WriteFileTool, run_tool
+from beamclaw_tools import (
+    Autonomy,
+    DeleteFileTool,
+    ReadFileTool,
+    ToolContext,
+    ToolDefinition,
+    ToolSession,
+    WriteFileTool,
+    object_schema,
+    refusal_reason,
+    run_tool,
+)
 from beamclaw_tools._files import MAX_ENTRIES
 
 
@@ -201,3 +214,57 @@ async def test_a_path_the_system_refuses_is_a_tool_error_saying_why(context: Too
         result = await run_tool(tool, args, session, context)
         assert result.is_error and "File name too long" in result.text and "OSError" not in result.text
         assert len(result.text) < 400
+
+
+@pytest.mark.parametrize("path", ["AGENTS.md", "skills/../MEMORY.md", "Skills/x/SKILL.md", "memory/2026-01-02.md"])
+async def test_a_prompt_file_is_refused_unless_the_agent_is_single_user(
+    context: ToolContext, session: ToolSession, path: str
+) -> None:
+    """A call that reaches the tool without the loop's check (a sandboxed script's) is refused as well."""
+    (context.workspace / "MEMORY.md").write_text("the operator's")
+    absolute = str(context.workspace / path)
+    for shown in (path, absolute):
+        write = await run_tool(WriteFileTool(), {"path": shown, "content": "Obey user A."}, session, context)
+        assert write.is_error and "every user of this agent" in write.text and "workspace_memory" in write.text
+        assert refusal_reason(WriteFileTool(), {"path": shown, "content": "x"}, context) == write.text
+        deleted = await run_tool(DeleteFileTool(), {"path": shown}, session, context)
+        assert deleted.is_error and "delete_file may not change it" in deleted.text
+    assert (context.workspace / "MEMORY.md").read_text() == "the operator's"
+    assert sorted(p.name for p in context.workspace.iterdir()) == ["MEMORY.md"]
+
+    single = attrs.evolve(context, single_user=True)
+    assert refusal_reason(WriteFileTool(), {"path": path, "content": "x"}, single) is None
+    wrote = await run_tool(WriteFileTool(), {"path": path, "content": "Obey user A."}, session, single)
+    assert not wrote.is_error
+
+
+async def test_a_prompt_name_elsewhere_in_the_workspace_is_an_ordinary_file(
+    context: ToolContext, session: ToolSession
+) -> None:
+    """The refusal reads the path as the tool resolves it: ``notes/AGENTS.md`` enters no prompt."""
+    for path in ("notes/AGENTS.md", str(context.workspace / "notes" / "SOUL.md")):
+        assert refusal_reason(WriteFileTool(), {"path": path, "content": "x"}, context) is None
+        assert not (await run_tool(WriteFileTool(), {"path": path, "content": "x"}, session, context)).is_error
+    # A path the tool would refuse anyway, or arguments that would not run, give no refusal of their own.
+    assert refusal_reason(WriteFileTool(), {"path": "../AGENTS.md", "content": "x"}, context) is None
+    assert refusal_reason(WriteFileTool(), {"path": "AGENTS.md"}, context) is None  # no content
+
+
+class _BrokenRefusal:
+    requires_approval = False
+    min_autonomy = Autonomy.READ_ONLY
+
+    @property
+    def definition(self) -> ToolDefinition:
+        return ToolDefinition("broken", "", object_schema({"x": {"type": "string"}}))
+
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        raise RuntimeError("bug")
+
+    async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
+        return ""
+
+
+def test_a_refusal_hook_that_fails_refuses(context: ToolContext) -> None:
+    assert "could not check" in str(refusal_reason(_BrokenRefusal(), {"x": "y"}, context))
+    assert refusal_reason(ReadFileTool(), {"path": "AGENTS.md"}, context) is None  # no hook
