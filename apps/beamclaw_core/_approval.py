@@ -42,8 +42,10 @@ def decide(
     A tool needing more autonomy than the agent has is denied. Then the call itself, by
     its *args* (the raw JSON text or the parsed object): a call the tool marks as
     needing approval (`beamclaw_tools.approval_reason`: ``write_file`` or
-    ``delete_file`` of a file that enters the system prompt, ``AGENTS.md``,
-    ``skills/x/SKILL.md``...) asks the user under ``supervised`` *every time*: the
+    ``delete_file`` of a file that enters the system prompt of a single-user agent,
+    ``AGENTS.md``, ``skills/x/SKILL.md``...; a multi-user agent's loop refuses those
+    before asking, see `beamclaw_tools.refusal_reason`) asks the user under
+    ``supervised`` *every time*: the
     session allowlist does not cover it, since "always allow write_file" given for notes
     must not let a hostile model rewrite the agent's own rules. ``full`` autonomy
     approves it (the user asked never to be asked, and bash writes the workspace
