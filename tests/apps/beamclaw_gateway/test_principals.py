@@ -250,31 +250,47 @@ async def test_the_mcp_chat_tool_speaks_only_as_the_tokens_mcp_users(
         await core.stop_turn(owner)
 
 
+_ASKS_FOR_BASH = (Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),)), Reply("ran it"))
+
+
+@contextlib.asynccontextmanager
+async def _waiting_for_approval(g: Gateway, token: str, user: str) -> AsyncIterator[list[httpx.Response]]:
+    """An HTTP turn of *token* as *user* waiting for its bash call's approval; its answer
+    is in the list once the block has let it end."""
+    answers: list[httpx.Response] = []
+
+    async def ask() -> None:
+        answers.append(await _chat(g, token, "run it", user=user))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        with trio.fail_after(30):
+            while not any(e.name == "approval_requested" for e in g.events):
+                await trio.sleep(0.02)
+        yield answers
+
+
+async def _ws_say(g: Gateway, token: str, text: str, user: str) -> dict[str, Any]:
+    """Send *text* as *user* over /ws with *token*; the run's ``run_completed`` event."""
+    url = g.url.replace("http://", "ws://") + "/ws"
+    async with open_websocket_url(url, extra_headers=[("Authorization", f"Bearer {token}")]) as ws:
+        await ws.send_message(json.dumps({"type": "message", "id": "y", "text": text, "user": user}))
+        with trio.fail_after(30):
+            while True:
+                event: dict[str, Any] = json.loads(await ws.get_message())
+                if event["type"] == "run_completed":
+                    return event
+
+
 async def test_yes_from_another_channel_of_the_same_user_approves_nothing(
     run_gateway: RunGateway, tokens: dict[str, Any]
 ) -> None:
-    steps = [Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),)), Reply("ran it")]
-    async with run_gateway(*steps, gateway_table=tokens, token=ADMIN) as g:
-        async with trio.open_nursery() as nursery:
-            answers: list[httpx.Response] = []
-
-            async def ask() -> None:
-                answers.append(await _chat(g, ADMIN, "run it", user="ada"))
-
-            nursery.start_soon(ask)
-            with trio.fail_after(30):
-                while not any(e.name == "approval_requested" for e in g.events):
-                    await trio.sleep(0.02)
-            url = g.url.replace("http://", "ws://") + "/ws"
-            async with open_websocket_url(url, extra_headers=[("Authorization", f"Bearer {ADMIN}")]) as ws:
-                await ws.send_message(json.dumps({"type": "message", "id": "y", "text": "/yes", "user": "ada"}))
-                with trio.fail_after(30):
-                    while (event := json.loads(await ws.get_message()))["type"] != "run_completed":
-                        pass
+    async with run_gateway(*_ASKS_FOR_BASH, gateway_table=tokens, token=ADMIN) as g:
+        async with _waiting_for_approval(g, ADMIN, "ada") as answers:
+            event = await _ws_say(g, ADMIN, "/yes", "ada")
             assert event["ok"] is False and "nothing waiting for approval here" in event["text"]
             assert not any(e.name == "approval_resolved" for e in g.events)
-            yes = await _chat(g, ADMIN, "/yes", user="ada")  # from where it was asked
-            assert yes.status_code == 200
+            assert (await _chat(g, ADMIN, "/yes", user="ada")).status_code == 200  # from where it was asked
         assert answers[0].json()["choices"][0]["message"]["content"].endswith("ran it")
 
 
@@ -284,28 +300,11 @@ async def test_another_tokens_yes_approves_nothing_even_an_admins(
     """The approval is bound to who asked: an admin acting as alice's user, through the
     same channel, sends a /yes that answers nothing (the attack that found it: an admin's
     MCP host, whose model fills the user)."""
-    steps = [Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),)), Reply("ran it")]
-    async with run_gateway(*steps, gateway_table=tokens, token=ADMIN) as g:
-        async with trio.open_nursery() as nursery:
-            answers: list[httpx.Response] = []
-
-            async def ask() -> None:
-                answers.append(await _chat(g, ALICE, "run it", user="s1"))
-
-            nursery.start_soon(ask)
-            with trio.fail_after(30):
-                while not any(e.name == "approval_requested" for e in g.events):
-                    await trio.sleep(0.02)
+    async with run_gateway(*_ASKS_FOR_BASH, gateway_table=tokens, token=ADMIN) as g:
+        async with _waiting_for_approval(g, ALICE, "s1") as answers:
             admins = await _chat(g, ADMIN, "/yes", user="api:alice/s1")
             assert "nothing waiting for approval here" in admins.text
-            url = g.url.replace("http://", "ws://") + "/ws"
-            async with open_websocket_url(url, extra_headers=[("Authorization", f"Bearer {ADMIN}")]) as ws:
-                yes = {"type": "message", "id": "y", "text": "/yes", "user": "api:alice/s1"}
-                await ws.send_message(json.dumps(yes))
-                with trio.fail_after(30):
-                    while (event := json.loads(await ws.get_message()))["type"] != "run_completed":
-                        pass
-            assert event["ok"] is False
+            assert (await _ws_say(g, ADMIN, "/yes", "api:alice/s1"))["ok"] is False
             assert not any(e.name == "approval_resolved" for e in g.events)
             assert (await _chat(g, ALICE, "/yes", user="s1")).status_code == 200  # alice's own answer
         assert answers[0].json()["choices"][0]["message"]["content"].endswith("ran it")
