@@ -34,7 +34,7 @@ from ._connections import ConnectionCap
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
-from ._principals import LOCAL, Principal, Role
+from ._principals import LOCAL, Principal, Principals, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
 from ._turns import header_user
@@ -44,6 +44,7 @@ from ._ws_api import ws_api
 _OPEN_PATHS = frozenset({"/health", "/webhook/telegram"})
 #: The principal of an open path's request: nobody in particular, allowed nothing else.
 _NOBODY: Final = Principal("anonymous", Role.VIEWER, ())
+_RETRY: Final = {"Retry-After": str(CAP_RETRY_AFTER)}
 
 _Message = dict[str, Any]
 _Receive = Callable[[], Awaitable[_Message]]
@@ -142,18 +143,57 @@ class _BodyLimit:
     async def _refuse(self, receive: _Receive, send: _Send, ended: bool) -> None:
         """413; with ``Connection: close`` when the body has not ended (hypercorn then closes)."""
         text = f"the body is larger than {self.limit} bytes"
-        body = json.dumps({"error": {"message": text, "type": "invalid_request_error", "code": "too_large"}})
-        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await _answer_early(receive, send, Refusal(413, "too_large", text), ended)
+
+
+async def _answer_early(receive: _Receive, send: _Send, refusal: Refusal, ended: bool) -> None:
+    """Answer *refusal* (JSON, in OpenAI's error shape) before the app; with ``Connection:
+    close`` when the body has not ended, whose rest is read and dropped meanwhile."""
+    kind = "invalid_request_error" if refusal.status < 500 else "server_error"
+    body = json.dumps({"error": {"message": refusal.message, "type": kind, "code": refusal.code}})
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers += [(name.lower().encode(), value.encode()) for name, value in refusal.headers.items()]
+    if not ended:
+        headers.append((b"connection", b"close"))
+    async with trio.open_nursery() as nursery:
         if not ended:
-            headers.append((b"connection", b"close"))
-        async with trio.open_nursery() as nursery:
-            if not ended:
-                # Hypercorn hands the app more of the body and then http.disconnect while
-                # it closes the connection; someone must take them or both sides wait.
-                nursery.start_soon(_discard, receive)
-            await send({"type": "http.response.start", "status": 413, "headers": headers})
-            await send({"type": "http.response.body", "body": body.encode(), "more_body": False})
-            nursery.cancel_scope.cancel()
+            # Hypercorn hands the app more of the body and then http.disconnect while
+            # it closes the connection; someone must take them or both sides wait.
+            nursery.start_soon(_discard, receive)
+        await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+        await send({"type": "http.response.body", "body": body.encode(), "more_body": False})
+        nursery.cancel_scope.cancel()
+
+
+@attrs.define
+class _InFlight:
+    """ASGI middleware before Quart: HTTP requests in progress are capped per client (its
+    token; with no token or a wrong one, its address) and in all; the excess is answered
+    503 at once, before its body is read, and its connection closed. So a client that
+    opens thousands of requests and drips their bodies holds a few slots, not the
+    daemon's memory and file descriptors. ``/health`` is never counted."""
+
+    app: _ASGI
+    cap: ConnectionCap
+    principals: Principals
+
+    async def __call__(self, scope: _Message, receive: _Receive, send: _Send) -> None:
+        if scope["type"] != "http" or scope.get("path") in _OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        authorization = next((v.decode("latin-1") for k, v in scope["headers"] if k.lower() == b"authorization"), None)
+        who = self.principals.identify(authorization) or LOCAL
+        address = scope["client"][0] if scope.get("client") else None
+        client = _client_key(who, address)
+        full = self.cap.take(client)
+        if full is not None:
+            send = _shield_the_end(send)
+            await _answer_early(receive, send, Refusal(503, "too_many_requests", full, _RETRY), ended=False)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.cap.give_back(client)
 
 
 def _shield_the_end(send: _Send) -> _Send:
@@ -199,10 +239,10 @@ _VIEWER_ROUTES: Final = frozenset({
 })  # fmt: skip
 
 
-def _socket_client(who: Principal, address: str | None) -> str:
-    """Whose share of the open WebSockets a new one counts against: its token's, from any
-    address (a token cannot take every slot by connecting from many); with no token, its
-    address's."""
+def _client_key(who: Principal, address: str | None) -> str:
+    """Whose share of the open WebSockets or requests in progress a new one counts against:
+    its token's, from any address (a token cannot take every slot by connecting from many);
+    with no token, its address's."""
     return f"address {address}" if who is LOCAL else f"token {who.name}"
 
 
@@ -225,7 +265,7 @@ def create_app(
     limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
-    sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client)
+    sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
 
     def check(method: str, headers: Any, remote: str | None, path: str) -> Principal | Refusal:
         """Who the request is (or why it is turned away): Host and Origin, the token, the role."""
@@ -283,13 +323,13 @@ def create_app(
         found = screen("GET", websocket.headers, websocket.remote_addr, websocket.path,
                        lambda who: header_user(websocket.headers.get("X-User-Id"), who))  # fmt: skip
         if isinstance(found, Principal):
-            client = _socket_client(found, websocket.remote_addr)
+            client = _client_key(found, websocket.remote_addr)
             full = sockets.take(client)
             if full is None:
                 g.beamclaw_principal = found
                 g.beamclaw_socket_counted = client
                 return None
-            found = Refusal(503, "too_many_connections", full, {"Retry-After": str(CAP_RETRY_AFTER)})
+            found = Refusal(503, "too_many_connections", full, _RETRY)
         response = refused(found)
         # Hypercorn cannot reuse a connection whose upgrade it refused: say it closes,
         # or the client's next request on it goes unanswered.
@@ -325,4 +365,7 @@ def create_app(
     app.asgi_app = _BodyLimit(app.asgi_app, config.http.max_body_bytes)  # type: ignore[method-assign,assignment]  # plain dicts for its TypedDicts
     if mcp_app is not None:
         app.asgi_app = McpEndpoint(app.asgi_app, mcp_app, screen, principals)  # type: ignore[method-assign,assignment]
+    # Outermost, so /mcp's requests count too.
+    requests = ConnectionCap(config.http.max_http_requests, config.http.max_http_requests_per_client, "requests")
+    app.asgi_app = _InFlight(app.asgi_app, requests, principals)  # type: ignore[method-assign,assignment]
     return app

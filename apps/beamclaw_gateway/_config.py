@@ -39,6 +39,9 @@ class HttpConfig:
     #: Open WebSockets in all, and per client address; the excess is refused (503).
     max_ws_connections: int = 512
     max_ws_connections_per_client: int = 64
+    #: HTTP requests in progress in all, and per client; the excess is refused (503).
+    max_http_requests: int = 1024
+    max_http_requests_per_client: int = 256
 
 
 @attrs.frozen
@@ -183,6 +186,8 @@ def _check_limits(config: GatewayConfig) -> None:
         "gateway.http.max_user_chars": config.http.max_user_chars,
         "gateway.http.max_ws_connections": config.http.max_ws_connections,
         "gateway.http.max_ws_connections_per_client": config.http.max_ws_connections_per_client,
+        "gateway.http.max_http_requests": config.http.max_http_requests,
+        "gateway.http.max_http_requests_per_client": config.http.max_http_requests_per_client,
         "gateway.rate_limit.requests": config.rate_limit.requests,
         "gateway.rate_limit.requests_per_address": config.rate_limit.address_requests,
         "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,

@@ -3,8 +3,9 @@
 - `ConnectionCap`: open WebSockets are capped per client (its token, or with no token
   its address) and in all; the excess is refused at the upgrade (503 with Retry-After,
   the connection closed), so a thousand idle sockets from one client leave file
-  descriptors for ``/health`` and every other client. Idle HTTP connections need no cap: hypercorn closes a
-  keep-alive connection that stays quiet for ``keep_alive_timeout`` seconds.
+  descriptors for ``/health`` and every other client. HTTP requests in progress are
+  capped the same way (the gateway's `_InFlight`); an idle keep-alive connection needs
+  no cap: hypercorn closes it after ``keep_alive_timeout`` seconds.
 - `raise_open_file_limit`: the soft limit on open files goes up to the hard one
   (1,024 by default on many systems, where each socket is one).
 - `websocket_compression_off`: permessage-deflate is never negotiated. wsproto
@@ -30,10 +31,13 @@ RETRY_AFTER: Final = 5
 
 @attrs.define
 class ConnectionCap:
-    """Open WebSockets, per client and in all (see the module's docstring)."""
+    """Open WebSockets, or HTTP requests in progress, per client and in all (see the
+    module's docstring)."""
 
     total: int
     per_client: int
+    #: What is counted, for the refusals: "WebSockets", "requests".
+    what: str = "connections"
     _open: Counter[str] = attrs.field(factory=Counter)
 
     @property
@@ -43,9 +47,9 @@ class ConnectionCap:
     def take(self, client: str) -> str | None:
         """Count one more connection of *client*; or, over a cap, say why not (nothing counted)."""
         if self._open[client] >= self.per_client:
-            return f"this client has {self.per_client} WebSockets open, the most one client may; close one first"
+            return f"this client has {self.per_client} {self.what} open, the most one client may; retry later"
         if self.count >= self.total:
-            return f"the gateway has {self.total} WebSockets open, its most; retry later"
+            return f"the gateway has {self.total} {self.what} open, its most; retry later"
         self._open[client] += 1
         return None
 

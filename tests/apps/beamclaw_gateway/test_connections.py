@@ -56,6 +56,52 @@ async def test_two_thousand_idle_websockets_leave_health_and_chat_answering(run_
                 await trio.sleep(0.1)
 
 
+async def _slow_body(port: int, headers: str = "") -> trio.SocketStream:
+    """A chat request whose body never ends: its head and a first byte of 1,000."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    await stream.send_all(
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: 1000\r\n{headers}\r\n{{".encode()
+    )
+    return stream
+
+
+async def _status(stream: trio.SocketStream) -> bytes:
+    """The status line of the answer on *stream*, or b"" if none came within a second."""
+    answer = b""
+    with trio.move_on_after(1):
+        while b"\r\n" not in answer and (chunk := await stream.receive_some()):
+            answer += chunk
+    return answer.split(b"\r\n")[0]
+
+
+async def test_requests_that_drip_their_bodies_hold_only_their_clients_share(run_gateway: RunGateway) -> None:
+    table = {"http": {"max_http_requests_per_client": 5, "max_http_requests": 8}, "rate_limit": {"requests": 100_000}}
+    async with run_gateway(repeat=Echo(), gateway_table=table) as g:
+        port = int(g.url.rsplit(":", 1)[1])
+        held = [await _slow_body(port) for _ in range(5)]
+        try:
+            assert [await _status(stream) for stream in held] == [b""] * 5  # in progress: waiting for the body
+            refused = [await _slow_body(port) for _ in range(20)]
+            try:
+                statuses = [await _status(stream) for stream in refused]
+                assert statuses == [b"HTTP/1.1 503 "] * 20  # at once, before any of its body is read
+            finally:
+                for stream in refused:
+                    await stream.aclose()
+            async with httpx.AsyncClient(base_url=g.url, timeout=30) as http:
+                assert (await http.get("/health")).status_code == 200  # never counted
+        finally:
+            for stream in held:
+                await stream.aclose()
+        async with httpx.AsyncClient(base_url=g.url, timeout=30) as http:  # the closed ones are counted out
+            with trio.fail_after(30):
+                while (chat := await http.post("/v1/chat/completions", json={"messages": [
+                        {"role": "user", "content": "hi"}]})).status_code == 503:  # fmt: skip
+                    await trio.sleep(0.1)
+            assert chat.json()["choices"][0]["message"]["content"] == "You said: hi"
+
+
 def _frame(payload: bytes, *, compressed: bool) -> bytes:
     """One masked text frame, with RSV1 (compressed) set if asked."""
     head = bytes([0x80 | (0x40 if compressed else 0) | 0x1])
