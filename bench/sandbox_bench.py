@@ -36,8 +36,9 @@ from typing import Any
 
 import trio
 
+from beamclaw_base import Jail, Unjailed
 from beamclaw_sandbox import BubblewrapJail, parse_sandbox_config
-from beamclaw_tools import BashTool, Jail, ToolContext, ToolSession, Unjailed, run_tool
+from beamclaw_tools import BashTool, ToolContext, ToolSession, run_tool
 
 from ._cli import save
 

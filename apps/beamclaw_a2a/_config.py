@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from beamclaw_core import structure_config
+from beamclaw_base import structure_config
 
 
 @attrs.frozen

@@ -17,17 +17,13 @@ from typing import Any, Final
 import attrs
 
 import beamclaw_obs as obs
+from beamclaw_base import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 from ._card import agent_card
 from ._config import A2AConfig
 from ._tasks import STATES, TERMINAL, Client, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
 from ._worker import TaskTurn, start_task, stop_task
 
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
 TASK_NOT_FOUND: Final = -32001
 TASK_NOT_CANCELABLE: Final = -32002
 PUSH_NOT_SUPPORTED: Final = -32003

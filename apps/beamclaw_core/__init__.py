@@ -8,8 +8,6 @@ daemon being killed. Channels use `open_session`, `send_message` (or `submit`) a
 `Channel` protocol.
 """
 
-from beamclaw_tools import ConfigError, MissingSecret, Secret, structure_config
-
 from ._api import (
     MAX_USER_ID,
     ContextUsage,
@@ -90,10 +88,6 @@ __all__ = [
     "Reach",
     "outbound",
     "outbound_channel",
-    "ConfigError",
-    "MissingSecret",
-    "Secret",
-    "structure_config",
     "CONTEXT_FILES",
     "INTERRUPTED",
     "answered_history",

@@ -7,7 +7,8 @@ from typing import Any, Final, Literal
 import attrs
 import httpx
 
-from beamclaw_tools import Autonomy, Secret, structure_config
+from beamclaw_base import Secret, structure_config
+from beamclaw_tools import Autonomy
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are BeamClaw, a capable and careful assistant. Use the tools you are given when they help; "

@@ -26,8 +26,8 @@ import trio
 from loguru import logger
 
 import beamclaw_memory as memory
+from beamclaw_base import PathRefused
 from beamclaw_obs import emit, scrub
-from beamclaw_tools import PathRefused
 
 from ._messages import Message
 from ._provider import OpenAICompatProvider, ProviderError

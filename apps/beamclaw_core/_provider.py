@@ -21,8 +21,8 @@ import httpx
 import trio
 from loguru import logger
 
+from beamclaw_base import MissingSecret
 from beamclaw_obs import scrub, valid_unicode
-from beamclaw_tools import MissingSecret
 
 from ._config import ProviderConfig
 from ._history import answered_history

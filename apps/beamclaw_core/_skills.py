@@ -7,7 +7,7 @@ systems) decide whether it is eligible; an ineligible skill is listed with the
 reason and left out of prompts. ``{baseDir}`` in a skill's text becomes its folder.
 
 The agent's folder is written by the model, so every place is read through
-`beamclaw_tools.Beneath`: a skill folder or SKILL.md that is a symbolic link, a FIFO or
+`beamclaw_base.Beneath`: a skill folder or SKILL.md that is a symbolic link, a FIFO or
 over SKILL_LIMIT bytes is skipped with the reason among the problems (shown by
 ``beamclaw skills status``), and never blocks or fails the others.
 
@@ -36,7 +36,7 @@ import attrs
 import re2
 import yaml
 
-from beamclaw_tools import Beneath, PathRefused
+from beamclaw_base import Beneath, PathRefused
 
 from ._messages import Message, estimate_tokens
 

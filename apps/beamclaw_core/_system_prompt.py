@@ -24,7 +24,7 @@ import trio
 
 import beamclaw_obs as obs
 import supervision as sv
-from beamclaw_tools import PathRefused
+from beamclaw_base import PathRefused
 
 from ._runtime import Runtime
 from ._skill_catalog import tool_names, usable_skills

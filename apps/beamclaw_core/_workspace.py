@@ -13,10 +13,10 @@ checked before they become paths, and every file name the code touches is one of
 fixed set.
 
 The model writes this folder too (bash runs in a jail whose only writable place is the
-workspace), so every access goes through `beamclaw_tools.Beneath`: no symbolic link is
+workspace), so every access goes through `beamclaw_base.Beneath`: no symbolic link is
 followed (``MEMORY.md -> /proc/self/environ``, ``memory -> ../other/memory``), a FIFO or
 device is refused without blocking, and reads stop at a cap. A refusal raises
-`beamclaw_tools.PathRefused`; the methods block, so the daemon calls them from a
+`beamclaw_base.PathRefused`; the methods block, so the daemon calls them from a
 worker thread.
 """
 
@@ -31,7 +31,7 @@ from typing import Final, final
 
 import attrs
 
-from beamclaw_tools import Beneath
+from beamclaw_base import Beneath
 
 #: The context files, in the order they go into the system prompt.
 CONTEXT_FILES: Final = ("IDENTITY.md", "SOUL.md", "USER.md", "TOOLS.md", "AGENTS.md", "BOOTSTRAP.md", "MEMORY.md")

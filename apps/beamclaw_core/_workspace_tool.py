@@ -28,7 +28,8 @@ from typing import Any, Final
 import attrs
 import trio
 
-from beamclaw_tools import Autonomy, PathRefused, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
+from beamclaw_base import PathRefused
+from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._memory import remember_user_file
 from ._workspace import BOOTSTRAP, HEARTBEAT, MEMORY, USER, Workspace, parse_day, user_workspace

@@ -10,7 +10,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from beamclaw_core import Secret, structure_config
+from beamclaw_base import Secret, structure_config
 
 from ._hosts import normalise_origin, split_host
 from ._principals import Principal, Principals, Role, TokenSource, _TokenFile

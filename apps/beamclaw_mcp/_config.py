@@ -23,7 +23,7 @@ from typing import Any, Final, Literal
 import attrs
 import httpx
 
-from beamclaw_tools import TextOrSecret, structure_config
+from beamclaw_base import TextOrSecret, structure_config
 
 #: What a server's name may be: it becomes part of each of its tools' names.
 _SERVER_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")

@@ -19,8 +19,8 @@ from typing import Any, Final
 import attrs
 import trio
 
+from beamclaw_base import resolve
 from beamclaw_obs import scrub
-from beamclaw_tools import resolve
 
 from ._config import McpConfig, ServerConfig
 from ._http import http_connection

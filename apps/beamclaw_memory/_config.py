@@ -6,7 +6,7 @@ from typing import Any, Final
 
 import attrs
 
-from beamclaw_tools import Secret, structure_config
+from beamclaw_base import Secret, structure_config
 
 PROVIDERS: Final = ("local", "openai", "none")
 

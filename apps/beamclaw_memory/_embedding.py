@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import trio
 
-from beamclaw_tools import MissingSecret
+from beamclaw_base import MissingSecret
 
 from ._config import EmbeddingConfig
 

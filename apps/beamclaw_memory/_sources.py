@@ -19,7 +19,7 @@ from typing import Final
 import attrs
 from loguru import logger
 
-from beamclaw_tools import Beneath, PathRefused
+from beamclaw_base import Beneath, PathRefused
 
 #: What is read of one file: a memory file past this is indexed from its first bytes.
 MAX_FILE_BYTES: Final = 2_000_000

@@ -1,6 +1,6 @@
 """The sandbox app: every command the agent runs is jailed.
 
-Two backends behind the `beamclaw_tools.Jail` interface: bubblewrap (the light jail of
+Two backends behind the `beamclaw_base.Jail` interface: bubblewrap (the light jail of
 ``bash``, ``terminal`` and skill scripts) and Docker (code execution with MCP: a warm
 container per scope, the tool bridge, the PII tokenizer, the tool policy).
 """

@@ -30,6 +30,7 @@ import attrs
 import trio
 from loguru import logger
 
+from beamclaw_base import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from beamclaw_tools import ToolDefinition, ToolResult
 
 from ._config import PolicyConfig
@@ -44,11 +45,6 @@ MAX_MESSAGE: Final = 4 << 20
 #: exec would start a sandbox from inside a sandbox.
 NEVER_BRIDGED: Final = frozenset({"exec"})
 
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
 #: The tool policy refuses the tool.
 DENIED: Final = -32001
 #: No tool of that name (or one the policy hides).

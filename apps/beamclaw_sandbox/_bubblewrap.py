@@ -51,7 +51,7 @@ from typing import Final, final
 
 import trio
 
-from beamclaw_tools import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd, run_captured
+from beamclaw_base import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd, run_captured
 
 from ._config import SandboxConfig
 from ._prompt_guard import guarded_names
@@ -217,7 +217,7 @@ def _memfd(name: str, data: bytes) -> int:
 
 @final
 class BubblewrapJail:
-    """The `beamclaw_tools.Jail` of ``isolation = "bubblewrap"``, configured by ``[sandbox]``.
+    """The `beamclaw_base.Jail` of ``isolation = "bubblewrap"``, configured by ``[sandbox]``.
 
     One instance serves every agent and session: it keeps nothing between commands but
     the result of its probe (whether bwrap can make its namespaces on this machine).

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal
 
 import attrs
 
-from beamclaw_tools import ConfigError, structure_config
+from beamclaw_base import ConfigError, structure_config
 
 #: The PII kinds the tokenizer knows (``[sandbox.pii] patterns``).
 PII_PATTERNS: Final = ("email", "phone", "card_number", "iban", "api_key")

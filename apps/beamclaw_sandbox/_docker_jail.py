@@ -22,7 +22,7 @@ from typing import Final, final
 
 import trio
 
-from beamclaw_tools import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd
+from beamclaw_base import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd
 
 from ._docker import (
     LABEL_BOOT,
@@ -56,7 +56,7 @@ def _cap(data: bytes, limit: int) -> tuple[bytes, bool]:
 
 @final
 class DockerJail:
-    """The `beamclaw_tools.Jail` of the Docker backend, for the daemon's *runtime*."""
+    """The `beamclaw_base.Jail` of the Docker backend, for the daemon's *runtime*."""
 
     def __init__(self, runtime: SandboxRuntime) -> None:
         self._runtime = runtime

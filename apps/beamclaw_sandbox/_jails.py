@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import supervision as sv
-from beamclaw_tools import Jail, ToolSession
+from beamclaw_base import Jail
+from beamclaw_tools import ToolSession
 
 from ._bubblewrap import BubblewrapJail, remove_stale_copies
 from ._config import SandboxConfig

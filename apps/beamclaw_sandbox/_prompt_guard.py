@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from beamclaw_tools import JailUnavailable
+from beamclaw_base import JailUnavailable
 
 #: The prompt files (kept the same as beamclaw_core's SEEDED_FILES: a test checks it).
 PROMPT_FILES: Final = (

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from beamclaw_tools import Autonomy, structure_config
+from beamclaw_base import structure_config
+from beamclaw_tools import Autonomy
 
 from ._schedule import HORIZON_SECONDS
 

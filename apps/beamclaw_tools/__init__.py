@@ -8,20 +8,15 @@ against the tool's JSON schema before it runs, and turns every failure into an
 error result the model can read.
 """
 
-from ._beneath import Beneath, Excerpt, PathRefused, split_path
-from ._config import ConfigError, structure_config
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
 from ._invoke import approval_reason, parse_arguments, refusal_reason, run_tool
-from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
 from ._provider import tool_provider
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
-from ._secret import MissingSecret, Secret, TextOrSecret, resolve
 from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
 from ._shell_policy import check_command
-from ._subprocess import Unjailed, run_captured
 from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 from ._tree import ToolsConfig, builtin_tools, supervision_tree
 from ._web_search import WebSearchTool
@@ -29,26 +24,15 @@ from ._web_search import WebSearchTool
 __all__ = [
     "ISOLATIONS",
     "REGISTRY",
-    "SYSTEM_PATH",
     "Autonomy",
     "BashTool",
-    "Beneath",
-    "ConfigError",
     "Credential",
     "CurlTool",
     "DeleteFileTool",
-    "Excerpt",
     "Isolation",
-    "Jail",
-    "JailResult",
-    "JailUnavailable",
     "JqTool",
-    "MissingSecret",
-    "PathRefused",
     "ReadFileTool",
-    "Secret",
     "TerminalTool",
-    "TextOrSecret",
     "Tool",
     "ToolContext",
     "ToolDefinition",
@@ -56,13 +40,11 @@ __all__ = [
     "ToolResult",
     "ToolSession",
     "ToolsConfig",
-    "Unjailed",
     "WebSearchTool",
     "WriteFileTool",
     "approval_reason",
     "builtin_tools",
     "check_command",
-    "check_cwd",
     "is_public",
     "list_tools",
     "lookup_tool",
@@ -71,12 +53,8 @@ __all__ = [
     "pinned_url",
     "refusal_reason",
     "register_tool",
-    "resolve",
     "resolve_in_workspace",
-    "run_captured",
     "run_tool",
-    "split_path",
-    "structure_config",
     "supervision_tree",
     "tool_definitions",
     "tool_provider",

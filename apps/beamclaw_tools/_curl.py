@@ -17,8 +17,9 @@ from typing import Any, Final, TypeAlias
 import attrs
 import httpx
 
+from beamclaw_base import Secret
+
 from ._net_guard import pinned_url
-from ._secret import Secret
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
 _SECRET_HEADERS: Final = frozenset({"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key"})

@@ -35,7 +35,8 @@ import attrs
 import re2
 import trio
 
-from ._beneath import Beneath, PathRefused
+from beamclaw_base import Beneath, PathRefused
+
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 T = TypeVar("T")

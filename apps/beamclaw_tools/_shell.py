@@ -18,9 +18,9 @@ from typing import Any, Final, Literal
 import attrs
 import trio
 
-from ._jail import Jail, JailResult, JailUnavailable
+from beamclaw_base import Jail, JailResult, JailUnavailable, Unjailed
+
 from ._shell_policy import check_command
-from ._subprocess import Unjailed
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
 Isolation = Literal["bubblewrap", "docker", "none"]

@@ -9,7 +9,7 @@ from typing import Any, Protocol, final, runtime_checkable
 
 import attrs
 
-from ._jail import Jail
+from beamclaw_base import Jail
 
 
 class Autonomy(enum.IntEnum):

@@ -8,13 +8,12 @@ from typing import Any
 import attrs
 
 import supervision as sv
+from beamclaw_base import Secret, structure_config
 
-from ._config import structure_config
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool
 from ._jq import JqTool
 from ._registry import ToolRegistry
-from ._secret import Secret
 from ._shell import BashTool, Isolation, TerminalTool
 from ._tool import Tool
 from ._web_search import WebSearchTool

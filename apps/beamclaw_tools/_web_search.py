@@ -7,7 +7,8 @@ from typing import Any
 import attrs
 import httpx
 
-from ._secret import MissingSecret, Secret
+from beamclaw_base import MissingSecret, Secret
+
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import beamclaw
 
-APPS = [f"beamclaw_{name}" for name in beamclaw.APPS]
+APPS = ["beamclaw_base", *(f"beamclaw_{name}" for name in beamclaw.APPS)]
 
 
 def _module(name: str) -> ModuleType:

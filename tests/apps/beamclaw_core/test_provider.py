@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 import beamclaw_core as core
-from beamclaw_tools import Secret
+from beamclaw_base import Secret
 from tests.support.model_server import Call, CutOff, Malformed, Reply, ScriptedModel, Status, scripted_model
 
 from .conftest import RunCore

@@ -10,8 +10,8 @@ import httpx
 import numpy as np
 import pytest
 
+from beamclaw_base import Secret
 from beamclaw_memory import EmbeddingConfig, EmbeddingError, OpenAIEmbedder
-from beamclaw_tools import Secret
 
 from .embeddings_server import DIMENSIONS, EmbeddingsServer, embeddings_server, good_answer, vector_of
 

@@ -9,16 +9,7 @@ from typing import Any
 
 import pytest
 
-from beamclaw_tools import (
-    JqTool,
-    ReadFileTool,
-    Tool,
-    ToolContext,
-    ToolResult,
-    ToolSession,
-    WriteFileTool,
-    run_tool,
-)
+from beamclaw_tools import JqTool, ReadFileTool, Tool, ToolContext, ToolResult, ToolSession, WriteFileTool, run_tool
 
 #: The in-container client, loaded from the image's definition (the file the image ships).
 BRIDGE_CLIENT = Path(__file__).resolve().parents[3] / "sandbox-image" / "beamclaw_bridge.py"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from beamclaw_base import ConfigError
 from beamclaw_sandbox import parse_sandbox_config, parse_size
-from beamclaw_tools import ConfigError
 
 
 def test_the_reference_defaults() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from beamclaw_tools import Credential, CurlTool, Secret, ToolContext, ToolSession, is_public, run_tool
+from beamclaw_base import Secret
+from beamclaw_tools import Credential, CurlTool, ToolContext, ToolSession, is_public, run_tool
 from beamclaw_tools._curl import parse_origin, url_origin
 from tests.support.asgi_server import Receive, Scope, Send, respond, serve_asgi
 

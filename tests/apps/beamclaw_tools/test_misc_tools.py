@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 import supervision as sv
+from beamclaw_base import Secret
 from beamclaw_tools import (
     JqTool,
-    Secret,
     ToolContext,
     ToolResult,
     ToolSession,
@@ -94,7 +94,7 @@ async def test_the_registry_holds_the_configured_builtins(tmp_path: Path) -> Non
 
 
 def test_bad_tool_config_names_the_key(tmp_path: Path) -> None:
-    from beamclaw_tools import ConfigError
+    from beamclaw_base import ConfigError
 
     with pytest.raises(ConfigError, match=r"tools.bash.timeout_seconds: expected a number, got 'x'"):
         supervision_tree({"bash": {"timeout_seconds": "x"}}, tmp_path)

@@ -160,7 +160,7 @@ async def test_docker_isolation_without_a_docker_jail_is_refused(context: ToolCo
 
 
 def test_isolation_is_configured_per_tool() -> None:
-    from beamclaw_tools import ConfigError, structure_config
+    from beamclaw_base import ConfigError, structure_config
 
     config = structure_config({"bash": {"isolation": "none"}}, ToolsConfig, "tools")
     bash, terminal = builtin_tools(config)[:2]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from beamclaw_tools import Beneath, PathRefused
+from beamclaw_base import Beneath, PathRefused
 
 
 @pytest.fixture

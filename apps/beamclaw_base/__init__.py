@@ -1,0 +1,40 @@
+"""What every BeamClaw app shares, below the apps and above the scrubber.
+
+Configuration structuring (`structure_config`), secrets from the environment
+(`Secret`), path confinement (`Beneath`), the `Jail` protocol with subprocess capture
+(`run_captured`, `Unjailed`), JSON-RPC's reserved codes and one retry helper. It imports
+`supervision` and `beamclaw_obs` only (a secret read is registered with the scrubber);
+every app may import it.
+"""
+
+from ._config import ConfigError, structure_config
+from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
+from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
+from ._path_confinement import Beneath, Excerpt, PathRefused, split_path
+from ._secret import MissingSecret, Secret, TextOrSecret, resolve
+from ._subprocess import Unjailed, run_captured
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "SYSTEM_PATH",
+    "Beneath",
+    "ConfigError",
+    "Excerpt",
+    "Jail",
+    "JailResult",
+    "JailUnavailable",
+    "MissingSecret",
+    "PathRefused",
+    "Secret",
+    "TextOrSecret",
+    "Unjailed",
+    "check_cwd",
+    "resolve",
+    "run_captured",
+    "split_path",
+    "structure_config",
+]
