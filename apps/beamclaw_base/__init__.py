@@ -11,6 +11,7 @@ from ._config import ConfigError, structure_config
 from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
 from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 from ._path_confinement import Beneath, Excerpt, PathRefused, split_path
+from ._retry import MAX_RETRY_AFTER, OnRetry, RetryOn, RetryPolicy, parse_retry_after, retry
 from ._secret import MissingSecret, Secret, TextOrSecret, resolve
 from ._subprocess import Unjailed, run_captured
 
@@ -18,6 +19,7 @@ __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
+    "MAX_RETRY_AFTER",
     "METHOD_NOT_FOUND",
     "PARSE_ERROR",
     "SYSTEM_PATH",
@@ -28,12 +30,17 @@ __all__ = [
     "JailResult",
     "JailUnavailable",
     "MissingSecret",
+    "OnRetry",
     "PathRefused",
+    "RetryOn",
+    "RetryPolicy",
     "Secret",
     "TextOrSecret",
     "Unjailed",
     "check_cwd",
+    "parse_retry_after",
     "resolve",
+    "retry",
     "run_captured",
     "split_path",
     "structure_config",
