@@ -12,7 +12,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
-from ._visible import visible
+from ._terminal_safe import visible
 
 
 def _workspace(name: str, create: bool = False) -> core.Workspace:

@@ -16,7 +16,7 @@ import trio
 
 import beamclaw
 
-from ._visible import visible
+from ._terminal_safe import visible
 
 
 class NoDaemon(Exception):

@@ -16,9 +16,9 @@ from rich.status import Status
 from rich.table import Table
 
 from ._control_client import ask, request, socket_path
+from ._identity import user_id
+from ._terminal_safe import as_text, console
 from ._tree_view import render
-from ._visible import as_text, console
-from ._who import user_id
 
 
 @attrs.define

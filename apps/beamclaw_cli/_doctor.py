@@ -31,7 +31,7 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 
 from ._control_client import ControlError, NoDaemon, ask
-from ._visible import visible
+from ._terminal_safe import visible
 
 #: How long a network check may take before it counts as not answering.
 _PROBE_SECONDS: Final = 5.0

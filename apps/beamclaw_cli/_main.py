@@ -27,9 +27,9 @@ from . import (
 from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
+from ._identity import add_identity_options
 from ._stderr_log import log_to_stderr
 from ._tui import tui
-from ._who import add_who
 
 _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "chat": _daemon_commands.chat,
@@ -70,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
         "/commands. Ctrl-C stops the reply being written; Ctrl-C twice, or Ctrl-D, leaves.",
         ["beamclaw tui", "beamclaw tui --agent ops", "beamclaw tui --config my.toml   # no daemon running"],
     )
-    add_who(tui_parser)
+    add_identity_options(tui_parser)
     tui_parser.add_argument("--config", metavar="PATH", help="configuration for an in-process daemon")
     chat = add_command(
         commands,
@@ -81,7 +81,7 @@ def _parser() -> argparse.ArgumentParser:
         ['beamclaw chat "what is in my notes?"', "beamclaw chat /yes", 'beamclaw chat --agent ops "status?"'],
     )
     chat.add_argument("message", help="what to say")
-    add_who(chat)
+    add_identity_options(chat)
     history = add_command(
         commands,
         "history",
@@ -90,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw history", "beamclaw history --agent ops", "beamclaw history 3f9a1c2b"],
     )
     history.add_argument("session", nargs="?", help="a session id (or its first characters) from `beamclaw sessions`")
-    add_who(history)
+    add_identity_options(history)
     sessions = add_command(
         commands,
         "sessions",

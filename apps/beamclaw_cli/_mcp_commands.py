@@ -17,8 +17,8 @@ import beamclaw_gateway as gateway
 from ._control_client import NoDaemon, ask
 from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
-from ._visible import as_text, console
-from ._who import add_who, user_id
+from ._identity import add_identity_options, user_id
+from ._terminal_safe import as_text, console
 
 _HELP: Final = Help(
     "the MCP servers BeamClaw uses, and BeamClaw as an MCP server",
@@ -47,7 +47,7 @@ def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "mcp", _HELP, _ACTIONS)
     actions["tools"].add_argument("server", nargs="?", help="one server's tools only")
     actions["restart"].add_argument("server", help="the server's name ([mcp.servers.NAME])")
-    add_who(actions["serve"])
+    add_identity_options(actions["serve"])
 
 
 async def run(args: argparse.Namespace) -> int:

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
-from ._visible import as_text, console
+from ._terminal_safe import as_text, console
 
 #: The most hits one search returns (the daemon checks it too).
 MAX_LIMIT: Final = 50

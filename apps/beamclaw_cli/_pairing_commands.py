@@ -11,7 +11,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, add_command
-from ._visible import visible
+from ._terminal_safe import visible
 
 
 def _db() -> sqlite3.Connection:

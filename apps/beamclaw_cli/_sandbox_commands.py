@@ -16,7 +16,7 @@ import beamclaw
 import beamclaw_sandbox as sandbox
 
 from ._help import Commands, Help, add_group
-from ._visible import visible
+from ._terminal_safe import visible
 
 
 def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:

@@ -13,8 +13,8 @@ import beamclaw_scheduler as scheduler
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
-from ._visible import as_text, console
-from ._who import add_who, user_id
+from ._identity import add_identity_options, user_id
+from ._terminal_safe import as_text, console
 
 _HELP: Final = Help(
     "jobs that run a message as a turn, on time",
@@ -45,7 +45,7 @@ def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "scheduler", _HELP, _ACTIONS)
     actions["list"].add_argument("--all", action="store_true", help="done jobs too")
     add = actions["add"]
-    add_who(add)
+    add_identity_options(add)
     when = add.add_mutually_exclusive_group(required=True)
     when.add_argument("--at", metavar="TIME", help="once, at an ISO time (2026-12-01T09:00)")
     when.add_argument("--every", metavar="INTERVAL", help="every interval (30m, 2h, 1d)")

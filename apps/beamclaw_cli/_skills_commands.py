@@ -11,7 +11,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
-from ._visible import visible
+from ._terminal_safe import visible
 
 
 def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:

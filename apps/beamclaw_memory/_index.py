@@ -33,7 +33,7 @@ from ._config import MemoryConfig
 from ._embedder import EMBEDDER, EmbeddingUnavailable, embed
 from ._embedding import Vectors
 from ._hybrid import merge, prefer_own
-from ._kept import KeptStore
+from ._remembered import RememberedStore
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
 from ._vectors import VectorSet
@@ -91,7 +91,7 @@ class _State:
     config: MemoryConfig
     clock: Callable[[], float]
     store: ChunkStore
-    kept: KeptStore
+    remembered: RememberedStore
     keywords: Bm25Index
     vectors: VectorSet | None = None  # None: rebuild from the store before the next search
     #: The batch the embedder is working on for this index (its token and chunk ids), and
@@ -141,20 +141,20 @@ class AgentIndex(sv.GenServer):
         folder = data_dir / "memory" / agent
         root = workspace_of(data_dir, agent)
 
-        def open_all() -> tuple[ChunkStore, KeptStore, Bm25Index]:
+        def open_all() -> tuple[ChunkStore, RememberedStore, Bm25Index]:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             store = ChunkStore(folder / "chunks.db")
-            return store, KeptStore(folder / "kept.db"), _open_keywords(folder, store)
+            return store, RememberedStore(folder / "kept.db"), _open_keywords(folder, store)
 
-        store, kept, keywords = await trio.to_thread.run_sync(open_all)
-        state = _State(agent, root, folder, config, clock, store, kept, keywords)
+        store, remembered, keywords = await trio.to_thread.run_sync(open_all)
+        state = _State(agent, root, folder, config, clock, store, remembered, keywords)
         await self._sync(state)
-        await self._restore_kept(state)
+        await self._restore_remembered(state)
         self._want_vectors(state)
         return state
 
     def terminate(self, reason: Any, state: _State) -> None:
-        for part in (state.keywords, state.store, state.kept):
+        for part in (state.keywords, state.store, state.remembered):
             with contextlib.suppress(Exception):
                 part.close()
 
@@ -240,7 +240,7 @@ class AgentIndex(sv.GenServer):
 
         def keep() -> str:
             scrubbed = scrub(text)
-            state.kept.put(doc, owner, scrubbed)  # first: this is the only copy
+            state.remembered.put(doc, owner, scrubbed)  # first: this is the only copy
             return scrubbed
 
         scrubbed = await trio.to_thread.run_sync(keep)
@@ -250,11 +250,12 @@ class AgentIndex(sv.GenServer):
         if len(state.pending) >= PENDING_LIMIT:
             await self._index_pending(state)
 
-    async def _restore_kept(self, state: _State) -> None:
-        """Index the kept documents the chunk store lacks (it was rebuilt, or a crash came
+    async def _restore_remembered(self, state: _State) -> None:
+        """Index the remembered documents the chunk store lacks (it was rebuilt, or a crash came
         between the two writes)."""
         indexed = await trio.to_thread.run_sync(state.store.signatures, ("conversation",))
-        missing = await trio.to_thread.run_sync(lambda: [k for k in state.kept.everything() if k[0] not in indexed])
+        remembered = state.remembered
+        missing = await trio.to_thread.run_sync(lambda: [k for k in remembered.everything() if k[0] not in indexed])
         await self._put_many(
             state, [(Document(doc, owner, "conversation", _digest(body)), body) for doc, owner, body in missing]
         )
@@ -432,7 +433,7 @@ class AgentIndex(sv.GenServer):
         if not documents or documents[0].owner not in (("",) if owner is None else ("", owner)):
             raise LookupError(f"{path!r} is not in this agent's memory (memory_search gives the paths there are)")
         if documents[0].kind == "conversation":
-            lines = split_lines(await trio.to_thread.run_sync(state.kept.body, path))
+            lines = split_lines(await trio.to_thread.run_sync(state.remembered.body, path))
         else:
             text = await trio.to_thread.run_sync(read, state.root, path)
             if text is None:

@@ -1,10 +1,10 @@
 """An agent's chunk store: ``memory/<agent>/chunks.db``, the truth the indexes derive from.
 
-Documents (a workspace file, a kept exchange or note: see `_kept`) and their chunks, each
-chunk with its lines and owner, and its vectors: one per window of a few lines (see
-`_index`), none until the embedder has given them. The
-keyword index and the in-memory vectors are rebuilt from here; this file is rebuilt
-from the workspace files and the kept store if it cannot be read.
+Documents (a workspace file, a remembered exchange or note: see `_remembered`) and their
+chunks, each chunk with its lines and owner, and its vectors: one per window of a few
+lines (see `_index`), none until the embedder has given them. The keyword index and the
+in-memory vectors are rebuilt from here; this file is rebuilt from the workspace files
+and the remembered store if it cannot be read.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 from ._chunker import Chunk
 from ._embedding import Vectors
-from ._kept import connect, move_aside
+from ._sqlite_file import connect, move_aside
 
 SCHEMA_VERSION: Final = 3
 _SCHEMA: Final = """
@@ -79,8 +79,9 @@ class ChunkStore:
     """Blocking SQLite access (the agent's index process calls it from worker threads).
 
     A file that is not a database, or of another format, is moved aside and a new one
-    made (the index then fills it again from the files and the kept store); a file that
-    is only locked or unreadable now raises `StoreUnavailable`, and nothing is moved.
+    made (the index then fills it again from the files and the remembered store); a file
+    that is only locked or unreadable now raises `StoreUnavailable` (see `_sqlite_file`),
+    and nothing is moved.
     """
 
     def __init__(self, path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Who is talking: the user id and agent the CLI and the TUI speak as."""
+"""Who the CLI speaks as: the ``--agent`` and ``--user`` options of the commands that chat,
+and the user id they come to."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ import argparse
 import os
 
 
-def add_who(parser: argparse.ArgumentParser) -> None:
+def add_identity_options(parser: argparse.ArgumentParser) -> None:
+    """``--agent`` and ``--user``: a command that chats speaks as this user to this agent."""
     parser.add_argument("--agent", default="default", help="the agent (default: default)")
     parser.add_argument("--user", default=None, help="the user id (default: local:$BEAMCLAW_USER or local:$USER)")
 
