@@ -144,7 +144,7 @@ async def test_an_origin_must_be_allowed_and_cross_site_needs_one(run_gateway: R
 
 
 async def test_the_official_clients_pass_unchanged(run_gateway: RunGateway) -> None:
-    """httpx and openai send a loopback Host and JSON, with no Origin (a2a-sdk: see test_a2a)."""
+    """httpx and openai send a loopback Host and JSON, with no Origin (a2a-sdk: see test_a2a_routes)."""
     import openai
 
     async with run_gateway(Reply("hello")) as g:
