@@ -28,7 +28,7 @@ from beamclaw_obs import emit, scrub, scrub_async
 from beamclaw_sandbox import session_jails
 from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, refusal_reason, run_tool
 
-from ._approval import Decision, allow_key, decide
+from ._approval import Decision, allow_keys, decide, describe_keys
 from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
 from ._drafts import Drafter, tell
@@ -427,24 +427,24 @@ class Loop(sv.StateMachine):
         return sv.NextState(EXECUTING_TOOLS, data, sv.NextEvent("execute"))
 
     async def _ask(self, data: _Data, call: ToolCall, reason: str) -> Any:
-        """Ask the user about *call*; *reason* is why this very call asks (a prompt file),
-        and then /always cannot cover it."""
+        """Ask the user about *call*; *reason* is why this very call asks (a prompt file,
+        the simple commands of a bash line), and /always is offered when it can cover it."""
         turn = data.turn
         assert turn is not None
         turn.asking = call
         tool = turn.tools[call.name]
-        key = allow_key(tool, call.arguments)
-        await sv.call(data.session, ("awaiting_approval", key))
+        keys = allow_keys(tool, call.arguments)
+        await sv.call(data.session, ("awaiting_approval", keys))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
-        question = f"Approve {call.name} with {_args_preview(call)}?"
+        question = f"Approve {call.name} with {_args_preview(call)}?" + (f" ({reason}.)" if reason else "")
         # The whole question is scrubbed: the reason may quote the model's arguments (a path).
         await tell(
             turn.run.channel.send,
             scrub(
-                f"{question} ({reason}.) Reply /yes or /no."
-                if reason
-                else f"{question} Reply /yes, /no or /always (allow "
-                f"{'this very command' if key != call.name else call.name} for the rest of this conversation)."
+                f"{question} Reply /yes, /no or /always "
+                f"(allow {describe_keys(keys)} for the rest of this conversation)."
+                if keys
+                else f"{question} Reply /yes or /no."
             ),
         )
         timeout = data.runtime.config.agentic_loop.approval_timeout_seconds

@@ -66,8 +66,8 @@ class _State:
     current: Run | None = None
     loop_ref: sv.Ref | None = None
     allowlist: set[str] = attrs.field(factory=set)
-    #: What `/always` would allow (see `_approval.allow_key`) while a call waits for approval.
-    pending_approval: str | None = None
+    #: What `/always` would allow (see `_approval.allow_keys`) while a call waits for approval.
+    pending_approval: tuple[str, ...] | None = None
     #: The channel of the run whose call waits: only a message from there answers it.
     approval_origin: str = ""
     updated_at: float = attrs.field(factory=time.time)
@@ -219,7 +219,7 @@ class Session(sv.GenServer):
         if state.pending_approval is None or word not in {"yes", "no", "always"}:
             return "none"
         if word == "always":
-            state.allowlist.add(state.pending_approval)
+            state.allowlist.update(state.pending_approval)
         state.pending_approval = None
         self._notify_loop(state, ("approval", word))
         return word

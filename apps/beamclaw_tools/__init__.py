@@ -2,21 +2,23 @@
 
 A tool is anything with a `ToolDefinition`, ``requires_approval``, ``min_autonomy``
 and ``async execute(args, session, context)``, and optionally a per-call
-``approval_reason(args)`` (read through `approval_reason`) and ``refusal_reason(args,
-context)`` (read through `refusal_reason`). `run_tool` checks the arguments
+``approval_reason(args)`` (read through `approval_reason`), ``refusal_reason(args,
+context)`` (read through `refusal_reason`) and, for a tool that runs commands under
+permission rules (`ShellRules`), ``command_verdict(args, allowed)`` (read through
+`command_verdict`). `run_tool` checks the arguments
 against the tool's JSON schema before it runs, and turns every failure into an
 error result the model can read.
 """
 
 from ._curl import Credential, CurlTool
 from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
-from ._invoke import approval_reason, parse_arguments, refusal_reason, run_tool
+from ._invoke import approval_reason, command_verdict, parse_arguments, refusal_reason, run_tool
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
 from ._provider import tool_provider
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
 from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
-from ._shell_policy import check_command
+from ._shell_rules import Pattern, ShellRules, SimpleCommand, Verdict, exact_pattern
 from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 from ._tree import ToolsConfig, builtin_tools, supervision_tree
 from ._web_search import WebSearchTool
@@ -30,8 +32,11 @@ __all__ = [
     "CurlTool",
     "DeleteFileTool",
     "Isolation",
+    "Pattern",
     "JqTool",
     "ReadFileTool",
+    "ShellRules",
+    "SimpleCommand",
     "TerminalTool",
     "Tool",
     "ToolContext",
@@ -40,11 +45,13 @@ __all__ = [
     "ToolResult",
     "ToolSession",
     "ToolsConfig",
+    "Verdict",
     "WebSearchTool",
     "WriteFileTool",
     "approval_reason",
     "builtin_tools",
-    "check_command",
+    "exact_pattern",
+    "command_verdict",
     "is_public",
     "list_tools",
     "lookup_tool",

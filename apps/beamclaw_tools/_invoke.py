@@ -7,12 +7,14 @@ can correct itself; nothing a tool raises escapes to the agent loop.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any
 
 import jsonschema
 import trio
 from loguru import logger
 
+from ._shell_rules import Pattern, Verdict
 from ._tool import Tool, ToolContext, ToolError, ToolResult, ToolSession
 
 
@@ -76,6 +78,40 @@ def refusal_reason(tool: Tool, raw_args: str | dict[str, Any] | None, context: T
         logger.opt(exception=exc).warning("refusal_reason of {} failed", tool.definition.name)
         return f"BeamClaw could not check the arguments of this {tool.definition.name} call"
     return reason
+
+
+def command_verdict(tool: Tool, raw_args: str | dict[str, Any] | None, allowlist: Collection[str]) -> Verdict | None:
+    """The permission rules' verdict on this call of a tool that runs commands, or None
+    for a tool without rules (or arguments that would not run).
+
+    The tool's optional ``command_verdict(args, allowed)`` hook decides; *allowed* are
+    the patterns the session's *allowlist* holds for this tool (``/always``: keys
+    ``name\x00pattern``; one that does not parse is ignored). A hook that raises fails
+    closed: the call asks.
+    """
+    hook = getattr(tool, "command_verdict", None)
+    args = _runnable_arguments(tool, raw_args) if hook is not None else None
+    if hook is None or args is None:
+        return None
+    name = tool.definition.name
+    try:
+        verdict: Verdict = hook(args, tuple(_session_patterns(name, allowlist)))
+    except Exception as exc:  # noqa: BLE001 - a broken hook must ask, not allow
+        logger.opt(exception=exc).warning("command_verdict of {} failed", name)
+        return Verdict(reason=f"BeamClaw could not check the arguments of this {name} call")
+    return verdict
+
+
+def _session_patterns(name: str, allowlist: Collection[str]) -> list[Pattern]:
+    patterns = []
+    for key in allowlist:
+        tool, found, text = key.partition("\x00")
+        if found and tool == name:
+            try:
+                patterns.append(Pattern(text))
+            except ValueError:
+                continue  # a key from before the rules (a whole command line): it allows nothing
+    return patterns
 
 
 def _runnable_arguments(tool: Tool, raw_args: str | dict[str, Any] | None) -> dict[str, Any] | None:

@@ -3,10 +3,12 @@
 The jail is the boundary: ``isolation`` names the backend ("bubblewrap" by default,
 "docker"), which the agent loop passes in the `ToolContext`. With no working backend
 the tools refuse, naming the fix, rather than run a command unjailed; only
-``isolation = "none"``, written on purpose, runs it directly (`Unjailed`). The deny
-list is a second layer: both tools refuse what it refuses before anything runs.
-`terminal` also keeps each session's working directory between calls, as a terminal
-would.
+``isolation = "none"``, written on purpose, runs it directly (`Unjailed`). What runs
+inside is the user's policy, the tool's `ShellRules` (``[tools.bash] allow / ask /
+deny``): the agent loop reads them through ``refusal_reason`` (a deny rule: refused
+before anyone is asked, and again here before anything runs) and ``command_verdict``
+(which simple commands make the call ask). `terminal` also keeps each session's
+working directory between calls, as a terminal would.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import trio
 
 from beamclaw_base import Jail, JailResult, JailUnavailable, Unjailed
 
-from ._shell_policy import check_command
+from ._shell_rules import Pattern, ShellRules, Verdict
 from ._tool import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 
 Isolation = Literal["bubblewrap", "docker", "none"]
@@ -28,7 +30,7 @@ ISOLATIONS: Final = ("bubblewrap", "docker", "none")
 
 _CWD_MARK: Final = "\n__BEAMCLAW_CWD__"
 _UNJAILED: Final = Unjailed()
-#: Commands up to this length are judged on the event loop (tens of microseconds).
+#: Commands up to this length are judged on the event loop (well under a millisecond).
 _INLINE_CHECK_CHARS: Final = 2_000
 
 
@@ -82,8 +84,10 @@ class BashTool:
     timeout: float = 30.0
     output_limit: int = 16_000
     requires_approval: bool = True
-    min_autonomy: Autonomy = Autonomy.SUPERVISED
+    #: ``read_only`` runs what the allow rules cover (`command_verdict`), nothing else.
+    min_autonomy: Autonomy = Autonomy.READ_ONLY
     isolation: Isolation = "bubblewrap"
+    rules: ShellRules = ShellRules()
 
     def __attrs_post_init__(self) -> None:
         if self.isolation not in ISOLATIONS:
@@ -101,19 +105,28 @@ class BashTool:
         command, timeout = await self._checked(args)
         return _report(await self._run(command, context, timeout), timeout)
 
-    async def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
-        """The command, refused by the deny list if it must be, and its time limit.
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """Why no answer may let this command run: a simple command of it matches ``deny``."""
+        denied = self.rules.judge(args["command"]).denied
+        return None if denied is None else f"command refused: {denied}"
 
-        A long command is judged in a worker thread: parsing a hostile 100 kB script takes
-        about a second, which the event loop (every other conversation) must not wait for.
+    def command_verdict(self, args: dict[str, Any], allowed: tuple[Pattern, ...]) -> Verdict:
+        """The rules' verdict on this command, with *allowed* (the session's ``/always``) added to ``allow``."""
+        return self.rules.judge(args["command"], allowed)
+
+    async def _checked(self, args: dict[str, Any]) -> tuple[str, float]:
+        """The command, refused if a deny rule matches it, and its time limit.
+
+        A long command is judged in a worker thread, which the event loop (every other
+        conversation) need not wait for.
         """
         command: str = args["command"]
         if len(command) > _INLINE_CHECK_CHARS:
-            reason = await trio.to_thread.run_sync(check_command, command)
+            verdict = await trio.to_thread.run_sync(self.rules.judge, command)
         else:
-            reason = check_command(command)
-        if reason is not None:
-            raise ToolError(f"command refused: {reason}")
+            verdict = self.rules.judge(command)
+        if verdict.denied is not None:
+            raise ToolError(f"command refused: {verdict.denied}")
         return command, min(float(args.get("timeout_seconds", self.timeout)), self.timeout)
 
     def _jail(self, context: ToolContext) -> Jail:

@@ -15,22 +15,36 @@ from ._files import DeleteFileTool, ReadFileTool, WriteFileTool
 from ._jq import JqTool
 from ._registry import ToolRegistry
 from ._shell import BashTool, Isolation, TerminalTool
+from ._shell_rules import DEFAULT_ALLOW, DEFAULT_ASK, DEFAULT_DENY, Pattern, ShellRules
 from ._tool import Tool
 from ._web_search import WebSearchTool
 
 
 @attrs.frozen
 class ShellConfig:
-    """``[tools.bash]`` / ``[tools.terminal]``.
+    """``[tools.bash]`` / ``[tools.terminal]`` (each its own table, same defaults).
 
     ``isolation``: the jail every command runs in: "bubblewrap" (the default), "docker",
-    or "none" (unjailed, on purpose: the deny list is then the only guard).
+    or "none" (unjailed, on purpose: nothing but the rules then stands in the way).
     ``output_limit``: bytes kept of each of stdout and stderr.
+    ``allow`` / ``ask`` / ``deny``: command patterns (see `beamclaw_tools.Pattern`),
+    matched against every simple command of a line; a list given replaces its default.
     """
 
     timeout_seconds: float = 30.0
     output_limit: int = 16_000
     isolation: Isolation = "bubblewrap"
+    allow: list[str] = attrs.field(factory=lambda: list(DEFAULT_ALLOW))
+    ask: list[str] = attrs.field(factory=lambda: list(DEFAULT_ASK))
+    deny: list[str] = attrs.field(factory=lambda: list(DEFAULT_DENY))
+
+    def __attrs_post_init__(self) -> None:
+        for text in (*self.allow, *self.ask, *self.deny):
+            Pattern(text)  # a bad pattern is a config error at load time, not at the first command
+
+    @property
+    def rules(self) -> ShellRules:
+        return ShellRules(self.allow, self.ask, self.deny)
 
 
 @attrs.frozen
@@ -79,9 +93,17 @@ def builtin_tools(config: ToolsConfig) -> list[Tool]:
     """The built-in tools as configured, without the disabled ones."""
     curl = config.curl
     tools: list[Tool] = [
-        BashTool(config.bash.timeout_seconds, config.bash.output_limit, isolation=config.bash.isolation),
+        BashTool(
+            config.bash.timeout_seconds,
+            config.bash.output_limit,
+            isolation=config.bash.isolation,
+            rules=config.bash.rules,
+        ),
         TerminalTool(
-            config.terminal.timeout_seconds, config.terminal.output_limit, isolation=config.terminal.isolation
+            config.terminal.timeout_seconds,
+            config.terminal.output_limit,
+            isolation=config.terminal.isolation,
+            rules=config.terminal.rules,
         ),
         CurlTool(
             timeout=curl.timeout_seconds,

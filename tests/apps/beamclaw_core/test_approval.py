@@ -5,25 +5,41 @@ from __future__ import annotations
 import pytest
 
 import beamclaw_core as core
+from beamclaw_core._approval import allow_keys
 from beamclaw_tools import Autonomy, BashTool, JqTool
 from tests.support.model_server import Call, Reply
 
 from .conftest import RunCore, wait_for
 
-ECHO = Reply(tool_calls=(Call("bash", {"command": "echo ran"}, id="b1"),))
+#: A line that asks by default: its output goes to a file.
+ECHO = Reply(tool_calls=(Call("bash", {"command": "echo ran > out; cat out"}, id="b1"),))
 
 
 def test_the_policy_order() -> None:
     bash, jq = BashTool(), JqTool()
     assert core.decide(jq, Autonomy.READ_ONLY, set())[0] is core.Decision.APPROVE
-    # /always allows a command tool's very command, not the tool: a name allows nothing more.
-    assert core.decide(bash, Autonomy.SUPERVISED, {"bash"}, {"command": "ls"})[0] is core.Decision.ASK
-    assert core.decide(bash, Autonomy.SUPERVISED, {"bash\x00ls"}, {"command": "ls"})[0] is core.Decision.APPROVE
-    assert core.decide(bash, Autonomy.SUPERVISED, {"bash\x00ls"}, '{"command": "ls; id"}')[0] is core.Decision.ASK
-    assert core.decide(bash, Autonomy.FULL, set())[0] is core.Decision.APPROVE
-    assert core.decide(bash, Autonomy.SUPERVISED, set())[0] is core.Decision.ASK
-    decision, reason = core.decide(bash, Autonomy.READ_ONLY, {"bash"})
-    assert decision is core.Decision.DENY and reason == "bash needs autonomy supervised; this agent is read_only"
+    # /always allows the simple commands that asked, not the tool: a name allows nothing more.
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash"}, {"command": "make"})[0] is core.Decision.ASK
+    assert core.decide(bash, Autonomy.SUPERVISED, {"bash\x00make"}, {"command": "make"})[0] is core.Decision.APPROVE
+    decision, reason = core.decide(bash, Autonomy.SUPERVISED, {"bash\x00make"}, '{"command": "make; ls; make test"}')
+    assert (decision, reason) == (core.Decision.ASK, "not in the allow list: `make test`")
+    assert core.decide(bash, Autonomy.FULL, set(), {"command": "make"})[0] is core.Decision.APPROVE
+    assert core.decide(bash, Autonomy.READ_ONLY, set(), {"command": "ls -la"})[0] is core.Decision.APPROVE
+    decision, reason = core.decide(bash, Autonomy.READ_ONLY, set(), {"command": "ls > out"})
+    assert (
+        decision is core.Decision.DENY
+        and reason == "bash: not in the allow list: `ls > out`, and this agent is read_only"
+    )
+    decision, reason = core.decide(bash, Autonomy.FULL, set(), {"command": "ls; rm -rf ~"})
+    assert decision is core.Decision.DENY and "matches the deny rule 'rm * ~ *'" in reason
+
+
+def test_always_adds_the_exact_simple_commands_that_asked() -> None:
+    bash = BashTool()
+    assert allow_keys(bash, {"command": "ls; git push origin 'my branch'"}) == ("bash\x00git push origin 'my branch'",)
+    assert allow_keys(bash, {"command": "make $TARGET"}) == ()  # no exact pattern for a computed word
+    assert allow_keys(bash, {"command": "find . -delete"}) == ()  # an ask rule would ask again
+    assert allow_keys(JqTool(), {"filter": "."}) == ("jq",)
 
 
 async def _ask_and_answer(run_core: RunCore, answer: str) -> tuple[core.TurnResult, list[core.Message], list[str]]:
@@ -32,7 +48,10 @@ async def _ask_and_answer(run_core: RunCore, answer: str) -> tuple[core.TurnResu
         channel = core.CollectingChannel()
         run = await core.submit(session, "please run it", channel)
         await wait_for(lambda: bool(channel.sent))
-        assert channel.sent[0].startswith('Approve bash with {"command": "echo ran"}? Reply /yes, /no or /always')
+        assert channel.sent[0].startswith(
+            'Approve bash with {"command": "echo ran > out; cat out"}? (not in the allow list: `echo ran > out`.) '
+            "Reply /yes, /no or /always (allow `echo ran > out` for the rest of this conversation)."
+        )
         ack = await core.send_message(session, answer, core.CollectingChannel())
         assert ack.text == f"approval: {answer.strip('/')}"
         result = await run.wait()
@@ -72,19 +91,21 @@ async def test_always_adds_to_the_session_allowlist(run_core: RunCore) -> None:
 
 
 async def test_always_allows_what_was_asked_not_every_later_command(run_core: RunCore) -> None:
-    other = Reply(tool_calls=(Call("bash", {"command": "echo ran; id"}, id="b2"),))
+    other = Reply(tool_calls=(Call("bash", {"command": "echo ran > out; make"}, id="b2"),))
     async with run_core(ECHO, Reply("one"), other, Reply("two")) as r:
         session = await r.open()
         channel = core.CollectingChannel()
         run = await core.submit(session, "first", channel)
         await wait_for(lambda: bool(channel.sent))
-        assert "(allow this very command for the rest of this conversation)" in channel.sent[0]
+        assert "(allow `echo ran > out` for the rest of this conversation)" in channel.sent[0]
         await core.send_message(session, "/always", core.CollectingChannel())
         assert (await run.wait()).text == "one"
         second = core.CollectingChannel()
         run = await core.submit(session, "second", second)
         await wait_for(lambda: bool(second.sent))  # another command: asked again
-        assert second.sent[0].startswith('Approve bash with {"command": "echo ran; id"}?')
+        assert second.sent[0].startswith(
+            'Approve bash with {"command": "echo ran > out; make"}? (not in the allow list: `make`.)'
+        )
         await core.send_message(session, "/no", core.CollectingChannel())
         assert (await run.wait()).text == "two"
 
@@ -111,8 +132,8 @@ async def test_read_only_denies_without_asking_and_full_runs_without_asking(run_
         assert (await core.send_message(session, "go", channel)).text == "done"
         assert channel.sent == []
         (tool,) = [m for m in await core.history(session) if m.role == "tool"]
-        assert "denied" in tool.content or "needs autonomy" in tool.content
-        assert "bash" not in {t["function"]["name"] for t in r.model.requests[0]["tools"]}
+        assert "not in the allow list: `echo ran > out`, and this agent is read_only" in tool.content
+        assert not (r.home / "agents" / "default" / "out").exists()
     async with run_core(ECHO, Reply("done"), autonomy_level="full") as r:
         session = await r.open()
         channel = core.CollectingChannel()
