@@ -11,14 +11,13 @@ from ._config import GatewayConfig, parse_gateway_config, principals_of
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
 from ._mcp_server import agents_server
-from ._openapi import DOCUMENT as OPENAPI
+from ._openapi import openapi_document
 from ._principals import LOCAL, Forbidden, Principal, Principals, Role
 from ._rate_limit import RateLimiter
 from ._server import serve_http
 from ._tree import supervision_tree
 
 __all__ = [
-    "OPENAPI",
     "LOCAL",
     "Forbidden",
     "GatewayConfig",
@@ -29,6 +28,7 @@ __all__ = [
     "McpPending",
     "RateLimiter",
     "agents_server",
+    "openapi_document",
     "create_app",
     "parse_gateway_config",
     "principals_of",

@@ -19,15 +19,8 @@ import supervision as sv
 
 from ._config import GatewayConfig
 from ._principals import Principal
-from ._turns import (
-    BadRequest,
-    agent_for,
-    checked_text,
-    header_user,
-    parse_json,
-    run_events,
-    user_id,
-)
+from ._request_models import CHAT_REQUEST, ChatRequest
+from ._turns import BadRequest, agent_for, header_user, parse_json, run_events, user_id
 
 
 @attrs.frozen
@@ -125,45 +118,6 @@ async def models() -> Response:
     return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
 
 
-def _last_user_text(messages: Any) -> str:
-    """The text of the last user message; every message must have the shape OpenAI's has."""
-    if not isinstance(messages, list) or not messages:
-        raise BadRequest("'messages' must be a non-empty list")
-    texts: list[str | None] = [_message_text(message, index) for index, message in enumerate(messages)]
-    for text in reversed(texts):
-        if text is None:
-            continue
-        if not text.strip():
-            raise BadRequest("the last user message has no text content")
-        return text
-    raise BadRequest("'messages' has no message with role 'user'")
-
-
-def _message_text(message: Any, index: int) -> str | None:
-    """A user message's text (its text parts joined), "" if it has none; None for other roles."""
-    where = f"messages[{index}]"
-    if not isinstance(message, dict):
-        raise BadRequest(f"{where} must be an object with 'role' and 'content'")
-    if not isinstance(message.get("role"), str):
-        raise BadRequest(f"{where}.role must be a string")
-    if message["role"] != "user":
-        return None
-    content = message.get("content")
-    if isinstance(content, list):  # content parts: keep the text ones
-        texts = []
-        for number, part in enumerate(content):
-            if not isinstance(part, dict):
-                raise BadRequest(f"{where}.content[{number}] must be an object with a 'type'")
-            if part.get("type") == "text":
-                if not isinstance(part.get("text"), str):
-                    raise BadRequest(f"{where}.content[{number}].text must be a string")
-                texts.append(part["text"])
-        content = "\n".join(texts)
-    if not isinstance(content, str):
-        return ""
-    return checked_text(content, f"{where}.content")
-
-
 CHAT_PATH: Final = "/v1/chat/completions"
 _CHAT_REQUEST: Final = "an OpenAI chat completion request"
 
@@ -202,54 +156,14 @@ async def request_user(who: Principal) -> str:
     return header_user(header, who)
 
 
-#: OpenAI's sampling options: accepted (the agent's own settings decide), but only when
-#: well formed, so a client's mistake is an error rather than silently ignored.
-_RANGES: Final = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
-                  "frequency_penalty": (-2.0, 2.0)}  # fmt: skip
-_COUNTS: Final = ("max_tokens", "max_completion_tokens")
-_TYPES: Final[dict[str, tuple[type | tuple[type, ...], str]]] = {
-    "tools": (list, "a list"),
-    "tool_choice": ((str, dict), "a string or an object"),
-    "response_format": (dict, "an object"),
-    "logit_bias": (dict, "an object"),
-    "metadata": (dict, "an object"),
-    "stop": ((str, list), "a string or a list of strings"),
-}
-
-
-def _check_options(body: dict[str, Any]) -> None:
-    for key, (low, high) in _RANGES.items():
-        value = body.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or
-                                  not low <= value <= high):  # fmt: skip
-            raise BadRequest(f"'{key}' must be a number from {low:g} to {high:g}")
-    for key in _COUNTS:
-        value = body.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise BadRequest(f"'{key}' must be a whole number of at least 1")
-    for key, (kind, what) in _TYPES.items():
-        if body.get(key) is not None and not isinstance(body[key], kind):
-            raise BadRequest(f"'{key}' must be {what}")
-    if body.get("n") not in (None, 1):
-        raise BadRequest("'n' must be 1: an agent gives one answer")
-
-
-async def _turn_request() -> tuple[core.SessionHandle, str, dict[str, Any]]:
-    body = await json_body(_CHAT_REQUEST)
+async def _turn_request() -> tuple[core.SessionHandle, str, ChatRequest]:
+    chat = CHAT_REQUEST.parse(await json_body(_CHAT_REQUEST))
     ctx = context()
     who = principal()
-    agent = agent_for(body.get("model"), ctx.data_dir, ctx.config.default_agent, who)
-    user = user_id(body.get("user"), request.headers.get("X-User-Id"), who)
-    text = core.truncated(_last_user_text(body.get("messages")), ctx.config.http.max_user_chars)
-    if "stream" in body and not isinstance(body["stream"], bool):
-        raise BadRequest("'stream' must be true or false")
-    _check_options(body)
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise BadRequest("'stream_options' must be an object")
-    if options and "include_usage" in options and not isinstance(options["include_usage"], bool):
-        raise BadRequest("'stream_options.include_usage' must be true or false")
-    return await core.open_session(user, agent, "http"), text, body
+    agent = agent_for(chat.model, ctx.data_dir, ctx.config.default_agent, who)
+    user = user_id(chat.user, request.headers.get("X-User-Id"), who)
+    text = core.truncated(chat.last_user_text(), ctx.config.http.max_user_chars)
+    return await core.open_session(user, agent, "http"), text, chat
 
 
 def _completion_id() -> str:
@@ -266,10 +180,10 @@ def _usage(result: core.TurnResult) -> dict[str, int]:
 
 @api.post(CHAT_PATH)
 async def chat_completions() -> Response:
-    handle, text, body = await _turn_request()
-    model = f"beamclaw/{handle.agent_id}" if str(body.get("model", "")).startswith("beamclaw/") else handle.agent_id
-    if body.get("stream"):
-        return await _stream(handle, text, model, bool((body.get("stream_options") or {}).get("include_usage")))
+    handle, text, chat = await _turn_request()
+    model = f"beamclaw/{handle.agent_id}" if (chat.model or "").startswith("beamclaw/") else handle.agent_id
+    if chat.stream:
+        return await _stream(handle, text, model, chat.stream_options is not None and chat.stream_options.include_usage)
     channel = core.CollectingChannel()
     result = await core.send_message(handle, text, channel, origin=principal().origin("http"))
     failure = turn_failure(result)

@@ -1,15 +1,22 @@
-"""The OpenAPI document of the HTTP routes, served at /openapi.json.
+"""The OpenAPI document of the HTTP routes, served at /openapi.json; `openapi_document` gives it
+to the docs site.
 
-A test checks that every HTTP route of the app is in it (and nothing else), and
-schemathesis checks the routes against it, so it stays true.
+OpenAPI 3.1, whose schemas are JSON Schema 2020-12: the request bodies' schemas are the
+very ones the routes validate with (`_request_models`), so they cannot drift. A test
+checks that every HTTP route of the app is in it, and schemathesis checks the routes
+against it. The A2A request's schema is written here: beamclaw_a2a validates A2A's
+JSON-RPC itself (its errors are JSON-RPC errors, not 400s).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from typing import Any, Final
 
 from quart import Blueprint, Response
+
+from ._request_models import CHAT_REQUEST, WS_MESSAGE
 
 _ERROR: Final = {
     "type": "object",
@@ -46,28 +53,6 @@ def _json(description: str, schema: dict[str, Any] | None = None) -> dict[str, A
     return {"description": description, "content": {"application/json": {"schema": schema or {"type": "object"}}}}
 
 
-_CHAT_REQUEST: Final = {
-    "type": "object",
-    "required": ["messages"],
-    "properties": {
-        "model": {"type": "string", "description": "The agent: NAME or beamclaw/NAME (default: the default agent)"},
-        "messages": {
-            "type": "array",
-            "minItems": 1,
-            "items": {
-                "type": "object",
-                "required": ["role"],
-                "properties": {
-                    "role": {"type": "string", "enum": ["system", "user", "assistant", "tool", "developer"]},
-                    "content": {"oneOf": [{"type": "string"}, {"type": "array", "items": {"type": "object"}}]},
-                },
-            },
-        },
-        "stream": {"type": "boolean"},
-        "user": {"type": "string", "maxLength": 128},
-    },
-}
-
 _STRING: Final = {"type": "string"}
 _A2A_METHODS: Final = [
     "SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask", "SubscribeToTask",
@@ -80,7 +65,7 @@ _A2A_REQUEST: Final = {
     "required": ["jsonrpc", "method"],
     "properties": {
         "jsonrpc": {"type": "string", "enum": ["2.0"]},
-        "id": {"oneOf": [_STRING, {"type": "integer"}], "nullable": True},
+        "id": {"type": ["string", "integer", "null"]},
         "method": {"type": "string", "enum": _A2A_METHODS},
         "params": {
             "type": "object",
@@ -114,8 +99,8 @@ _A2A_REQUEST: Final = {
     },
 }
 
-DOCUMENT: Final[dict[str, Any]] = {
-    "openapi": "3.0.3",
+_DOCUMENT: Final[dict[str, Any]] = {
+    "openapi": "3.1.0",
     "info": {
         "title": "BeamClaw gateway",
         "version": "1",
@@ -125,7 +110,12 @@ DOCUMENT: Final[dict[str, Any]] = {
         "and agents it may act as; a request never names its own role.",
     },
     "components": {
-        "schemas": {"Error": _ERROR},
+        "schemas": {
+            "Error": _ERROR,
+            "ChatCompletionRequest": CHAT_REQUEST.schema,
+            # Not a route's body: what a client sends on GET /ws (a WebSocket), for the docs.
+            "WebSocketMessage": WS_MESSAGE.schema,
+        },
         "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
     },
     "security": [{"bearer": []}],
@@ -161,7 +151,10 @@ DOCUMENT: Final[dict[str, Any]] = {
         "/v1/chat/completions": {
             "post": {
                 "summary": "OpenAI-compatible chat completion (JSON, or SSE with stream: true)",
-                "requestBody": {"required": True, "content": {"application/json": {"schema": _CHAT_REQUEST}}},
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}},
+                },
                 "responses": {
                     "200": {
                         "description": "a chat.completion, or chat.completion.chunk events",
@@ -212,9 +205,18 @@ DOCUMENT: Final[dict[str, Any]] = {
     },
 }
 
+_SERVED: Final = json.dumps(_DOCUMENT)
+
+
+def openapi_document() -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the gateway's HTTP API, as served at /openapi.json (a copy:
+    the caller may change it)."""
+    return copy.deepcopy(_DOCUMENT)
+
+
 openapi = Blueprint("openapi", __name__)
 
 
 @openapi.get("/openapi.json")
 async def document() -> Response:
-    return Response(json.dumps(DOCUMENT), content_type="application/json")
+    return Response(_SERVED, content_type="application/json")

@@ -21,11 +21,10 @@ import beamclaw_core as core
 
 from ._http_api import RESTARTING, context, principal
 from ._rate_limit import ClientLimiter, retry_after
+from ._request_models import MAX_MESSAGE_ID, WS_MESSAGE, WsMessage
 from ._turns import BadRequest, agent_for, checked_text, parse_json, run_events, user_id
 
 _REMEMBERED_IDS: Final = 10_000
-#: The longest message id: ids are remembered (see `_first_time`), so they must be short.
-_MAX_ID: Final = 128
 ws_api = Blueprint("ws", __name__)
 _seen: OrderedDict[tuple[str, str], None] = OrderedDict()
 
@@ -40,16 +39,11 @@ def _first_time(user: str, message_id: str) -> bool:
     return True
 
 
-def _parse(raw: str | bytes) -> dict[str, Any]:
-    message = parse_json(raw, "a message")
-    if not isinstance(message, dict) or message.get("type") != "message":
-        raise BadRequest('a message is {"type": "message", "id": "...", "text": "..."}')
-    for key in ("id", "text"):
-        if not isinstance(message.get(key), str) or not message[key]:
-            raise BadRequest(f"'{key}' must be a non-empty string")
-    if len(message["id"]) > _MAX_ID or not message["id"].isprintable():
-        raise BadRequest(f"'id' must be printable and at most {_MAX_ID} characters")
-    checked_text(message["text"], "'text'")
+def _parse(raw: str | bytes) -> WsMessage:
+    message = WS_MESSAGE.parse(parse_json(raw, "a message"))
+    if not message.id.isprintable():
+        raise BadRequest(f"'id' must be a non-empty printable string of at most {MAX_MESSAGE_ID} characters")
+    checked_text(message.text, "'text'")
     return message
 
 
@@ -82,22 +76,20 @@ async def chat_socket() -> None:
             raw = await websocket.receive()
             try:
                 message = _parse(raw)
-                user = user_id(message.get("user"), header_user, who)
+                user = user_id(message.user, header_user, who)
                 wait = limiter.check(websocket.remote_addr, user, trio.current_time())
                 if wait is not None:
                     raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
-                agent = agent_for(message.get("agent"), ctx.data_dir, ctx.config.default_agent, who, "agent")
+                agent = agent_for(message.agent, ctx.data_dir, ctx.config.default_agent, who, "agent")
                 handle = await core.open_session(user, agent, "ws")
             except (BadRequest, core.InvalidAgentName, core.InvalidUserId) as exc:
                 await send(type="error", id=None, error=str(exc))
                 continue
             except RESTARTING as exc:
-                await send(
-                    type="error", id=message["id"], error=f"BeamClaw is restarting ({type(exc).__name__}); retry"
-                )
+                await send(type="error", id=message.id, error=f"BeamClaw is restarting ({type(exc).__name__}); retry")
                 continue
-            if not _first_time(user, message["id"]):
-                await send(type="duplicate", id=message["id"])
+            if not _first_time(user, message.id):
+                await send(type="duplicate", id=message.id)
                 continue
-            text = core.truncated(message["text"], ctx.config.http.max_user_chars)
-            nursery.start_soon(run, handle, message["id"], text)
+            text = core.truncated(message.text, ctx.config.http.max_user_chars)
+            nursery.start_soon(run, handle, message.id, text)

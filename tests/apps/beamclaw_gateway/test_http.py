@@ -170,7 +170,7 @@ def test_the_openapi_document_lists_exactly_the_http_routes(tmp_path: Path) -> N
         for method in rule.methods or ()
         if method not in {"HEAD", "OPTIONS"}
     }
-    documented = {(path, method) for path, item in gateway.OPENAPI["paths"].items() for method in item}
+    documented = {(path, method) for path, item in gateway.openapi_document()["paths"].items() for method in item}
     assert routes <= documented, routes - documented
 
 
