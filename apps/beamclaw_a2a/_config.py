@@ -11,6 +11,7 @@ from beamclaw_base import structure_config
 
 @attrs.frozen
 class SkillConfig:
+    #: One skill of the agent card, as A2A clients see it.
     id: str
     name: str
     description: str
@@ -26,9 +27,12 @@ _CHAT_SKILL = SkillConfig(
 @attrs.frozen
 class A2AConfig:
     enabled: bool = True
+    #: The agent card's name and description, as other agents see them.
     name: str = "BeamClaw"
     description: str = "A fault-tolerant AI agent: conversations that survive crashes, tools with approval."
+    #: The agent that answers A2A tasks.
     agent: str = "default"
+    #: The skills the agent card lists.
     skills: list[SkillConfig] = attrs.field(factory=lambda: [_CHAT_SKILL])
 
 

@@ -25,16 +25,21 @@ _RESERVED_NAMES: Final = frozenset({"admin", "local", "anonymous"})
 
 @attrs.frozen
 class HttpConfig:
+    #: The address to bind; anything but loopback needs a token first.
     host: str = "127.0.0.1"
     port: int = 18800
+    #: When its variable is set, an admin's token: ``Authorization: Bearer ...`` on every route but /health.
     token: Secret | None = Secret("BEAMCLAW_GATEWAY_TOKEN")
     #: Browser origins (scheme://host[:port]) whose pages may call the gateway.
     allowed_origins: list[str] = attrs.field(factory=list)
     #: Host header values served besides the loopback names and the bind address:
     #: ``name`` (any port) or ``name:port``. A name not listed could be a DNS rebinding.
     allowed_hosts: list[str] = attrs.field(factory=list)
+    #: A larger request body is refused (413).
     max_body_bytes: int = 1_000_000
+    #: A larger WebSocket message is refused.
     max_ws_message_bytes: int = 512_000
+    #: A longer user message is truncated, with a notice to the model.
     max_user_chars: int = 32_000
     #: Open WebSockets in all, and per client address; the excess is refused (503).
     max_ws_connections: int = 512
@@ -60,15 +65,23 @@ class RateLimitConfig:
 @attrs.frozen
 class TelegramConfig:
     enabled: bool = False
+    #: The bot's token, from @BotFather.
     token: Secret = Secret("TELEGRAM_BOT_TOKEN")
+    #: Long polling, or a webhook (``webhook_url``, ``webhook_secret``) for deployments Telegram can reach.
     mode: Literal["polling", "webhook"] = "polling"
+    #: Who may talk to the bot: paired users (a stranger gets a code for ``beamclaw pair``),
+    #: only ``allow_from``, or everyone.
     dm_policy: Literal["pairing", "allowlist", "open"] = "pairing"
+    #: Telegram user ids or usernames always let in.
     allow_from: list[str] = attrs.field(factory=list)
+    #: The agent that answers on Telegram.
     agent: str = "default"
+    #: The Bot API's address (another for a local Bot API server or an emulator).
     api_base: str = "https://api.telegram.org"
     webhook_url: str = ""
     webhook_secret: Secret | None = None
     poll_timeout_seconds: int = 30
+    #: A streamed reply's message is edited at most this often.
     edit_interval_seconds: float = 1.0
 
 
@@ -79,6 +92,7 @@ class ChannelsConfig:
 
 @attrs.frozen
 class TranscriptionConfig:
+    #: An OpenAI-compatible server that transcribes Telegram voice messages; empty: none.
     base_url: str = ""
     model: str = "whisper-1"
     api_key: Secret | None = None
@@ -118,7 +132,9 @@ class GatewayConfig:
     channels: ChannelsConfig = ChannelsConfig()
     transcription: TranscriptionConfig = TranscriptionConfig()
     auth: AuthConfig = AuthConfig()
+    #: The agent a request that names none talks to.
     default_agent: str = "default"
+    #: The root supervisor whose tree /v1/supervision/tree shows (set by the daemon).
     root: str = "beamclaw"
     #: BeamClaw's agents as an MCP server at /mcp (streamable HTTP, behind the token).
     mcp_endpoint: bool = True

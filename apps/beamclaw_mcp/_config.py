@@ -40,11 +40,17 @@ class ServerConfig:
     (none asks: for a server you wrote or audited).
     """
 
+    #: A stdio server: the program and its arguments (give this or ``url``).
     command: list[str] = attrs.field(factory=list)
+    #: A stdio server's environment, besides a small default one (never the daemon's secrets).
     env: dict[str, TextOrSecret] = attrs.field(factory=dict)
+    #: A stdio server's working directory.
     cwd: str = ""
+    #: A streamable HTTP server: its URL (give this or ``command``).
     url: str = ""
+    #: Headers sent to an HTTP server (``Authorization = { env = "VAR" }``).
     headers: dict[str, TextOrSecret] = attrs.field(factory=dict)
+    #: false: the server is not started.
     enabled: bool = True
     trust: Trust = "ask"
     #: Which of its tools are offered to the model: names or shell-style patterns
@@ -58,6 +64,7 @@ class ServerConfig:
 
 @attrs.frozen
 class McpConfig:
+    #: false: no MCP server is started.
     enabled: bool = True
     #: A call not answered by then fails (the server process stays up).
     call_timeout_seconds: float = 60.0

@@ -17,14 +17,19 @@ class EmbeddingConfig:
     OpenAI-compatible ``/v1/embeddings``: OpenAI, OpenRouter, Ollama, llama.cpp) or
     "none" (keyword search only)."""
 
+    #: "local", "openai" or "none" (see above).
     provider: str = "local"
+    #: The OpenAI-compatible server of ``provider = "openai"`` (its ``/v1/embeddings``).
     base_url: str = "https://api.openai.com/v1"
+    #: The remote server's key, ``{ env = "VAR" }``; a local server may need none.
     api_key: Secret | None = Secret("BEAMCLAW_EMBEDDING_API_KEY")
     #: The remote model; the local provider names its own.
     model: str = "text-embedding-3-small"
     #: Asked of the remote model (models that take ``dimensions``); 0 leaves it out.
     dimensions: int = 1536
+    #: Texts sent to the remote model in one request.
     batch_size: int = 64
+    #: A request to the remote model gets this long in all; meanwhile search answers from keywords.
     timeout_seconds: float = 30.0
     #: How long a cached vector is used before it is asked for again.
     cache_ttl_seconds: float = 86_400.0
@@ -32,10 +37,13 @@ class EmbeddingConfig:
 
 @attrs.frozen
 class SearchConfig:
+    #: A hit's merged score is ``vector_weight * cosine + bm25_weight * keyword score``
+    #: (divided by the best one); when one side has nothing, the other carries all the weight.
     vector_weight: float = 0.7
     bm25_weight: float = 0.3
     #: Merged scores below this are not returned.
     min_score: float = 0.35
+    #: Hits ``memory_search`` returns when the model names no ``limit``.
     default_limit: int = 6
     #: Chunk length and the overlap between neighbours, in tokens (about four characters each).
     chunk_size: int = 400
@@ -50,6 +58,7 @@ class SearchConfig:
 
 @attrs.frozen
 class MemoryConfig:
+    #: false: no ``memory_search`` / ``memory_get``, nothing indexed (core goes on without memory).
     enabled: bool = True
     #: Seconds between two looks of the file watcher at the workspaces (edits by hand).
     watch_interval_seconds: float = 2.0

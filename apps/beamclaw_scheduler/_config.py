@@ -18,10 +18,15 @@ class HeartbeatConfig:
     """Every agent whose HEARTBEAT.md has something to do is woken this often, within
     ``active_hours`` (start and end hour, in ``timezone``)."""
 
+    #: false: no heartbeat turns.
     enabled: bool = True
+    #: How often each agent's HEARTBEAT.md is run (at least ``min_interval_seconds``).
     default_interval_seconds: float = 1800.0
+    #: A reply of ``HEARTBEAT_OK`` (nothing to report) is not delivered.
     suppress_ok: bool = True
+    #: The start and end hour (0 to 24, in ``timezone``) within which heartbeats run.
     active_hours: tuple[int, int] = (8, 22)
+    #: The time zone of ``active_hours`` (an IANA name: "Europe/Paris").
     timezone: str = "UTC"
     #: Where a heartbeat's reply goes: "last" (the conversation last active with the
     #: agent) or "none" (kept in the agent's own heartbeat conversation only).
@@ -30,11 +35,14 @@ class HeartbeatConfig:
 
 @attrs.frozen
 class SchedulerConfig:
+    #: false: no jobs run and the ``scheduler`` tool is not offered.
     enabled: bool = True
+    #: The jobs one agent may have, for all its users together.
     max_jobs_per_agent: int = 50
     #: The jobs one user may have (with every agent together), so that one user cannot
     #: take a whole agent's ``max_jobs_per_agent`` from the others.
     max_jobs_per_user: int = 20
+    #: The most autonomy a job's turn runs with: "read_only", "supervised" or "full".
     default_autonomy: str = "supervised"
     #: Consecutive failed runs (retries spent) after which a job is paused, with the reason.
     max_errors: int = 3
@@ -59,6 +67,8 @@ def parse_scheduler_config(table: dict[str, Any]) -> SchedulerConfig:
     for key in ("max_jobs_per_agent", "max_jobs_per_user", "max_errors", "retry_attempts", "max_concurrent_runs"):
         if getattr(config, key) < 1:
             raise ValueError(f"scheduler.{key} must be at least 1")
+    if not (config.retry_base_seconds >= 0 and config.retry_max_seconds >= 0):
+        raise ValueError("scheduler.retry_base_seconds and retry_max_seconds must not be negative")
     Autonomy.parse(config.default_autonomy)  # a typo fails at start, not at the first job
     if config.min_interval_seconds <= 0 or config.missed_grace_seconds < 0:
         raise ValueError("scheduler.min_interval_seconds must be positive and missed_grace_seconds not negative")
