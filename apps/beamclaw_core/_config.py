@@ -20,13 +20,21 @@ DEFAULT_SYSTEM_PROMPT = (
 class ProviderConfig:
     """One OpenAI-compatible endpoint. ``api_key`` may be left out for local servers."""
 
+    #: The endpoint's base URL, ending before ``/chat/completions`` (http or https).
     base_url: str
+    #: The model name sent with every request.
     model: str
+    #: ``{ env = "VAR" }``: the key, read from the environment when first used; none for a local server.
     api_key: Secret | None = None
+    #: The longest wait for the server's next bytes (connect, first token, each chunk).
     timeout_seconds: float = 120.0
+    #: Retries of a 429, a 5xx or a failed connection, with backoff and the server's Retry-After.
     max_retries: int = 3
+    #: Sent as ``max_tokens`` when set; the server's own default otherwise.
     max_tokens: int | None = None
+    #: The model's window in tokens, for compaction; guessed from the model name when unset.
     context_window: int | None = None
+    #: Extra HTTP headers sent with every request (plain text: never a secret).
     headers: dict[str, str] = attrs.field(factory=dict)
     #: A reply longer than this (its text and tool calls together, in characters) is
     #: cut off with an error: a hostile or broken server cannot make the daemon read,
@@ -49,10 +57,17 @@ FLUSH_MODES: Final = ("private", "daily_log", "off")
 
 @attrs.frozen
 class AgenticLoopConfig:
+    """``[core.agentic_loop]``: how one turn runs (tool iterations, compaction, approvals)."""
+
+    #: Model calls with tool calls in one turn before the turn ends with what it has.
     max_tool_iterations: int = 10
+    #: A history over this share of the model's window is compacted before the next call.
     compaction_threshold_pct: int = 80
+    #: What compaction brings the history down to, as a share of the window.
     compaction_target_pct: int = 40
+    #: Streamed text is passed to channels in pieces of about this many characters.
     stream_chunk_chars: int = 80
+    #: A tool call waiting for approval this long is denied.
     approval_timeout_seconds: float = 300.0
     #: Before compaction drops old messages, a hidden model call keeps what should last:
     #: "private" in the user's own memory (searchable by that user alone), "daily_log" in
@@ -63,37 +78,58 @@ class AgenticLoopConfig:
 
 @attrs.frozen
 class MaintenanceConfig:
+    """``[core.maintenance]``: what happens to a conversation nobody is talking to."""
+
     #: A conversation without a call for this long sleeps: its processes stop (all it has
     #: is in SQLite) and its next message wakes it. 0 keeps every conversation awake.
     idle_seconds: float = 600.0
     #: Before an idle conversation sleeps, a history longer than ``compact_above_pct`` of
     #: the model's window is summarised down to ``compact_to_pct`` (a model call: opt-in).
     idle_compaction: bool = False
+    #: See ``idle_compaction``: the share of the window above which a sleeping history is summarised.
     compact_above_pct: int = 20
+    #: See ``idle_compaction``: the share of the window it is summarised down to.
     compact_to_pct: int = 10
 
 
 @attrs.frozen
 class CoreConfig:
+    """``[core]``: models, agents, autonomy and the conversations' lifetime."""
+
+    #: false leaves core out of the daemon; the apps that need it (scheduler, a2a, gateway) must be off too.
     enabled: bool = True
+    #: The name of the ``[core.providers.NAME]`` table used for turns.
     default_provider: str = "openrouter"
+    #: The agent a conversation talks to when its channel names none.
     default_agent: str = "default"
+    #: The model endpoints by name: ``[core.providers.NAME]``.
     providers: dict[str, ProviderConfig] = attrs.field(factory=lambda: dict(_DEFAULT_PROVIDERS))
     agentic_loop: AgenticLoopConfig = AgenticLoopConfig()
     maintenance: MaintenanceConfig = MaintenanceConfig()
+    #: ``read_only`` (no tool that changes anything), ``supervised`` (ask first) or ``full`` (never ask).
     autonomy_level: str = "supervised"
+    #: The prompt used before an agent's own files (AGENTS.md, SOUL.md...) are added.
     system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    #: A conversation without a message for this long is deleted.
     session_ttl_seconds: float = 30 * 24 * 3600.0
+    #: Histories in SQLite (true) or in memory only, lost at exit (false).
     session_persistence: bool = True
+    #: ``per_user``: one conversation per user and agent across channels; ``per_channel``: one per channel too.
     session_sharing: Literal["per_user", "per_channel"] = "per_user"
+    #: How often expired conversations are looked for.
     cleanup_interval_seconds: float = 3600.0
+    #: Tokens per agent per UTC day; 0 means no budget.
     daily_token_budget: int = 0
+    #: Per-agent overrides of ``daily_token_budget``.
     budgets: dict[str, int] = attrs.field(factory=dict)
     #: Agents with one user: USER.md, MEMORY.md, HEARTBEAT.md and the daily logs are the
     #: agent's own, in every user's prompt. Any other agent keeps them per user (see `_workspace`).
     single_user_agents: tuple[str, ...] = ()
+    #: Tokens reserved for a call's reply when it is checked against the budget.
     budget_completion_reserve: int = 1024
+    #: Where the bundled skills are; empty means the ``skills/`` folder shipped with BeamClaw.
     bundled_skills_dir: str = ""
+    #: Skill file changes within this many milliseconds are read as one.
     skills_watch_debounce_ms: int = 500
 
     @property
