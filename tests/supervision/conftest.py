@@ -15,6 +15,12 @@ import trio.testing
 import supervision as sv
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", 'otp("<suite>:<case>", ...): the OTP test cases this test ports (see otp_suites.py)'
+    )
+
+
 class Boom(Exception):
     """The crash the tests inject."""
 

@@ -10,6 +10,7 @@ import supervision as sv
 from .conftest import Boom, Control, Worker, child_pid, counts, crash, settle, watching, worker
 
 
+@pytest.mark.otp("supervisor_SUITE:child_adm")
 async def test_child_adm(harness) -> None:
     """OTP's child_adm: every refusal has its own error."""
     sup = await harness.start(sv.Supervisor([worker("child1")]))
@@ -52,6 +53,7 @@ async def test_restart_child_and_delete_child_refuse_a_restarting_child(harness,
     assert [(i.pid, i.state) for i in sv.which_children(sup)] == [(None, sv.ChildState.STOPPED)]
 
 
+@pytest.mark.otp("supervisor_SUITE:count_children", "supervisor_SUITE:count_children_supervisor")
 async def test_count_children_counts_supervisors_and_workers(harness) -> None:
     """OTP's count_children."""
     inner = sv.Supervisor([worker("w")])
@@ -74,6 +76,7 @@ async def test_which_children_of_something_else_is_an_error(harness) -> None:
         sv.which_children("no such name")
 
 
+@pytest.mark.otp("supervisor_SUITE:simple_one_for_one", "supervisor_SUITE:simple_one_for_one_extra")
 async def test_dynamic_children_get_extra_args_and_restart(harness) -> None:
     """OTP's simple_one_for_one and simple_one_for_one_extra."""
     log: list = []
@@ -124,6 +127,7 @@ async def test_dynamic_without_template_takes_full_specs_and_max_children(harnes
         await sv.terminate_child(sup, "a")
 
 
+@pytest.mark.otp("supervisor_SUITE:simple_one_for_one_shutdown", "supervisor_SUITE:sup_stop_timeout_dynamic")
 async def test_dynamic_supervisor_stops_children_all_at_once(harness, autojump_clock) -> None:
     """OTP's simple_one_for_one_shutdown: the slowest child bounds the stop, not the sum."""
 
@@ -140,6 +144,7 @@ async def test_dynamic_supervisor_stops_children_all_at_once(harness, autojump_c
     assert 2 <= elapsed < 3  # two finish in 1 s, the third is killed at 2 s
 
 
+@pytest.mark.otp("supervisor_SUITE:simple_one_for_one_scale_many_temporary_children")
 async def test_dynamic_scale_many_temporary_children(harness) -> None:
     """OTP's simple_one_for_one_scale_many_temporary_children."""
     sup = await harness.start(sv.DynamicSupervisor(worker("c", restart=sv.TEMPORARY)))
@@ -153,6 +158,7 @@ async def test_dynamic_scale_many_temporary_children(harness) -> None:
     assert not any(sv.is_alive(p) for p in pids)
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_child_returns_error_simple")
 async def test_dynamic_start_failure_raises_start_error_and_keeps_nothing(harness) -> None:
     sup = await harness.start(sv.DynamicSupervisor(worker("c", Control(start="error"))))
     with pytest.raises(sv.StartError):
@@ -161,6 +167,7 @@ async def test_dynamic_start_failure_raises_start_error_and_keeps_nothing(harnes
     assert sv.is_alive(sup)
 
 
+@pytest.mark.otp("supervisor_SUITE:child_adm_simple")
 async def test_dynamic_terminate_child_of_a_dead_pid_is_ok_of_a_stranger_not_found(harness, nursery) -> None:
     """OTP's child_adm_simple: terminating a pid that has exited returns ok; a live pid
     that is not a child is not_found (and is left alone)."""
@@ -178,6 +185,7 @@ async def test_dynamic_terminate_child_of_a_dead_pid_is_ok_of_a_stranger_not_fou
     await sv.stop(stranger)
 
 
+@pytest.mark.otp("supervisor_SUITE:hanging_restart_loop_simple", "supervisor_SUITE:count_restarting_children")
 async def test_dynamic_child_in_a_failing_restart_loop_is_terminated_by_its_old_pid(harness) -> None:
     """OTP's hanging_restart_loop_simple: the loop ends and the child is removed."""
     flaky = Control()
@@ -213,7 +221,8 @@ async def test_dynamic_child_in_a_failing_restart_loop_is_terminated_by_its_old_
 
 
 async def test_dynamic_child_whose_restart_is_ignored_is_removed(harness) -> None:
-    """OTP's simple_one_for_one_restart_ignore."""
+    """As supervisor.erl does (supervisor_SUITE has no case of its own for it): a dynamic
+    child whose restart returns ignore is removed."""
     control = Control()
     sup = await harness.start(sv.DynamicSupervisor(worker("child", control), intensity=2))
     pid = await sv.start_child(sup, ())

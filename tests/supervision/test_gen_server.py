@@ -42,6 +42,7 @@ class Counter(sv.GenServer):
         return sv.NoReply(count * message)
 
 
+@pytest.mark.otp("gen_server_SUITE:call", "gen_server_SUITE:cast", "gen_server_SUITE:info")
 async def test_call_cast_and_info(nursery) -> None:
     pid = await nursery.start(Counter.start, 1)
     assert await sv.call(pid, ("add", 2)) == 3
@@ -81,6 +82,7 @@ async def test_deferred_reply_with_noreply(nursery) -> None:
     await sv.stop(pid)
 
 
+@pytest.mark.otp("gen_server_SUITE:start")
 async def test_call_to_a_dead_pid_or_unknown_name_raises_noproc_at_once(nursery) -> None:
     pid = await nursery.start(Counter.start)
     await sv.stop(pid)
@@ -119,6 +121,7 @@ async def test_call_to_a_server_that_dies_meanwhile_raises_process_exited_at_onc
         assert trio.current_time() - started < 1  # never waited for a timeout
 
 
+@pytest.mark.otp("gen_server_SUITE:call")
 async def test_call_timeout_uses_trio_clock_and_a_late_reply_is_dropped(nursery, autojump_clock) -> None:
     pid = await nursery.start(Worker.start, Control())
     with pytest.raises(sv.CallTimeout) as raised:
@@ -129,6 +132,7 @@ async def test_call_timeout_uses_trio_clock_and_a_late_reply_is_dropped(nursery,
     await sv.stop(pid)
 
 
+@pytest.mark.otp("gen_server_SUITE:crash")
 async def test_stop_with_reply_runs_terminate_and_exits_with_the_reason(nursery) -> None:
     control = Control()
     pid = await nursery.start(Worker.start, control, "w")
@@ -138,6 +142,7 @@ async def test_stop_with_reply_runs_terminate_and_exits_with_the_reason(nursery)
     assert control.log[-1] == ("terminate", "w", sv.NORMAL)
 
 
+@pytest.mark.otp("gen_server_SUITE:crash")
 async def test_crash_in_a_handler_runs_terminate_with_the_exception(harness) -> None:
     control = Control()
     sup = await harness.start(sv.Supervisor([sv.ChildSpec("w", Worker.start, args=(control, "w"))], intensity=0))
@@ -147,6 +152,7 @@ async def test_crash_in_a_handler_runs_terminate_with_the_exception(harness) -> 
     assert isinstance(reason, Boom)
 
 
+@pytest.mark.otp("gen_server_SUITE:call")
 async def test_a_bad_handler_return_crashes_with_a_clear_error(nursery) -> None:
     async with trio.open_nursery() as inner:
         pid = await inner.start(_swallowing_start, Counter)
@@ -174,6 +180,7 @@ async def test_calling_yourself_is_refused() -> None:
         assert isinstance(raised.value.reason, RuntimeError)
 
 
+@pytest.mark.otp("gen_server_SUITE:start")
 async def test_init_may_ignore_and_a_failing_init_fails_the_start(nursery) -> None:
     assert await nursery.start(Worker.start, Control(start="ignore")) is sv.IGNORE
     with pytest.raises(Boom):

@@ -105,6 +105,7 @@ async def test_register_and_send_work_from_any_task(nursery) -> None:
         sv.unregister("named")
 
 
+@pytest.mark.otp("gen_server_SUITE:stop1")
 async def test_stop_returns_once_the_process_has_exited(nursery) -> None:
     echo = await _spawn(nursery, _echo)
     await sv.stop(echo)

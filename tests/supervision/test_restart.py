@@ -20,17 +20,25 @@ async def _exit_child(pid: sv.Pid, how: str) -> None:
     await settle()
 
 
-# (restart type, how the child exits) -> restarted?
+# (restart type, how the child exits) -> restarted?, each row an OTP case (a temporary
+# child's spec is dropped: do_not_save_child_specs_for_temporary_children).
+def _row(restart: sv.Restart, how: str, restarted: bool) -> object:
+    cases = [f"supervisor_SUITE:{restart.name.lower()}_{how}"]
+    if restart is sv.TEMPORARY:
+        cases.append("supervisor_SUITE:do_not_save_child_specs_for_temporary_children")
+    return pytest.param(restart, how, restarted, marks=pytest.mark.otp(*cases), id=f"{restart.name.lower()}-{how}")
+
+
 MATRIX = [
-    (sv.PERMANENT, "normal", True),
-    (sv.PERMANENT, "shutdown", True),
-    (sv.PERMANENT, "abnormal", True),
-    (sv.TRANSIENT, "normal", False),
-    (sv.TRANSIENT, "shutdown", False),
-    (sv.TRANSIENT, "abnormal", True),
-    (sv.TEMPORARY, "normal", False),
-    (sv.TEMPORARY, "shutdown", False),
-    (sv.TEMPORARY, "abnormal", False),
+    _row(sv.PERMANENT, "normal", True),
+    _row(sv.PERMANENT, "shutdown", True),
+    _row(sv.PERMANENT, "abnormal", True),
+    _row(sv.TRANSIENT, "normal", False),
+    _row(sv.TRANSIENT, "shutdown", False),
+    _row(sv.TRANSIENT, "abnormal", True),
+    _row(sv.TEMPORARY, "normal", False),
+    _row(sv.TEMPORARY, "shutdown", False),
+    _row(sv.TEMPORARY, "abnormal", False),
 ]
 
 
@@ -52,6 +60,7 @@ async def test_restart_type_by_exit_reason(harness, restart, how, restarted) -> 
         assert counts(sup) == [1, 0, 0, 1]
 
 
+@pytest.mark.otp("supervisor_SUITE:one_for_one")
 async def test_one_for_one_restarts_only_the_failed_child_then_gives_up(harness) -> None:
     sup = await harness.start(sv.Supervisor([worker("child1"), worker("child2")], intensity=2, period=3600))
     pid1, pid2 = child_pid(sup, "child1"), child_pid(sup, "child2")
@@ -67,6 +76,7 @@ async def test_one_for_one_restarts_only_the_failed_child_then_gives_up(harness)
     assert isinstance(harness.exits[sup], sv.MaxIntensity)
 
 
+@pytest.mark.otp("supervisor_SUITE:multiple_restarts")
 async def test_intensity_window_slides(harness, autojump_clock) -> None:
     """OTP's multiple_restarts: 1 restart per second, crashes 2.1 s apart, never gives up."""
     sup = await harness.start(sv.Supervisor([worker("child1", shutdown=0)], intensity=1, period=1))
@@ -95,7 +105,13 @@ async def test_intensity_zero_gives_up_at_the_first_crash(harness) -> None:
         assert isinstance(await downs.reason(sup), sv.MaxIntensity)
 
 
-@pytest.mark.parametrize("strategy", [sv.ONE_FOR_ONE, sv.ONE_FOR_ALL, sv.REST_FOR_ONE])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        pytest.param(strategy, marks=pytest.mark.otp(f"supervisor_SUITE:{strategy.name.lower()}_escalation"))
+        for strategy in (sv.ONE_FOR_ONE, sv.ONE_FOR_ALL, sv.REST_FOR_ONE)
+    ],
+)
 async def test_escalation_failing_restarts_are_retried_and_counted(harness, strategy) -> None:
     """OTP's *_escalation: a child that cannot restart makes the supervisor give up."""
     flaky = Control()
@@ -111,6 +127,7 @@ async def test_escalation_failing_restarts_are_retried_and_counted(harness, stra
     assert flaky.starts == 1 + 4  # the first start, then every attempt until the fifth restart
 
 
+@pytest.mark.otp("supervisor_SUITE:hanging_restart_loop")
 async def test_failing_restart_shows_restarting_until_it_succeeds(harness) -> None:
     """OTP's hanging_restart_loop, with a start that recovers after two refusals."""
     flaky = Control()
@@ -135,6 +152,7 @@ async def test_failing_restart_shows_restarting_until_it_succeeds(harness) -> No
     assert len(failed) >= 2 and all(isinstance(e.reason, Boom) for e in failed)
 
 
+@pytest.mark.otp("supervisor_SUITE:one_for_all")
 async def test_one_for_all_restarts_every_child_in_order(harness) -> None:
     log = Control()
     sup = await harness.start(
@@ -157,6 +175,7 @@ async def test_one_for_all_restarts_every_child_in_order(harness) -> None:
     ]
 
 
+@pytest.mark.otp("supervisor_SUITE:rest_for_one")
 async def test_rest_for_one_restarts_the_failed_child_and_those_after_it(harness) -> None:
     log = Control()
     sup = await harness.start(
@@ -172,7 +191,15 @@ async def test_rest_for_one_restarts_the_failed_child_and_those_after_it(harness
     assert [(e[0], e[1]) for e in log.log] == [("terminate", "c3"), ("started", "c2"), ("started", "c3")]
 
 
-@pytest.mark.parametrize("strategy", [sv.ONE_FOR_ALL, sv.REST_FOR_ONE])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        pytest.param(
+            strategy, marks=pytest.mark.otp(f"supervisor_SUITE:{strategy.name.lower()}_other_child_fails_restart")
+        )
+        for strategy in (sv.ONE_FOR_ALL, sv.REST_FOR_ONE)
+    ],
+)
 async def test_other_child_fails_restart_then_the_group_is_restarted_again(harness, strategy) -> None:
     """OTP's *_other_child_fails_restart: child2 refuses once; child1 is stopped and both come back."""
     log: list = []
@@ -191,6 +218,7 @@ async def test_other_child_fails_restart_then_the_group_is_restarted_again(harne
     assert sv.is_alive(sup)
 
 
+@pytest.mark.otp("supervisor_SUITE:temporary_bystander")
 @pytest.mark.parametrize("strategy", [sv.ONE_FOR_ALL, sv.REST_FOR_ONE])
 async def test_temporary_bystander_is_not_restarted(harness, strategy) -> None:
     sup = await harness.start(

@@ -10,6 +10,7 @@ import supervision as sv
 from .conftest import Control, child_pid, crash, settle, watching, worker
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_stop_timeout")
 async def test_shutdown_timeout_lets_terminate_run_and_kills_a_hanging_child(harness, autojump_clock) -> None:
     """OTP's sup_stop_timeout: the clean child exits `shutdown`, the stuck one is `killed`."""
     clean, stuck = Control(), Control(hang_on_terminate=True)
@@ -25,6 +26,7 @@ async def test_shutdown_timeout_lets_terminate_run_and_kills_a_hanging_child(har
     assert ("terminate", "child2", sv.SHUTDOWN) in stuck.log  # it started, but never finished
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_stop_brutal_kill")
 async def test_shutdown_brutal_kill_skips_terminate(harness) -> None:
     """OTP's sup_stop_brutal_kill."""
     gentle, brutal = Control(), Control()
@@ -39,6 +41,7 @@ async def test_shutdown_brutal_kill_skips_terminate(harness) -> None:
     assert not any(entry[0] == "terminate" for entry in brutal.log)
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_stop_infinity")
 async def test_shutdown_infinity_waits_for_a_slow_terminate(harness, autojump_clock) -> None:
     """OTP's sup_stop_infinity: no timeout, for a supervisor child and for a worker."""
 
@@ -89,6 +92,7 @@ async def test_plain_function_child_is_cancelled_on_shutdown(harness) -> None:
     assert cleaned == ["finally ran"]
 
 
+@pytest.mark.otp("supervisor_SUITE:significant_transient")
 async def test_auto_shutdown_any_significant(harness) -> None:
     sup = await harness.start(
         sv.Supervisor(
@@ -123,6 +127,7 @@ async def test_auto_shutdown_all_significant_waits_for_the_last_one(harness) -> 
         assert await downs.reason(sup) == sv.SHUTDOWN
 
 
+@pytest.mark.otp("supervisor_SUITE:significant_transient")
 async def test_a_crashing_significant_transient_child_is_restarted_not_shut_down(harness) -> None:
     sup = await harness.start(
         sv.Supervisor([worker("main", restart=sv.TRANSIENT, significant=True)], auto_shutdown=sv.ANY_SIGNIFICANT)

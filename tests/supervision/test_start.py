@@ -10,6 +10,7 @@ import supervision as sv
 from .conftest import Boom, Control, Worker, counts, settle, worker
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_normal")
 async def test_sup_start_normal_and_graceful_stop() -> None:
     async with sv.open_supervisor(sv.Supervisor([], intensity=2, period=3600)) as sup:
         assert sv.is_alive(sup)
@@ -17,6 +18,7 @@ async def test_sup_start_normal_and_graceful_stop() -> None:
     assert not sv.is_alive(sup)
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_ignore_child")
 async def test_sup_start_ignore_child(harness) -> None:
     sup = await harness.start(sv.Supervisor([], intensity=2, period=3600))
     assert await sv.start_child(sup, worker("child1", Control(start="ignore"))) is None
@@ -26,6 +28,9 @@ async def test_sup_start_ignore_child(harness) -> None:
     assert counts(sup) == [2, 1, 0, 2]
 
 
+@pytest.mark.otp(
+    "supervisor_SUITE:sup_start_ignore_temporary_child", "supervisor_SUITE:sup_start_ignore_temporary_child_start_child"
+)
 async def test_sup_start_ignore_temporary_child_is_not_saved(harness) -> None:
     sup = await harness.start(
         sv.Supervisor(
@@ -41,6 +46,7 @@ async def test_sup_start_ignore_temporary_child_is_not_saved(harness) -> None:
     assert counts(sup) == [1, 1, 0, 1]
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_ignore_permanent_child_start_child_simple")
 async def test_sup_start_ignore_child_of_dynamic_supervisor_is_not_saved(harness) -> None:
     ignoring = Control(start="ignore")
     sup = await harness.start(sv.DynamicSupervisor(worker("child", ignoring, restart=sv.PERMANENT)))
@@ -92,6 +98,7 @@ async def test_children_start_in_order_and_each_after_the_previous_init() -> Non
         assert order == ["init a", "ready a", "init b", "ready b", "init c", "ready c"]
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_map")
 async def test_get_childspec_has_otp_defaults(harness) -> None:
     sup = await harness.start(
         sv.Supervisor(
@@ -112,6 +119,9 @@ async def test_get_childspec_has_otp_defaults(harness) -> None:
         await sv.get_childspec(sup, "child4")
 
 
+@pytest.mark.otp(
+    "supervisor_SUITE:sup_start_map_faulty_specs", "supervisor_SUITE:child_specs", "supervisor_SUITE:child_specs_map"
+)
 def test_bad_child_specs_are_refused_at_once() -> None:
     def not_async(*, task_status) -> None: ...
 
@@ -127,6 +137,7 @@ def test_bad_child_specs_are_refused_at_once() -> None:
         sv.ChildSpec(["x"], Worker.start)
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_flags")
 def test_bad_supervisor_flags_are_refused_at_once() -> None:
     with pytest.raises(ValueError, match="duplicate child id 'a'"):
         sv.Supervisor([worker("a"), worker("a")])
@@ -144,6 +155,7 @@ def test_bad_supervisor_flags_are_refused_at_once() -> None:
         sv.Supervisor(["not a spec"])  # type: ignore[list-item]
 
 
+@pytest.mark.otp("supervisor_SUITE:sup_start_child_returns_error")
 async def test_a_name_held_by_another_process_fails_the_child_start(harness) -> None:
     sup = await harness.start(sv.Supervisor([worker("a", name="taken")]))
     with pytest.raises(sv.StartError) as raised:
