@@ -250,6 +250,9 @@ MB = 1_000_000
         ("```sh\n" + "x" * MB, '<pre><code class="language-sh">' + "x" * MB + "</code></pre>"),
         ("eyJ-" * (MB // 4), "eyJ-" * (MB // 4)),
         ("a" * MB + "*", "a" * MB + "*"),
+        # telegramify-markdown's spoiler pattern took 175 s on 40 KB of this.
+        ("||a" + "\n" * MB + "b||", "||a" + "\n" * MB + "b||"),
+        ("a\n" * (MB // 2), ("a\n" * (MB // 2)).strip()),  # half a million lines
     ],
     ids=lambda value: repr(value[:12]) if isinstance(value, str) else "",
 )
