@@ -5,6 +5,7 @@ Called on the running service directly; over HTTP in tests/apps/beamclaw_gateway
 
 from __future__ import annotations
 
+from tests.support.a2a_events import assert_subscription_completed
 from tests.support.model_server import Hold, Reply
 
 from .conftest import BASE_URL, RunA2A
@@ -70,10 +71,7 @@ async def test_subscribe_to_a_working_task(run_a2a: RunA2A) -> None:
             events.append(event)
             if len(events) == 1:
                 hold.release()
-        assert all(e["id"] == 9 for e in events)
-        assert events[0]["result"]["task"]["id"] == task_id
-        assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert any("artifactUpdate" in e["result"] for e in events)
+        assert_subscription_completed(events, task_id, 9)
         ended = await a.rpc("SubscribeToTask", {"id": task_id})
         assert ended["error"]["code"] == -32600 and "has ended" in ended["error"]["message"]
 

@@ -16,6 +16,7 @@ import pytest
 from a2a.client import ClientConfig, create_client
 from a2a.types import a2a_pb2 as pb
 
+from tests.support.a2a_events import assert_subscription_completed
 from tests.support.model_server import Hold, Reply
 
 from .conftest import Gateway, RunGateway
@@ -100,10 +101,7 @@ async def test_subscribe_to_a_working_task_as_server_sent_events(run_gateway: Ru
                     events.append(json.loads(line.removeprefix("data: ")))
                     if len(events) == 1:
                         hold.release()
-        assert all(e["id"] == 9 for e in events)
-        assert events[0]["result"]["task"]["id"] == task_id
-        assert events[-1]["result"]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
-        assert any("artifactUpdate" in e["result"] for e in events)
+        assert_subscription_completed(events, task_id, 9)
 
 
 async def test_task_text_is_capped_where_chat_text_is(run_gateway: RunGateway) -> None:
