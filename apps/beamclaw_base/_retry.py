@@ -110,14 +110,14 @@ async def retry(
     raise AssertionError("unreachable")  # pragma: no cover - stamina either returns or raises
 
 
-def parse_retry_after(value: str | float | None, *, cap: float = MAX_RETRY_AFTER) -> float | None:
+def parse_retry_after(value: object, *, cap: float = MAX_RETRY_AFTER) -> float | None:
     """The seconds a peer asked us to wait: HTTP's Retry-After (delta-seconds or an
     HTTP-date) or a JSON number (Telegram's ``retry_after``).
 
-    None when there is none or it cannot be read; never negative, never more than *cap*
+    None when there is none or it cannot be read (a JSON list, an object...); never negative, never more than *cap*
     (a peer saying "in 10^300 seconds" or "in the year 9999" is answered with the cap).
     """
-    if value is None or isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         return None
     if isinstance(value, str):
         text = value.strip()

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any, Final, final
 
 import attrs
-import trio
 
 import supervision as sv
+from beamclaw_base import RetryPolicy, retry
 from beamclaw_obs import scrub
 from beamclaw_tools import Autonomy
 
@@ -22,9 +22,9 @@ from ._store import SessionRow, store_call
 from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
-#: Retries of a call to a session that is gone or restarting: about 3 s in all, longer
+#: Retries of a call to a session that is gone or restarting: about 3.5 s in all, longer
 #: than a session tree takes to come back (its loop gets 0.5 s to stop).
-_RETRY_DELAYS: Final = (0.0, 0.01, 0.05, 0.2, 0.5, 1.0, 1.5, None)
+_SESSION_RESTARTING: Final = RetryPolicy(attempts=8, wait_initial=0.05, wait_max=1.0)
 
 
 @final
@@ -79,18 +79,17 @@ async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid,
 
     Returns the pid that answered along with the answer.
     """
-    for delay in _RETRY_DELAYS:
+
+    async def once() -> tuple[sv.Pid, object]:
         pid = handle.dest.whereis()
-        try:
-            if pid is None:
-                raise sv.NoProc(handle.dest)
-            return pid, await sv.call(pid, request, timeout=30.0)
-        except (sv.NoProc, sv.ProcessExited):
-            if delay is None:
-                raise
-            await trio.sleep(delay)
+        if pid is None:
             await open_session(handle.user_id, handle.agent_id, handle.channel)
-    raise AssertionError("unreachable")  # pragma: no cover
+            pid = handle.dest.whereis()
+        if pid is None:
+            raise sv.NoProc(handle.dest)
+        return pid, await sv.call(pid, request, timeout=30.0)
+
+    return await retry(once, _SESSION_RESTARTING, lambda exc: isinstance(exc, (sv.NoProc, sv.ProcessExited)))
 
 
 async def submit(

@@ -1,27 +1,28 @@
 """The OpenAI-compatible provider: OpenRouter, OpenAI, Ollama, llama.cpp... by base_url.
 
 It retries 429 and 5xx answers (and connection failures) with backoff, honouring
-Retry-After, and turns every other failure (a missing key, a refusal, a malformed
-reply, a stream cut short) into a `ProviderError` whose message a user can act on.
-Only metadata is logged (status, duration, model, tokens), never a body.
+Retry-After (`beamclaw_base.retry`, the one retry helper), and turns every other
+failure (a missing key, a refusal, a malformed reply, a stream cut short) into a
+`ProviderError` whose message a user can act on. A streamed reply is read with
+httpx-sse, over a body cut off past a bound (httpx-sse holds a line whole until its
+newline comes). Only metadata is logged (status, duration, model, tokens), never a body.
 """
 
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
-import random
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Final, cast, final
 
 import attrs
 import httpx
+import httpx_sse
 import trio
 from loguru import logger
 
-from beamclaw_base import MissingSecret
+from beamclaw_base import MissingSecret, RetryPolicy, parse_retry_after, retry
 from beamclaw_obs import scrub, valid_unicode
 
 from ._config import ProviderConfig
@@ -29,7 +30,8 @@ from ._history import answered_history
 from ._messages import Message, ToolCall
 
 _RETRYABLE: Final = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-_MAX_RETRY_AFTER: Final = 60.0
+#: The longest wait between two tries, whatever a server's Retry-After says.
+_MAX_WAIT: Final = 60.0
 
 OnText = Callable[[str], Awaitable[None]]
 #: Told of each retry: (the attempt that failed, how many may be made, the delay before
@@ -74,16 +76,6 @@ class Completion:
     model: str = ""
 
 
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        parsed = email.utils.parsedate_to_datetime(value) if value else None
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
-
-
 def _error_text(body: bytes) -> str:
     try:
         data = json.loads(body)
@@ -114,21 +106,30 @@ class _TooLong(Exception):
     """The reply went past ``max_reply_chars``."""
 
 
-async def _lines(response: httpx.Response, limit: int) -> AsyncGenerator[str | None, None]:
-    """The lines of *response*; a line longer than *limit* characters is dropped as it comes
-    in (never held whole) and None is yielded in its place."""
-    buffer = ""
-    overlong = False
-    async for piece in response.aiter_text():
-        buffer += piece
-        *lines, buffer = buffer.split("\n")
-        for line in lines:
-            yield None if overlong else line.rstrip("\r")
-            overlong = False
-        if len(buffer) > limit:
-            buffer, overlong = "", True
-    if overlong or buffer:
-        yield None if overlong else buffer
+class _Capped(httpx.AsyncByteStream):
+    """The body of *response* as it comes, ending past *limit* bytes downloaded.
+
+    httpx-sse keeps a line, and an event's data lines, whole until they end, so a
+    server sending one endless line would fill the memory: what it is given stops at
+    the bound (``overflowed`` says so). The rest is read and thrown away, up to
+    `_DRAIN_BYTES` more, so the connection ends cleanly; past that it is dropped.
+    """
+
+    def __init__(self, response: httpx.Response, limit: int) -> None:
+        self._response = response
+        self._limit = limit
+        self.overflowed = False
+
+    async def __aiter__(self) -> AsyncGenerator[bytes, None]:
+        response = self._response
+        async with contextlib.aclosing(cast(AsyncGenerator[bytes, None], response.aiter_bytes())) as pieces:
+            async for piece in pieces:
+                if response.num_bytes_downloaded > self._limit:
+                    self.overflowed = True
+                    if response.num_bytes_downloaded > self._limit + _DRAIN_BYTES:
+                        break
+                    continue
+                yield piece
 
 
 @attrs.define
@@ -147,6 +148,13 @@ class _StreamState:
             ToolCall(id=c[0] or f"call_{i}", name=c[1], arguments=c[2]) for i, c in sorted(self.calls.items())
         )
         return Completion("".join(self.content), calls, self.usage, self.finish_reason, self.model)
+
+
+def _retryable(exc: Exception) -> bool | float:
+    """Whether a failed call is tried again: after the server's Retry-After when it gave one."""
+    if not isinstance(exc, ProviderError) or not exc.retryable:
+        return False
+    return True if exc.retry_after is None else exc.retry_after
 
 
 class OpenAICompatProvider:
@@ -212,7 +220,8 @@ class OpenAICompatProvider:
         headers = self._headers()
         content = json.dumps(body).encode()
         attempts = self.config.max_retries + 1
-        for attempt in range(attempts):
+
+        async def once() -> Completion:
             started = time.perf_counter()
             try:
                 with trio.fail_after(self.config.max_reply_seconds):
@@ -222,21 +231,16 @@ class OpenAICompatProvider:
                     f"the model's reply took longer than {self.config.max_reply_seconds:g} s "
                     f"(core.providers.{self.name}.max_reply_seconds); it was cut off"
                 ) from None
-            except ProviderError as exc:
-                if not exc.retryable or attempt == self.config.max_retries:
-                    raise
-                delay = exc.retry_after
-                if delay is None:
-                    delay = min(_MAX_RETRY_AFTER, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
-                delay = min(delay, _MAX_RETRY_AFTER)
-                logger.warning(
-                    "provider {}: {} (attempt {} of {}); retrying in {:.1f} s",
-                    self.name, exc, attempt + 1, attempts, delay,
-                )  # fmt: skip
-                if on_retry is not None:
-                    await on_retry(attempt + 1, attempts, delay, str(exc))
-                await trio.sleep(delay)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        async def retrying(attempt: int, delay: float, exc: Exception) -> None:
+            logger.warning(
+                "provider {}: {} (attempt {} of {}); retrying in {:.1f} s", self.name, exc, attempt, attempts, delay
+            )
+            if on_retry is not None:
+                await on_retry(attempt, attempts, delay, str(exc))
+
+        policy = RetryPolicy(attempts, wait_initial=0.5, wait_max=_MAX_WAIT, jitter=0.25)
+        return await retry(once, policy, _retryable, retrying)
 
     async def _attempt(
         self, content: bytes, headers: dict[str, str], on_text: OnText | None, started: float
@@ -261,7 +265,7 @@ class OpenAICompatProvider:
                     f"the model server answered HTTP {response.status_code}: {_error_text(raw)}",
                     status=response.status_code,
                     retryable=response.status_code in _RETRYABLE,
-                    retry_after=_retry_after(response.headers.get("retry-after")),
+                    retry_after=parse_retry_after(response.headers.get("retry-after")),
                 )
             if on_text is None:
                 completion = self._parse_whole(await self._read_whole(response))
@@ -321,31 +325,33 @@ class OpenAICompatProvider:
     async def _parse_stream(self, response: httpx.Response, on_text: OnText) -> Completion:
         state = _StreamState(self.config.max_reply_chars)
         malformed = too_long = False
+        # Bytes, whatever they carry (a chunk padded with fields nobody reads counts too).
+        body = _Capped(response, 16 * state.limit + 65_536)
+        capped = httpx.Response(
+            response.status_code, headers={"content-type": response.headers.get("content-type", "")}, stream=body
+        )
         # The stream is read to its end, even after [DONE], a bad chunk or too much text:
         # leaving httpcore's body generator unfinished makes Trio warn when it is collected.
-        # Past max_reply_chars the rest is thrown away as it comes, up to _DRAIN_BYTES.
-        # Bytes, whatever they carry (a chunk padded with fields nobody reads counts too).
-        total = 16 * state.limit + 65_536
-        async with contextlib.aclosing(_lines(response, 8 * state.limit + 65_536)) as lines:
-            async for line in lines:
-                if too_long and response.num_bytes_downloaded > total + _DRAIN_BYTES:
-                    break
-                if line is None or response.num_bytes_downloaded > total:
-                    too_long = True
-                if too_long or state.done or malformed or not line or not line.startswith("data:"):
-                    continue
-                payload = line[5:].strip()
-                if payload == "[DONE]":
-                    state.done = True
-                    continue
-                try:
-                    chunk = json.loads(payload)
-                    await self._apply_chunk(state, chunk, on_text)
-                except _TooLong:
-                    too_long = True
-                except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-                    malformed = True
-        if too_long:
+        try:
+            async with contextlib.aclosing(httpx_sse.EventSource(capped).aiter_sse()) as events:
+                async for event in events:
+                    if too_long or state.done or malformed or not event.data:
+                        continue
+                    if event.data == "[DONE]":
+                        state.done = True
+                        continue
+                    try:
+                        await self._apply_chunk(state, json.loads(event.data), on_text)
+                    except _TooLong:
+                        too_long = True
+                    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+                        malformed = True
+        except httpx_sse.SSEError:
+            kind = scrub(response.headers.get("content-type", "no Content-Type")[:100])
+            raise ProviderError(
+                f"the model server answered a streamed request with {kind}, not an event stream"
+            ) from None
+        if too_long or body.overflowed:
             raise self._too_long()
         if malformed:
             raise ProviderError("the model server sent a malformed stream chunk")

@@ -6,10 +6,13 @@ import json
 from typing import Any, Final
 
 import httpx
-import trio
 from loguru import logger
 
-_MAX_429_RETRIES: Final = 3
+from beamclaw_base import RetryPolicy, parse_retry_after, retry
+
+#: A rate-limited call (429) waits the retry_after Telegram gives, at most a minute, up
+#: to three times.
+_RATE_LIMITED: Final = RetryPolicy(attempts=4, wait_initial=1.0, wait_max=60.0)
 
 
 class TelegramError(Exception):
@@ -20,6 +23,13 @@ class TelegramError(Exception):
         self.code = code
         self.description = description
         self.retry_after = retry_after
+
+
+def _after_429(exc: Exception) -> bool | float:
+    """A 429 is tried again after the wait Telegram asked for; nothing else is."""
+    if isinstance(exc, TelegramError) and exc.code == 429 and exc.retry_after is not None:
+        return exc.retry_after
+    return False
 
 
 class _Body(httpx.AsyncByteStream):
@@ -53,32 +63,34 @@ class BotApi:
     async def call(self, method: str, http_timeout: float = 30.0, **params: Any) -> Any:
         """Call *method*; waits out a 429's ``retry_after`` (a few times) before giving up."""
         params = {k: v for k, v in params.items() if v is not None}
-        for attempt in range(_MAX_429_RETRIES + 1):
-            if self._client.is_closed:  # its owner stopped (the daemon is stopping): a clear error, not httpx's
-                raise TelegramError(method, 0, "the HTTP client is closed")
-            data = json.dumps(params).encode()
-            request = self._client.build_request(
-                "POST", f"{self._base}/{method}", content=data, headers={"Content-Type": "application/json"},
-                timeout=http_timeout,
-            )  # fmt: skip
-            request.stream = _Body(data)
-            try:
-                response = await self._client.send(request)
-                body = response.json()
-            except (httpx.HTTPError, ValueError) as exc:
-                raise TelegramError(method, 0, f"no usable answer ({type(exc).__name__})") from None
-            if not isinstance(body, dict):
-                raise TelegramError(method, response.status_code, "the answer is not a JSON object")
-            if body.get("ok"):
-                return body.get("result")
-            code = int(body.get("error_code") or response.status_code)
-            retry_after = (body.get("parameters") or {}).get("retry_after")
-            if code == 429 and retry_after is not None and attempt < _MAX_429_RETRIES:
-                logger.warning("Telegram {}: rate limited; retrying in {} s", method, retry_after)
-                await trio.sleep(float(retry_after))
-                continue
-            raise TelegramError(method, code, str(body.get("description", "")), retry_after)
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        async def rate_limited(attempt: int, delay: float, exc: Exception) -> None:
+            logger.warning("Telegram {}: rate limited; retrying in {:g} s", method, delay)
+
+        return await retry(lambda: self._call(method, http_timeout, params), _RATE_LIMITED, _after_429, rate_limited)
+
+    async def _call(self, method: str, http_timeout: float, params: dict[str, Any]) -> Any:
+        if self._client.is_closed:  # its owner stopped (the daemon is stopping): a clear error, not httpx's
+            raise TelegramError(method, 0, "the HTTP client is closed")
+        data = json.dumps(params).encode()
+        request = self._client.build_request(
+            "POST", f"{self._base}/{method}", content=data, headers={"Content-Type": "application/json"},
+            timeout=http_timeout,
+        )  # fmt: skip
+        request.stream = _Body(data)
+        try:
+            response = await self._client.send(request)
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            raise TelegramError(method, 0, f"no usable answer ({type(exc).__name__})") from None
+        if not isinstance(body, dict):
+            raise TelegramError(method, response.status_code, "the answer is not a JSON object")
+        if body.get("ok"):
+            return body.get("result")
+        code = int(body.get("error_code") or response.status_code)
+        parameters = body.get("parameters")
+        retry_after = parse_retry_after(parameters.get("retry_after")) if isinstance(parameters, dict) else None
+        raise TelegramError(method, code, str(body.get("description", "")), retry_after)
 
     async def download(self, file_path: str, limit: int) -> bytes:
         """A file's bytes (at most *limit*), by the path getFile gave."""

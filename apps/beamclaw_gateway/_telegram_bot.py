@@ -29,6 +29,7 @@ from loguru import logger
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import RetryPolicy, retry
 
 from ._config import GatewayConfig, TelegramConfig
 from ._telegram_api import BotApi, TelegramError
@@ -41,6 +42,8 @@ MAX_PHOTO: Final = 5 * 1024 * 1024
 _REPLY_INTERVAL: Final = 60.0
 _POLL_FLOOR: Final = 0.5  # seconds between the starts of two polls that bring nothing new
 _ACT_DEADLINE: Final = 20.0  # the longest a shielded act may hold up a kill or a shutdown
+#: A poller's failed calls: tried until they succeed, 1, 2, 4 ... s apart, at most 30 s.
+_FAILING: Final = RetryPolicy(attempts=None, wait_initial=1.0, wait_max=30.0)
 _PREVIEW: Final = 60
 _EXPECTED: Final = (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTimeout, sv.ProcessExited)
 
@@ -62,7 +65,6 @@ class _Bot:
     ledger: Ledger
     notices: ChatNotices
     last_reply: dict[str, float] = attrs.field(factory=dict)
-    failures: int = 0  # consecutive failed calls to getUpdates (or deleteWebhook, setWebhook)
 
     def reach(self, user: str) -> TelegramChannel | None:
         """A channel to *user*'s private chat (its id is the user's), for a reply nobody
@@ -276,15 +278,29 @@ async def _tell_unanswered(bot: _Bot) -> None:
             await item.pending.answered()
 
 
-async def _call_until_ok(bot: _Bot, method: str, **params: Any) -> None:
-    while True:
-        try:
-            await bot.poll_api.call(method, **params)
-        except TelegramError as exc:
-            await _back_off(bot, method, exc)
-            continue
-        bot.failures = 0
-        return
+async def _call_until_ok(bot: _Bot, method: str, **params: Any) -> Any:
+    """Call *method* until it succeeds: longer after each failure in a row, logged once per
+    streak. 409 (another poller, or a webhook) waits 1, 2, 4 ... s: the other poller may be
+    a restart's predecessor about to go; anything else waits the retry_after Telegram
+    gives, else the same; at most 30 s."""
+
+    async def failed(attempt: int, delay: float, exc: Exception) -> None:
+        if attempt > 1:
+            return
+        if isinstance(exc, TelegramError) and exc.code == 409:
+            logger.warning("Telegram: another poller or a webhook holds this bot ({}); backing off", exc)
+        else:
+            logger.warning("Telegram {} failed: {}; retrying with back-off", method, exc)
+
+    return await retry(lambda: bot.poll_api.call(method, **params), _FAILING, _wait_for, failed)
+
+
+def _wait_for(exc: Exception) -> bool | float:
+    """A failed poller's call is always tried again; a retry_after of less than a second
+    (0 from a broken or hostile server) is read as one, so the poller never spins."""
+    if not isinstance(exc, TelegramError):
+        return False
+    return max(1.0, exc.retry_after) if exc.code != 409 and exc.retry_after is not None else True
 
 
 async def _poll(bot: _Bot) -> None:
@@ -294,36 +310,18 @@ async def _poll(bot: _Bot) -> None:
     poll = bot.config.poll_timeout_seconds
     while True:
         started = trio.current_time()
-        try:
-            updates = await bot.poll_api.call(
-                "getUpdates",
-                http_timeout=poll + 15,
-                timeout=poll,
-                offset=bot.ledger.next_update,
-                allowed_updates=["message"],
-            )
-        except TelegramError as exc:
-            await _back_off(bot, "getUpdates", exc)
-            continue
-        bot.failures = 0
+        updates = await _call_until_ok(
+            bot,
+            "getUpdates",
+            http_timeout=poll + 15,
+            timeout=poll,
+            offset=bot.ledger.next_update,
+            allowed_updates=["message"],
+        )
         if await bot.ledger.receive(updates):
             await _drain(bot)
         else:
             await trio.sleep_until(started + _POLL_FLOOR)
-
-
-async def _back_off(bot: _Bot, method: str, exc: TelegramError) -> None:
-    """Wait before calling again: longer after each failure in a row, logged once per streak."""
-    bot.failures += 1
-    if bot.failures == 1:
-        if exc.code == 409:
-            logger.warning("Telegram: another poller or a webhook holds this bot ({}); backing off", exc)
-        else:
-            logger.warning("Telegram {} failed: {}; retrying with back-off", method, exc)
-    # 409: 1, 2, 4 ... s (the other poller may be a restart's predecessor about to go);
-    # anything else: retry_after when Telegram gives one, else 1, 2, 4 ... s; at most 30.
-    delay = 0.5 * 2.0**bot.failures if exc.code == 409 else exc.retry_after or 2.0 ** (bot.failures - 1)
-    await trio.sleep(min(30.0, delay))
 
 
 async def _webhook(bot: _Bot, url: str) -> None:

@@ -27,6 +27,7 @@ import attrs
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import RetryPolicy
 from beamclaw_obs import emit, scrub
 
 from ._config import SchedulerConfig
@@ -127,9 +128,10 @@ def _job(row: tuple[Any, ...]) -> Job:
 
 
 def retry_delay(config: SchedulerConfig, attempt: int, rng: random.Random | None = None) -> float:
-    """Seconds before try *attempt* + 1: doubling from the base, capped, ±25% jitter."""
-    base: float = min(config.retry_max_seconds, config.retry_base_seconds * 2 ** (attempt - 1))
-    return base * (1 + (rng or random).uniform(-0.25, 0.25))
+    """Seconds before try *attempt* + 1: doubling from the base, capped, ±25% jitter (the
+    backoff of every retry in BeamClaw; this one is a time stored with the run, not a wait)."""
+    policy = RetryPolicy(None, config.retry_base_seconds, config.retry_max_seconds, jitter=0.25)
+    return policy.delay(attempt, rng)
 
 
 @attrs.define

@@ -9,12 +9,15 @@ from __future__ import annotations
 from typing import Any, Final
 
 import supervision as sv
+from beamclaw_base import RetryPolicy, retry
 
 from ._tool import Tool, ToolDefinition
 
 REGISTRY: Final = "beamclaw_tools.registry"
 #: Seconds a call waits for a registry that is being restarted (it is back in milliseconds).
 RESTART_WAIT: Final = 2.0
+#: A read the registry died during is asked once more, at once (`RESTART_WAIT` covers its restart).
+_READ_AGAIN: Final = RetryPolicy(attempts=2, wait_initial=0.0, wait_max=0.0)
 
 
 class ToolRegistry(sv.GenServer):
@@ -36,12 +39,13 @@ class ToolRegistry(sv.GenServer):
 
 
 async def _read(request: Any) -> Any:
-    """A read from the registry, asked again of its replacement if it died meanwhile:
-    a read changes nothing, so unlike a write it is safe to repeat."""
-    try:
-        return await sv.call(REGISTRY, request, restart_wait=RESTART_WAIT)
-    except sv.ProcessExited:
-        return await sv.call(REGISTRY, request, restart_wait=RESTART_WAIT)
+    """A read from the registry, asked again (at once) of its replacement if it died
+    meanwhile: a read changes nothing, so unlike a write it is safe to repeat."""
+    return await retry(
+        lambda: sv.call(REGISTRY, request, restart_wait=RESTART_WAIT),
+        _READ_AGAIN,
+        lambda exc: isinstance(exc, sv.ProcessExited),
+    )
 
 
 async def register_tool(tool: Tool) -> None:

@@ -170,11 +170,11 @@ def _http_date(offset: float) -> str:
         ("", None),
         (None, None),
         (True, None),
+        ([5], None),
+        ({"seconds": 5}, None),
     ],
 )
-def test_retry_after_is_read_as_seconds_or_a_date_and_kept_within_bounds(
-    value: str | float | None, expected: float | None
-) -> None:
+def test_retry_after_is_read_as_seconds_or_a_date_and_kept_within_bounds(value: object, expected: float | None) -> None:
     assert parse_retry_after(value) == expected
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+import tracemalloc
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 
 import beamclaw_core as core
 from beamclaw_base import Secret
+from tests.support.asgi_server import Receive, Scope, Send, read_body, serve_asgi
 from tests.support.model_server import Call, CutOff, Malformed, Reply, ScriptedModel, Status, scripted_model
 
 from .conftest import RunCore
@@ -124,3 +127,84 @@ def test_context_windows_by_model_name() -> None:
     assert core.context_window("gpt-4") == 8_192
     assert core.context_window("some-local-model") == 32_768
     assert core.context_window("gpt-4o", override=1000) == 1000
+
+
+async def test_each_retry_is_told_with_the_wait_the_server_asked_for() -> None:
+    told: list[tuple[int, int, float, str]] = []
+
+    async def on_retry(attempt: int, attempts: int, delay: float, why: str) -> None:
+        told.append((attempt, attempts, delay, why))
+
+    async with provider(Status(503, retry_after=0.02, message="warming up"), Reply("ok")) as (p, model):
+        completion = await p.stream(USER, [], _ignore, on_retry)
+    assert completion.content == "ok" and len(model.requests) == 2
+    assert told == [(1, 3, 0.02, "the model server answered HTTP 503: warming up")]
+
+
+async def _ignore(text: str) -> None:
+    pass
+
+
+@asynccontextmanager
+async def raw_stream(
+    pieces: Iterable[bytes], content_type: str = "text/event-stream", **config: Any
+) -> AsyncIterator[core.OpenAICompatProvider]:
+    """A provider whose server answers every request with *pieces*, as they are."""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            return
+        await read_body(receive)
+        headers = [(b"content-type", content_type.encode())]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        for piece in pieces:
+            await send({"type": "http.response.body", "body": piece, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async with serve_asgi(app) as url, httpx.AsyncClient() as client:
+        settings = core.ProviderConfig(base_url=f"{url}/v1", model="m", **{"max_retries": 0, **config})
+        yield core.OpenAICompatProvider("test", settings, client)
+
+
+def _event(delta: dict[str, Any], finish: str | None = None) -> str:
+    return json.dumps({"model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+async def test_an_endless_line_is_cut_off_and_never_held_whole() -> None:
+    """The hostile server: 24 MB without a newline. httpx-sse keeps a line until it ends;
+    the provider stops handing it bytes past its bound and reads the rest to drop it."""
+    megabyte = b"data: " + b"a" * (1024 * 1024 - 6)
+    tracemalloc.start()
+    try:
+        async with raw_stream([megabyte] * 24, max_reply_chars=1000) as p:
+            with pytest.raises(core.ProviderError, match="longer than 1,000 characters"):
+                await p.stream(USER, [], _ignore)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 1024 * 1024  # the line held whole would be 24 MB, and copies of it
+
+
+async def test_an_event_stream_split_anywhere_with_crlf_comments_and_named_events_is_read() -> None:
+    text = (
+        ": a comment a proxy keeps the connection alive with\r\n"
+        f"event: message\r\nid: 1\r\ndata: {_event({'content': 'Hel'})}\r\n\r\n"
+        f"data: {_event({'content': 'lo'})}\r\n\r\n"
+        f"data:{_event({}, 'stop')}\n\n"  # no space after the colon
+        "data: [DONE]\n\n"
+    ).encode()
+    async with raw_stream(text[i : i + 7] for i in range(0, len(text), 7)) as p:
+        completion = await p.stream(USER, [], _ignore)
+    assert completion.content == "Hello" and completion.finish_reason == "stop"
+
+
+async def test_a_streamed_request_answered_with_json_is_a_clear_error() -> None:
+    async with raw_stream([b'{"choices": []}'], content_type="application/json") as p:
+        with pytest.raises(core.ProviderError, match="answered a streamed request with application/json"):
+            await p.stream(USER, [], _ignore)
+
+
+async def test_a_stream_that_breaks_off_mid_event_is_cut_off() -> None:
+    async with raw_stream([f'data: {_event({"content": "Hi"})}\n\ndata: {{"choi'.encode()]) as p:
+        with pytest.raises(core.ProviderError, match="cut off before it finished"):
+            await p.stream(USER, [], _ignore)
