@@ -10,6 +10,7 @@ with the deny list as its only guard; it lives in this app because it is no jail
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final, Protocol, final, runtime_checkable
@@ -79,9 +80,14 @@ class Jail(Protocol):
 
 
 def check_cwd(workspace: Path, cwd: Path | None) -> Path:
-    """*cwd* (default: the workspace), which must be the workspace or inside it; else ValueError."""
+    """*cwd* (default: the workspace), which must be the workspace or inside it; else ValueError.
+
+    Both are made absolute and their ``..`` resolved as text first (`os.path.abspath`), so
+    ``/ws/../etc`` is outside ``/ws`` whichever jail then uses it.
+    """
     if cwd is None:
         return workspace
-    if cwd != workspace and not cwd.is_relative_to(workspace):
+    root, inside = Path(os.path.abspath(workspace)), Path(os.path.abspath(cwd))
+    if not inside.is_relative_to(root):
         raise ValueError(f"cwd {str(cwd)!r} is not inside the workspace {str(workspace)!r}")
-    return cwd
+    return inside
