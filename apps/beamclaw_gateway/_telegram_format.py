@@ -14,7 +14,7 @@ in Rust; 30 ms against 0.5-0.8 s for 40 KB), but through its public API it loses
 a model may write. Its spoiler pattern backtracks: ``||a``, 40,000 line breaks, ``b||``
 (40 KB) took 175 s there and 0.1 s here (formatted and split), and formatting runs on
 the event loop. HTML-looking text is dropped (``<script>x</script>`` becomes nothing,
-``a <b> c`` becomes ``a c``), a lone surrogate raises, and its splitter cuts only at
+``a <b> c`` loses its ``<b>``), a lone surrogate raises, and its splitter cuts only at
 line breaks (a mid-word hard cut otherwise) in time proportional to messages times
 entities. Working round all that means its private parser steps and walker, and a
 splitter of our own: not less code, nor safer.
