@@ -55,6 +55,7 @@ from beamclaw_base import SYSTEM_PATH, JailResult, JailUnavailable, check_cwd, r
 
 from ._config import SandboxConfig
 from ._prompt_guard import guarded_names
+from ._seccomp import SeccompUnavailable, seccomp_program
 
 #: What of /etc a jail sees, read-only (a name missing on this host is skipped).
 ETC_FILES: Final = (
@@ -98,6 +99,10 @@ ETC_COPY_PREFIX: Final = "beamclaw-jail-etc-"
 #: The top-level system links or folders of a merged-/usr (or not) system.
 _SYSTEM_DIRS: Final = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 _PROBE_RETRY: Final = 30.0
+_SECCOMP_HINT: Final = (
+    "install libseccomp (Debian/Ubuntu: apt install libseccomp2; Fedora: dnf install libseccomp), or set "
+    "[sandbox.bubblewrap] seccomp = false in config.toml to run the jail without its system call filter"
+)
 _INSTALL_HINT: Final = (
     "install bubblewrap (Debian/Ubuntu: apt install bubblewrap; Fedora: dnf install bubblewrap), or set "
     '[tools.bash] isolation = "none" and [tools.terminal] isolation = "none" in config.toml to run the '
@@ -233,6 +238,7 @@ class BubblewrapJail:
         self._etc = _EtcCopy(ETC_FILES)
         self._fixed: list[str] | None = None
         self._env: list[str] | None = None
+        self._seccomp: bytes | None = None
 
     @property
     def backend(self) -> str:
@@ -276,6 +282,10 @@ class BubblewrapJail:
         except OSError as exc:
             return f"bubblewrap ({found}) cannot be run: {exc}: {_INSTALL_HINT}"
         self._options = frozenset(word for word in helped.stdout.decode(errors="replace").split() if word[:2] == "--")
+        if self._config.bubblewrap.seccomp:
+            problem = self._load_seccomp(found)
+            if problem is not None:
+                return problem
         probe_dir = Path("/")
         try:
             result = await self._run_bwrap(["true"], workspace=None, cwd=probe_dir, timeout=10.0, output_limit=4096)
@@ -290,6 +300,16 @@ class BubblewrapJail:
                 'container, a seccomp profile that allows clone/unshare), or set [tools.bash] isolation = "none" '
                 'and [tools.terminal] isolation = "none" in config.toml to run commands unjailed on purpose'
             )
+        return None
+
+    def _load_seccomp(self, bwrap: str) -> str | None:
+        """Compile the filter of `_seccomp` (once: cached per daemon); None, or why not and the fix."""
+        if "--seccomp" not in self._options:
+            return f"bubblewrap ({bwrap}) is too old to load a seccomp filter (no --seccomp): {_SECCOMP_HINT}"
+        try:
+            self._seccomp = seccomp_program(unix_sockets=self._config.network != "bridge")
+        except SeccompUnavailable as exc:
+            return f"the jail's seccomp filter cannot be built ({exc}): {_SECCOMP_HINT}"
         return None
 
     async def run(
@@ -332,16 +352,21 @@ class BubblewrapJail:
         home = str(workspace) if workspace is not None else "/"
         passwd, group = _passwd(os.getuid(), os.getgid(), home)
         fds = [_memfd("passwd", passwd), _memfd("group", group)]
+        if self._seccomp is not None:
+            fds.append(_memfd("seccomp", self._seccomp))
         try:
             etc = await self._etc.path()
             guarded = await trio.to_thread.run_sync(guarded_names, workspace) if workspace is not None else []
             options = self._options_for(
                 workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1], guarded=guarded
             )
-            fds.append(_memfd("bwrap-args", b"".join(arg.encode() + b"\0" for arg in options)))
+            if self._seccomp is not None:
+                options += ["--seccomp", str(fds[2])]
+            args_fd = _memfd("bwrap-args", b"".join(arg.encode() + b"\0" for arg in options))
+            fds.append(args_fd)
             command = ["/bin/bash", "-c", _INIT, "beamclaw-jail", *self._limits(timeout), *argv]
             return await run_captured(
-                [self._bwrap, "--args", str(fds[2]), "--", *command],
+                [self._bwrap, "--args", str(args_fd), "--", *command],
                 env={},  # the jail's pid 1 keeps this environment: nothing of the daemon's
                 cwd="/",
                 timeout=timeout,

@@ -16,6 +16,7 @@ The keys and defaults are the reference design's. Two backends read them:
 from __future__ import annotations
 
 import fnmatch
+import os
 import re
 from typing import Any, Final, Literal
 
@@ -97,12 +98,15 @@ class BubblewrapConfig:
     ``bwrap``: the program (a name on PATH or an absolute path). ``file_size_limit``: the
     largest file a jailed process may write (RLIMIT_FSIZE). ``ro_binds``: more host
     directories shown read-only inside the jail at the same path (a language runtime
-    installed outside /usr, say); never the data dir or a home directory.
+    installed outside /usr, say); never the data dir or a home directory. ``seccomp``: the
+    system call filter of `_seccomp` (needs libseccomp; without it the jail refuses to run
+    unless this is false, which runs it with the other walls only).
     """
 
     bwrap: str = "bwrap"
     file_size_limit: str = "1g"
     ro_binds: list[str] = attrs.field(factory=list)
+    seccomp: bool = True
 
 
 #: What never reaches a jail or a container, whatever the allowlist says: provider
@@ -179,6 +183,22 @@ class SandboxConfig:
         return {name: value for name, value in env.items() if self.env_allowed(name)}
 
 
+#: Where the host's Unix sockets live (Docker, D-Bus, X11, XDG_RUNTIME_DIR): a socket bound
+#: read-only can still be connected to, so none of these is ever bound into the jail.
+_SOCKET_FOLDERS: Final = ("/run", "/var/run", "/tmp")
+
+
+def _refuse_socket_folders(index: int, path: str) -> None:
+    real = os.path.realpath(path)
+    for folder in _SOCKET_FOLDERS:
+        for target in {folder, os.path.realpath(folder)}:  # /var/run is a link to /run: /var holds it all the same
+            if real == target or target.startswith(real.rstrip("/") + "/") or real.startswith(target + "/"):
+                raise ConfigError(
+                    f"sandbox.bubblewrap.ro_binds[{index}]: {path!r} would show the host's Unix sockets of "
+                    f"{folder} to the jail (a socket bound read-only can still be connected to)"
+                )
+
+
 def parse_sandbox_config(table: dict[str, Any]) -> SandboxConfig:
     """Check ``[sandbox]``; raises `ConfigError` (a ValueError) naming the bad key."""
     table = dict(table)
@@ -206,4 +226,5 @@ def parse_sandbox_config(table: dict[str, Any]) -> SandboxConfig:
     for index, path in enumerate(config.bubblewrap.ro_binds):
         if not path.startswith("/"):
             raise ConfigError(f"sandbox.bubblewrap.ro_binds[{index}]: expected an absolute path, got {path!r}")
+        _refuse_socket_folders(index, path)
     return config

@@ -2,14 +2,18 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-from collections.abc import Iterator
+import socket
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
+import beamclaw_sandbox as sandbox
+import supervision as sv
 from beamclaw_tools import JqTool, ReadFileTool, Tool, ToolContext, ToolResult, ToolSession, WriteFileTool, run_tool
+from tests.apps.beamclaw_sandbox.jail_support import SESSION, TABLE, Daemon, make_data_dir
 
 #: The in-container client, loaded from the image's definition (the file the image ships).
 BRIDGE_CLIENT = Path(__file__).resolve().parents[3] / "sandbox-image" / "beamclaw_bridge.py"
@@ -61,3 +65,27 @@ def real_tools(tmp_path: Path) -> RealTools:
     workspace = tmp_path / "home" / "agents" / "default"
     workspace.mkdir(parents=True)
     return RealTools(workspace, tmp_path / "home")
+
+
+@pytest.fixture
+def control_socket(tmp_path: Path) -> Iterator[Path]:
+    """A listening Unix socket where the daemon's control socket is, in the data dir."""
+    path = tmp_path / "home" / "control.sock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
+        listener.bind(str(path))
+        listener.listen(8)
+        yield path
+
+
+@pytest.fixture
+async def daemon(tmp_path: Path, control_socket: Path) -> AsyncIterator[Daemon]:
+    """The sandbox app running, and the tool context the agent loop would build from it."""
+    home = tmp_path / "home"
+    make_data_dir(home)
+    skills = tmp_path / "bundled-skills"
+    (skills / "hello").mkdir(parents=True)
+    (skills / "hello" / "hello.sh").write_text("echo hello from the skill\n")
+    async with sv.open_supervisor(sandbox.supervision_tree(TABLE, home)):
+        jails = await sandbox.session_jails(SESSION)
+        yield Daemon(home, ToolContext(home / "agents" / "default", home, jails=jails, readonly_dirs=(skills,)))

@@ -13,10 +13,9 @@ from __future__ import annotations
 import os
 import re
 import socket
-import sqlite3
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
@@ -25,68 +24,11 @@ import trio
 
 import beamclaw_sandbox as sandbox
 import supervision as sv
-from beamclaw_tools import BashTool, TerminalTool, ToolContext, ToolResult, ToolSession, run_tool
+from beamclaw_tools import TerminalTool, ToolSession, run_tool
+from tests.apps.beamclaw_sandbox.jail_support import SECRET_CHAT, SESSION, TABLE, Daemon, attack
 from tests.support.bubblewrap import requires_bubblewrap
 
 pytestmark = requires_bubblewrap()
-
-SESSION = ToolSession("s1", "default", "local:mallory")
-SECRET_CHAT = "alice-told-the-agent-her-passphrase-7731"
-#: Limits low enough for the tests to reach quickly.
-TABLE = {"pids_limit": 48, "memory_limit": "256m", "bubblewrap": {"file_size_limit": "1m"}}
-
-
-@attrs.frozen
-class Daemon:
-    """What a jailed command must not reach: a data dir as the daemon's looks."""
-
-    home: Path
-    context: ToolContext
-
-    @property
-    def workspace(self) -> Path:
-        return self.context.workspace
-
-
-def _data_dir(home: Path) -> None:
-    (home / "agents" / "default").mkdir(parents=True)
-    (home / "agents" / "other").mkdir(parents=True)
-    (home / "agents" / "other" / "secret.txt").write_text("the other agent's notes\n")
-    db = sqlite3.connect(home / "sessions.db")
-    with db:
-        db.execute("CREATE TABLE messages (user TEXT, content TEXT)")
-        db.execute("INSERT INTO messages VALUES ('local:alice', ?)", (SECRET_CHAT,))
-    db.close()
-
-
-@pytest.fixture
-def control_socket(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "home" / "control.sock"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as listener:
-        listener.bind(str(path))
-        listener.listen(8)
-        yield path
-
-
-@pytest.fixture
-async def daemon(tmp_path: Path, control_socket: Path) -> AsyncIterator[Daemon]:
-    """The sandbox app running, and the tool context the agent loop would build from it."""
-    home = tmp_path / "home"
-    _data_dir(home)
-    skills = tmp_path / "bundled-skills"
-    (skills / "hello").mkdir(parents=True)
-    (skills / "hello" / "hello.sh").write_text("echo hello from the skill\n")
-    async with sv.open_supervisor(sandbox.supervision_tree(TABLE, home)):
-        jails = await sandbox.session_jails(SESSION)
-        yield Daemon(home, ToolContext(home / "agents" / "default", home, jails=jails, readonly_dirs=(skills,)))
-
-
-async def attack(daemon: Daemon, script: str, *, isolation: str = "bubblewrap", timeout: float = 20) -> ToolResult:
-    """Run *script* as the agent would past the deny list: from a file, with ``bash``."""
-    (daemon.workspace / "attack.sh").write_text(script)
-    tool = BashTool(timeout=timeout, output_limit=64_000, isolation=isolation)  # type: ignore[arg-type]
-    return await run_tool(tool, {"command": "bash attack.sh"}, SESSION, daemon.context)
 
 
 def _host_processes(marker: str) -> list[int]:

@@ -71,3 +71,11 @@ def test_a_bad_value_names_its_key(table: dict[str, object], message: str) -> No
     with pytest.raises(ConfigError) as raised:
         parse_sandbox_config(table)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize("path", ["/run", "/var/run", "/run/user/1000", "/tmp", "/tmp/tools", "/var", "/"])
+def test_no_folder_of_the_hosts_unix_sockets_is_bound_into_the_jail(path: str) -> None:
+    """A Unix socket bound read-only can still be connected to (the Docker socket, a D-Bus bus)."""
+    with pytest.raises(ConfigError, match=r"sandbox\.bubblewrap\.ro_binds\[0\]: .* Unix sockets"):
+        parse_sandbox_config({"bubblewrap": {"ro_binds": [path]}})
+    assert parse_sandbox_config({"bubblewrap": {"ro_binds": ["/opt/tools"]}}).bubblewrap.ro_binds == ["/opt/tools"]
