@@ -24,8 +24,13 @@ was started with, which any process there can read) and its arguments in a memfd
 (``--args``), so ``/proc/1/cmdline`` shows the command and no host path; the command's environment is
 the ``env_allowlist`` minus the ``env_blocklist``, with PATH, HOME and TMPDIR of the
 jail's own. ``--new-session`` (no TIOCSTI into the daemon's terminal),
-``--die-with-parent``, ``--disable-userns`` where bwrap has it, and every capability
-dropped. Limits, set by the jail's first process before it runs the command, bind
+``--die-with-parent``, ``--disable-userns`` where bwrap has it, every capability
+dropped, and the seccomp filter of `_seccomp` (compiled once, loaded by bwrap's
+``--seccomp``; without libseccomp the jail refuses to run unless ``[sandbox.bubblewrap]
+seccomp = false``). No Unix socket of the host is there: no path of one is bound in
+(``ro_binds`` may not name /run, /var/run or /tmp), and abstract names belong to a
+network namespace, the jail's own unless ``network = "bridge"``, where the filter
+refuses ``socket(AF_UNIX)`` instead. Limits, set by the jail's first process before it runs the command, bind
 every process in it: RLIMIT_NPROC (``pids_limit``; counted per user namespace, so only
 the jail's own processes count; the kernel exempts root's processes from it, even in a
 user namespace, so it holds only for a daemon run as an unprivileged user, as the
