@@ -28,7 +28,7 @@ import os
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from pyseccomp import SyscallFilter  # type: ignore[import-untyped]  # no py.typed (pyseccomp 0.1.2)
+    from pyseccomp import SyscallFilter
 
 #: Refused outright (EPERM). Names libseccomp must know: the filter is not built without them.
 REFUSED: Final = (
