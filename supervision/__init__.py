@@ -61,7 +61,7 @@ from ._errors import (
     StartError,
 )
 from ._events import EventKind, Subscription, SupervisorEvent, subscribe, unsubscribe
-from ._gen_server import GenServer, NoReply, Reply, Stop, call, cast, reply, reply_error
+from ._gen_server import GenServer, NoReply, Reply, Request, Stop, call, cast, reply, reply_error
 from ._mailbox import DEFAULT_CAPACITY, Overflow
 from ._process import (
     Caller,
@@ -194,6 +194,7 @@ __all__ = [
     "Ref",
     "Registry",
     "Reply",
+    "Request",
     "Restart",
     "StartError",
     "StateMachine",

@@ -2,21 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 import supervision as sv
 from beamclaw_obs import scrub
 
 from ._job import Job, RunRecord
+from ._requests import AddJob, ChangeJob, FindJob, JobRuns, ListJobs
 from ._schedule import make_schedule
 from ._store import JobError, store_call
+
+R = TypeVar("R")
 
 
 class SchedulerNotRunning(RuntimeError):
     """The scheduler app is disabled or not started; the message says how to enable it."""
 
 
-async def _call(request: Any) -> Any:
+async def _call(request: sv.Request[R]) -> R:
     try:
         return await store_call(request)
     except sv.NoProc:
@@ -36,30 +39,24 @@ async def add_job(
         raise JobError("a job's message is at most 4000 characters")
     schedule = make_schedule(kind, spec, timezone, now, min_interval)
     # Stored, listed and sent to the model: scrubbed like every other path into history.
-    fields = {"agent_id": agent_id, "user_id": user_id, "channel": channel, "schedule": schedule,
-              "message": scrub(message.strip()), "created_by": created_by}  # fmt: skip
-    job: Job = await _call(("add", fields))
-    return job
+    return await _call(AddJob(agent_id, user_id, channel, schedule, scrub(message.strip()), created_by))
 
 
 async def list_jobs(agent_id: str | None = None, user_id: str | None = None, everything: bool = False) -> list[Job]:
-    jobs: list[Job] = await _call(("list", agent_id, user_id, everything))
-    return jobs
+    return await _call(ListJobs(agent_id, user_id, everything))
 
 
 async def find_job(prefix: str) -> Job:
-    job: Job = await _call(("get", prefix))
-    return job
+    return await _call(FindJob(prefix))
 
 
 async def change_job(action: str, prefix: str) -> Job:
     """``cancel``, ``pause`` or ``resume`` the job whose id starts with *prefix*."""
-    if action not in {"cancel", "pause", "resume"}:
-        raise JobError(f"unknown action {action!r}")
-    job: Job = await _call((action, prefix))
-    return job
+    match action:
+        case "cancel" | "pause" | "resume":
+            return await _call(ChangeJob(action, prefix))
+    raise JobError(f"unknown action {action!r}")
 
 
 async def job_runs(prefix: str) -> list[RunRecord]:
-    runs: list[RunRecord] = await _call(("runs", prefix))
-    return runs
+    return await _call(JobRuns(prefix))

@@ -23,11 +23,12 @@ import supervision as sv
 from beamclaw_obs import emit
 
 from ._job import Fire
+from ._requests import ClaimedFires, FinishRun, Outcome, RunningRuns, RunStarted
 from ._store import store_call
 
 JOBS_SUP: Final = "beamclaw_scheduler.jobs"
-#: Runs a fire; returns its outcome ("ok", "failed", "skipped", "suppressed") and a detail.
-Perform = Callable[[Fire], Awaitable[tuple[str, str]]]
+#: Runs a fire; returns its outcome and a detail.
+Perform = Callable[[Fire], Awaitable[tuple[Outcome, str]]]
 
 
 def worker_name(run_id: int) -> str:
@@ -41,9 +42,9 @@ async def _work(fire: Fire, perform: Perform, task_status: Any = trio.TASK_STATU
     try:
         outcome, detail = await perform(fire)
     except Exception as exc:
-        await store_call(("finish", fire.run_id, "failed", _describe(exc)))
+        await store_call(FinishRun(fire.run_id, "failed", _describe(exc)))
         raise
-    await store_call(("finish", fire.run_id, outcome, detail))
+    await store_call(FinishRun(fire.run_id, outcome, detail))
 
 
 @attrs.define
@@ -66,12 +67,12 @@ def _describe(reason: Any) -> str:
 class Executor(sv.GenServer):
     async def init(self, perform: Perform, limit: int) -> _State:
         state = _State(perform, limit)
-        for run_id in await store_call("running"):
+        for run_id in await store_call(RunningRuns()):
             pid = sv.whereis(worker_name(run_id))
             if pid is not None:
                 self._watch(state, run_id, pid)
             else:
-                await store_call(("finish", run_id, "failed", "the executor restarted while it ran"))
+                await store_call(FinishRun(run_id, "failed", "the executor restarted while it ran"))
         await self._take_claims(state)
         return state
 
@@ -82,7 +83,7 @@ class Executor(sv.GenServer):
         state.by_ref[ref] = run_id
 
     async def _take_claims(self, state: _State) -> None:
-        for fire in await store_call("claimed"):
+        for fire in await store_call(ClaimedFires()):
             if fire.run_id not in state.waiting and fire.run_id not in state.running:
                 state.queue.append(fire)
                 state.waiting.add(fire.run_id)
@@ -92,7 +93,7 @@ class Executor(sv.GenServer):
         while state.queue and len(state.running) < state.limit:
             fire = state.queue.popleft()
             state.waiting.discard(fire.run_id)
-            await store_call(("started", fire.run_id))
+            await store_call(RunStarted(fire.run_id))
             emit("sched_job_fired", job_id=fire.job.id, run_id=fire.run_id, due=fire.due, attempt=fire.attempt)
             spec = sv.ChildSpec(
                 ("run", fire.run_id), _work, args=(fire, state.perform), restart=sv.TEMPORARY,
@@ -110,7 +111,7 @@ class Executor(sv.GenServer):
                 run_id = state.by_ref.pop(ref)
                 del state.running[run_id]
                 if not sv.is_normal(reason):
-                    await store_call(("finish", run_id, "failed", _describe(reason)))
+                    await store_call(FinishRun(run_id, "failed", _describe(reason)))
                 await self._start_more(state)
         return sv.NoReply(state)
 

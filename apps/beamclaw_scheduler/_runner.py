@@ -17,6 +17,7 @@ import supervision as sv
 from beamclaw_core import agent_names
 
 from ._config import HeartbeatConfig
+from ._requests import Claim, NextWake, SyncHeartbeats
 from ._store import CLAIM_BATCH, RUNNER, Clock, store_call
 
 #: The longest sleep between looks at the store, whatever the next due time: a clock
@@ -41,11 +42,11 @@ async def runner(
     agents_checked = -_AGENTS_EVERY
     while True:
         if trio.current_time() - agents_checked >= _AGENTS_EVERY:
-            await store_call(("heartbeats", plan()))
+            await store_call(SyncHeartbeats(plan()))
             agents_checked = trio.current_time()
-        while await store_call(("claim", clock())) >= CLAIM_BATCH:
+        while await store_call(Claim(clock())) >= CLAIM_BATCH:
             await trio.lowlevel.checkpoint()
-        wake = await store_call("next_wake")
+        wake = await store_call(NextWake())
         delay = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - clock()))
         try:
             await sv.receive(timeout=min(delay, _AGENTS_EVERY))

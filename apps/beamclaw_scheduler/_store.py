@@ -21,7 +21,7 @@ import secrets
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -32,6 +32,23 @@ from beamclaw_obs import emit, scrub
 
 from ._config import SchedulerConfig
 from ._job import HEARTBEAT, Fire, Job, RunRecord
+from ._requests import (
+    AddJob,
+    ChangeJob,
+    Claim,
+    ClaimedFires,
+    Delivered,
+    DeliveredRecently,
+    FindJob,
+    FinishRun,
+    JobRuns,
+    ListJobs,
+    NextWake,
+    RunningRuns,
+    RunStarted,
+    StoreRequest,
+    SyncHeartbeats,
+)
 from ._schedule import Kind, Schedule
 
 STORE: Final = "beamclaw_scheduler.store"
@@ -44,6 +61,7 @@ CLAIM_BATCH: Final = 500
 _RUNS_KEPT: Final = 50
 
 Clock = Callable[[], float]
+R = TypeVar("R")
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -215,45 +233,45 @@ class JobStore(sv.GenServer):
             sv.reply_error(caller, exc)
             return sv.NoReply(state)
 
-    def _answer(self, request: Any, state: _State) -> Any:
+    def _answer(self, request: StoreRequest, state: _State) -> Any:
         match request:
-            case ("add", dict() as fields):
-                return self._add(state, fields)
-            case ("list", agent, user, bool() as everything):
+            case AddJob():
+                return self._add(state, request)
+            case ListJobs(agent, user, everything):
                 return self._list(state, agent, user, everything)
-            case ("get", str() as prefix):
+            case FindJob(prefix):
                 return self._find(state, prefix)
-            case ("cancel", str() as prefix):
+            case ChangeJob("cancel", prefix):
                 job = self._find(state, prefix)
                 state.db.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
                 emit("sched_job_cancelled", job_id=job.id)
                 return job
-            case ("pause", str() as prefix):
+            case ChangeJob("pause", prefix):
                 job = self._find(state, prefix)
                 state.db.execute(
                     "UPDATE jobs SET state = 'paused', paused_reason = 'paused by hand' WHERE id = ?", (job.id,)
                 )
                 emit("sched_job_paused", job_id=job.id, by="manual", reason="")
                 return self._find(state, job.id)
-            case ("resume", str() as prefix):
+            case ChangeJob("resume", prefix):
                 return self._resume(state, prefix)
-            case ("claim", float() | int() as now):
-                return self._claim(state, float(now))
-            case "next_wake":
+            case Claim(now):
+                return self._claim(state, now)
+            case NextWake():
                 return self._next_wake(state)
-            case "claimed":
+            case ClaimedFires():
                 return self._claimed(state)
-            case "running":
+            case RunningRuns():
                 return [run_id for (run_id,) in state.db.execute("SELECT id FROM runs WHERE state = 'running'")]
-            case ("started", int() as run_id):
+            case RunStarted(run_id):
                 state.db.execute(
                     "UPDATE runs SET state = 'running', started_at = ? WHERE id = ? AND state = 'claimed'",
                     (state.clock(), run_id),
                 )
                 return None
-            case ("finish", int() as run_id, str() as outcome, str() as detail):
+            case FinishRun(run_id, outcome, detail):
                 return self._finish(state, run_id, outcome, detail)
-            case ("runs", str() as prefix):
+            case JobRuns(prefix):
                 job = self._find(state, prefix)
                 rows = state.db.execute(
                     "SELECT id, job_id, due, attempt, state, started_at, finished_at, detail FROM runs "
@@ -261,35 +279,29 @@ class JobStore(sv.GenServer):
                     (job.id, _RUNS_KEPT),
                 ).fetchall()
                 return [RunRecord(*row) for row in rows]
-            case ("delivered_recently", str() as job_id, str() as digest, float() as since):
+            case DeliveredRecently(job_id, digest, since):
                 row = state.db.execute(
                     "SELECT at FROM delivered WHERE job_id = ? AND digest = ?", (job_id, digest)
                 ).fetchone()
                 return row is not None and row[0] >= since
-            case ("delivered", str() as job_id, str() as digest):
+            case Delivered(job_id, digest):
                 state.db.execute(
                     "INSERT OR REPLACE INTO delivered (job_id, digest, at) VALUES (?, ?, ?)",
                     (job_id, digest, state.clock()),
                 )
                 return None
-            case ("heartbeats", dict() as wanted):
+            case SyncHeartbeats(wanted):
                 return self._sync_heartbeats(state, wanted)
-            case ("count", str() as agent):
-                (count,) = state.db.execute(
-                    "SELECT count(*) FROM jobs WHERE agent_id = ? AND purpose = 'job' AND state != 'done'", (agent,)
-                ).fetchone()
-                return count
         raise ValueError(f"unknown scheduler store request {request!r}")
 
-    def _add(self, state: _State, fields: dict[str, Any]) -> Job:
-        schedule: Schedule = fields["schedule"]
-        agent, user = fields["agent_id"], fields["user_id"]
+    def _add(self, state: _State, request: AddJob) -> Job:
+        schedule, agent, user = request.schedule, request.agent_id, request.user_id
         self._check_quota(state, "agent_id", agent, "max_jobs_per_agent", f"agent {agent!r}")
         self._check_quota(state, "user_id", user, "max_jobs_per_user", f"user {user!r}")
         now = state.clock()
         job = Job(
-            secrets.token_hex(4), agent, fields["user_id"], fields["channel"], schedule, fields["message"], "active",
-            schedule.first_due(now), now, fields["created_by"],
+            secrets.token_hex(4), agent, user, request.channel, schedule, request.message, "active",
+            schedule.first_due(now), now, request.created_by,
         )  # fmt: skip
         self._insert(state, job)
         emit("sched_job_created", job_id=job.id, agent_id=agent, schedule=schedule.describe(), by=job.created_by)
@@ -464,6 +476,6 @@ class JobStore(sv.GenServer):
         state.db.close()
 
 
-async def store_call(request: Any, timeout: float = 10.0) -> Any:
+async def store_call(request: sv.Request[R], timeout: float = 10.0) -> R:
     """A request to the job store, riding through a restart of it."""
     return await sv.call(STORE, request, timeout=timeout, restart_wait=2.0)

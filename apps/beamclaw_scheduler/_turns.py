@@ -31,6 +31,7 @@ from ._heartbeat import (
     within_active_hours,
 )  # fmt: skip
 from ._job import HEARTBEAT, Fire, Job
+from ._requests import Delivered, DeliveredRecently, Outcome
 from ._store import Clock, store_call
 
 #: A heartbeat output the same as one delivered within this many seconds is not sent again.
@@ -67,7 +68,7 @@ class JobTurns:
     data_dir: Path
     clock: Clock
 
-    async def __call__(self, fire: Fire) -> tuple[str, str]:
+    async def __call__(self, fire: Fire) -> tuple[Outcome, str]:
         try:
             if fire.job.purpose == HEARTBEAT:
                 return await self._heartbeat(fire.job)
@@ -82,14 +83,14 @@ class JobTurns:
         run = await core.submit(handle, text, delivery, autonomy=autonomy)
         return await run.wait(), delivery
 
-    async def _job(self, job: Job) -> tuple[str, str]:
+    async def _job(self, job: Job) -> tuple[Outcome, str]:
         text = f"[Scheduled job {job.id}, {job.schedule.describe()}] {job.message}"
         result, delivery = await self._turn(job, job.user_id, job.channel, text)
         if not result.ok:
             return "failed", result.text
         return "ok", await delivery.deliver(result.text)
 
-    async def _heartbeat(self, job: Job) -> tuple[str, str]:
+    async def _heartbeat(self, job: Job) -> tuple[Outcome, str]:
         """The agent's HEARTBEAT.md where ``heartbeat.target`` says, then each user's own in
         that user's conversation (see `_heartbeat`); one outcome for them all."""
         if not within_active_hours(self.clock(), self.config.heartbeat):
@@ -104,7 +105,7 @@ class JobTurns:
                 return status, "; ".join(said)
         return outcomes[0]
 
-    async def _beat(self, job: Job, files: core.Workspace, owner: tuple[str, str] | None) -> tuple[str, str]:
+    async def _beat(self, job: Job, files: core.Workspace, owner: tuple[str, str] | None) -> tuple[Outcome, str]:
         """One HEARTBEAT.md's turn: the agent's (*owner* None) or one user's, in their conversation."""
         beat = self.config.heartbeat
         try:
@@ -121,7 +122,7 @@ class JobTurns:
         if beat.suppress_ok and is_heartbeat_ok(result.text):
             return "suppressed", "HEARTBEAT_OK"
         seen = digest(f"{user_id}\n{result.text}")
-        if await store_call(("delivered_recently", job.id, seen, self.clock() - _DEDUP_SECONDS)):
+        if await store_call(DeliveredRecently(job.id, seen, self.clock() - _DEDUP_SECONDS)):
             return "suppressed", "the same output was delivered within 24 h"
         if user_id.startswith("heartbeat:"):
             return (
@@ -130,6 +131,6 @@ class JobTurns:
             )
         told = await delivery.deliver(result.text)
         with contextlib.suppress(Exception):
-            await store_call(("delivered", job.id, seen))
+            await store_call(Delivered(job.id, seen))
         logger.info("heartbeat of {}: {}", job.agent_id, told)
         return "ok", told
