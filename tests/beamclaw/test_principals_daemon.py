@@ -43,7 +43,7 @@ async def test_beamclaw_reload_rotates_a_named_token(tmp_path: Path, monkeypatch
 
 async def test_only_the_asking_channel_or_the_owner_answers_an_approval(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    steps = [Reply(tool_calls=(Call("bash", {"command": "echo ran"}, id="b"),)), Reply("it ran")]
+    steps = [Reply(tool_calls=(Call("bash", {"command": "command echo ran"}, id="b"),)), Reply("it ran")]
     async with scripted_model(*steps) as model:
         config = write_config(tmp_path, model, autonomy="supervised")
         async with running_daemon(config, home), httpx.AsyncClient(timeout=60) as http, trio.open_nursery() as nursery:

@@ -65,7 +65,7 @@ async def test_a_conversation_with_an_approval_in_the_terminal(tmp_path: Path) -
     home = tmp_path / "home"
     steps = [
         Reply("Hello Ada, I am your agent."),
-        Reply("Let me check.", tool_calls=(Call("bash", {"command": "echo from-the-tool"}, id="b"),)),
+        Reply("Let me check.", tool_calls=(Call("bash", {"command": "command echo from-the-tool"}, id="b"),)),
         Reply("The tool printed from-the-tool."),
     ]
     async with scripted_model(*steps) as model:
@@ -82,7 +82,7 @@ async def test_a_conversation_with_an_approval_in_the_terminal(tmp_path: Path) -
             await term.type("hi")
             await term.wait_for("default> Hello Ada, I am your agent.")
             await term.type("run the tool please")
-            await term.wait_for('Approve bash with {"command": "echo from-the-tool"}? Reply /yes, /no or /always')
+            await term.wait_for('Approve bash with {"command": "command echo from-the-tool"}? (not in the allow')
             await term.type("/yes")
             await term.wait_for("The tool printed from-the-tool.")
             await term.type("/context")

@@ -106,7 +106,7 @@ async def test_arguments_written_with_escapes_are_shown_and_logged_decoded_and_s
     held = "Zq8vT3kLmN4pR7sK2wY9aB6cXe5fGh1JpQ"
     register_secret(held)
     escaped = "".join(f"\\u{ord(c):04x}" for c in held)
-    raw = '{"command": "echo ' + escaped + "; echo \\u0067hp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi" + '"}'
+    raw = '{"command": "command echo ' + escaped + "; echo \\u0067hp_Zk3mQ9vR2xLp7TnB4wYc8HdF1sJe6GuA0oKi" + '"}'
     home = tmp_path / "home"
     async with run_core(Reply(tool_calls=(Call("bash", raw, id="b"),)), Reply("ok"), home=home,
                         autonomy_level="supervised") as r:  # fmt: skip
@@ -115,7 +115,7 @@ async def test_arguments_written_with_escapes_are_shown_and_logged_decoded_and_s
         await r.settle()
         events = repr([e.data for e in r.events])
     question = channel.sent[0]
-    assert question.startswith('Approve bash with {"command": "echo [REDACTED]; echo [REDACTED]"}'), question
+    assert question.startswith('Approve bash with {"command": "command echo [REDACTED]; echo [REDACTED]"}'), question
     logs = (home / "logs" / "beamclaw.log").read_text()
     for text in (question, logs, events):
         decoded = json.loads(json.dumps(text).replace("\\\\u", "\\u"))  # what a reader's decoder makes of it

@@ -40,7 +40,7 @@ async def test_a_message_racing_the_sleep_is_answered(run_core: RunCore) -> None
 
 async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_core: RunCore) -> None:
     hold = Hold(Reply("slow answer"))
-    steps = [hold, Reply(tool_calls=(Call("bash", {"command": "echo hi"}),))]
+    steps = [hold, Reply(tool_calls=(Call("bash", {"command": "command echo hi"}),))]
     async with run_core(*steps, repeat=Reply("done"), autonomy_level="supervised", **IDLE) as r:
         ada = await r.open("local:ada")
         slow = await core.submit(ada, "take your time", core.CollectingChannel())

@@ -23,7 +23,7 @@ async def test_stopping_while_the_model_answers_a_tool_runs_or_an_approval_waits
     steps = [
         model_held,
         Reply(tool_calls=(Call("bash", {"command": "sleep 30"}, id="sleepy"),)),
-        Reply(tool_calls=(Call("bash", {"command": "echo hi"}, id="asked"),)),
+        Reply(tool_calls=(Call("bash", {"command": "command echo hi"}, id="asked"),)),
         Reply("still here"),
     ]
     async with run_core(*steps, autonomy_level="supervised", tools={"bash": {"isolation": "none"}}) as r:

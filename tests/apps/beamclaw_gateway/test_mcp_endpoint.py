@@ -35,7 +35,7 @@ def _text(result: object) -> str:
 async def test_an_mcp_host_talks_to_an_agent_and_answers_its_approval(run_gateway: RunGateway) -> None:
     steps = [
         Reply("Hello from the agent."),
-        Reply(tool_calls=(Call("bash", {"command": "echo approved"}, id="b"),)),
+        Reply(tool_calls=(Call("bash", {"command": "command echo approved"}, id="b"),)),
         Reply("The command said approved."),
     ]
     async with run_gateway(*steps, token=TOKEN, autonomy_level="supervised") as g, _client(g) as mcp:
@@ -44,7 +44,7 @@ async def test_an_mcp_host_talks_to_an_agent_and_answers_its_approval(run_gatewa
         first = await mcp.call_tool("chat", {"message": "hi", "user": "ide-user"})
         assert (_text(first), first.is_error) == ("Hello from the agent.", False)
         asked = _text(await mcp.call_tool("chat", {"message": "run it", "user": "ide-user"}))
-        assert asked.startswith('Approve bash with {"command": "echo approved"}?')
+        assert asked.startswith('Approve bash with {"command": "command echo approved"}?')
         waiting = _text(await mcp.call_tool("chat", {"message": "something else", "user": "ide-user"}))
         assert waiting.startswith("The agent is still waiting for an answer to: Approve bash")
         done = _text(await mcp.call_tool("chat", {"message": "/yes", "user": "ide-user"}))

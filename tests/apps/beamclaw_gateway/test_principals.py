@@ -227,7 +227,7 @@ def _text(result: Any) -> str:
 async def test_the_mcp_chat_tool_speaks_only_as_the_tokens_mcp_users(
     run_gateway: RunGateway, tokens: dict[str, Any]
 ) -> None:
-    steps = [Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),))]
+    steps = [Reply(tool_calls=(Call("bash", {"command": "command echo owned"}, id="b"),))]
     async with run_gateway(*steps, repeat=Echo(), gateway_table=tokens, token=ADMIN) as g:
         # The owner's terminal conversation is waiting for an approval.
         owner = await core.open_session("local:owner", "default", "cli")
@@ -250,7 +250,7 @@ async def test_the_mcp_chat_tool_speaks_only_as_the_tokens_mcp_users(
         await core.stop_turn(owner)
 
 
-_ASKS_FOR_BASH = (Reply(tool_calls=(Call("bash", {"command": "echo owned"}, id="b"),)), Reply("ran it"))
+_ASKS_FOR_BASH = (Reply(tool_calls=(Call("bash", {"command": "command echo owned"}, id="b"),)), Reply("ran it"))
 
 
 @contextlib.asynccontextmanager
