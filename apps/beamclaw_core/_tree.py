@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
-from beamclaw_tools import tool_provider
+from beamclaw_tools import keep_registered
 
 from ._cleaner import cleaner
 from ._config import parse_core_config
@@ -46,7 +46,7 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.ChildSpec("sleeper", sleeper, args=(runtime, running_trees, stop_tree)),
             sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
             sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
-            tool_provider("tools", [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool()]),
+            keep_registered("tools", [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool()]),
             sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
         ],
         strategy=sv.REST_FOR_ONE,

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
-from beamclaw_tools import tool_provider
+from beamclaw_tools import keep_registered
 
 from ._agents import AGENTS, Agents
 from ._config import MemoryConfig, parse_memory_config
@@ -44,7 +44,7 @@ def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) ->
             sv.DynamicSupervisor(intensity=100, period=10.0, name=INDEXES_SUP).child_spec("indexes"),
             sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock), name=AGENTS),
             sv.ChildSpec("watcher", watch, args=(config.watch_interval_seconds,)),
-            tool_provider("tools", [MemorySearchTool(config.search.default_limit), MemoryGetTool()]),
+            keep_registered("tools", [MemorySearchTool(config.search.default_limit), MemoryGetTool()]),
         ],
         intensity=10,
         period=10.0,

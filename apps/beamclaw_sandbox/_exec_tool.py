@@ -3,7 +3,7 @@
 Instead of many tool calls through the context window, the model writes one script
 that finds tools (``search_tools``, ``/tools``), calls them locally through the bridge
 (``call_tool``) and prints only what matters. Registered by the sandbox app itself
-(with `tool_provider`) when Docker code execution is enabled.
+(with `keep_registered`) when Docker code execution is enabled.
 """
 
 from __future__ import annotations

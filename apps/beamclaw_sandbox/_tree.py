@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
-from beamclaw_tools import tool_provider
+from beamclaw_tools import keep_registered
 
 from ._config import parse_sandbox_config
 from ._docker_jail import DockerJail
@@ -48,6 +48,6 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
         # at the engine, and the app restarts whole.
         sv.DynamicSupervisor(intensity=20, period=10.0, name=SANDBOXES).child_spec("sandboxes"),
         sv.ChildSpec("reaper", reaper, args=(runtime,)),
-        tool_provider("tools", [ExecTool(config)]),
+        keep_registered("tools", [ExecTool(config)]),
     ]
     return sv.Supervisor(children, strategy=sv.ONE_FOR_ONE, intensity=10, period=10.0, name="beamclaw_sandbox")

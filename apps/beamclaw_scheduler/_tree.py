@@ -20,7 +20,7 @@ from typing import Any
 
 import supervision as sv
 from beamclaw_core import CoreConfig
-from beamclaw_tools import tool_provider
+from beamclaw_tools import keep_registered
 
 from ._config import SchedulerConfig, parse_scheduler_config
 from ._executor import JOBS_SUP, Executor, Perform
@@ -40,7 +40,7 @@ def scheduler_tree(
             sv.DynamicSupervisor(intensity=1000, period=1.0, name=JOBS_SUP).child_spec("jobs"),
             sv.ChildSpec("executor", Executor.start, args=(perform, config.max_concurrent_runs), name=EXECUTOR),
             sv.ChildSpec("runner", runner, args=(clock, plan), backoff=sv.Backoff(initial=0.1, maximum=5.0)),
-            tool_provider("tools", [SchedulerTool(clock, config.min_interval_seconds)]),
+            keep_registered("tools", [SchedulerTool(clock, config.min_interval_seconds)]),
         ],
         intensity=10,
         period=10.0,

@@ -15,7 +15,7 @@ from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_work
 from ._invoke import approval_reason, command_verdict, parse_arguments, refusal_reason, run_tool
 from ._jq import JqTool
 from ._net_guard import is_public, pinned_url
-from ._provider import tool_provider
+from ._registration import keep_registered
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
 from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
 from ._shell_rules import Pattern, ShellRules, SimpleCommand, Verdict, exact_pattern
@@ -64,6 +64,6 @@ __all__ = [
     "run_tool",
     "supervision_tree",
     "tool_definitions",
-    "tool_provider",
+    "keep_registered",
     "unregister_tool",
 ]

@@ -36,6 +36,6 @@ async def _registry_down(ref: sv.Ref) -> None:
     await sv.receive(match=lambda m: isinstance(m, sv.Down) and m.ref == ref)
 
 
-def tool_provider(child_id: str, tools: Sequence[Tool]) -> sv.ChildSpec:
+def keep_registered(child_id: str, tools: Sequence[Tool]) -> sv.ChildSpec:
     """A child that registers *tools* at start and again whenever the registry restarts."""
     return sv.ChildSpec(child_id, _keep_registered, args=(tuple(tools),))
