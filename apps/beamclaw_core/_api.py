@@ -18,7 +18,8 @@ from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
 from ._runtime import RESTART_WAIT, Runtime
 from ._sessions import SESSIONS
-from ._store import SessionRow, store_call
+from ._store import store_call
+from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow
 from ._system_prompt import system_prompt
 from ._workspace import check_agent_name
 
@@ -180,7 +181,7 @@ def _summary(row: SessionRow, running: set[str]) -> SessionSummary:
 
 async def list_sessions(limit: int = 50) -> tuple[list[SessionSummary], int]:
     """The *limit* conversations used last (newest first), and how many are stored in all."""
-    rows, total = await store_call("list", limit)
+    rows, total = await store_call(ListSessions(limit))
     running = set(await running_sessions())
     return [_summary(row, running) for row in rows], total
 
@@ -189,7 +190,7 @@ async def find_session(prefix: str) -> SessionSummary:
     """The stored conversation whose id starts with *prefix* (as `beamclaw sessions` prints it)."""
     if not prefix or not all(c in "0123456789abcdef" for c in prefix):
         raise SessionNotFound(f"{prefix!r} is not a session id: `beamclaw sessions` lists them")
-    rows = await store_call("find", prefix)
+    rows = await store_call(FindSessions(prefix))
     if len(rows) != 1:
         what = "several sessions" if rows else "no session"
         raise SessionNotFound(f"{what} start with {prefix!r}: `beamclaw sessions` lists them")
@@ -253,14 +254,12 @@ async def answer_approval(handle: SessionHandle, word: str) -> str:
 
 async def pairing_code(channel: str, user_id: str, display: str = "") -> str:
     """A pairing code for *user_id* on *channel* (raises `PairingError` past the limit)."""
-    code: str = await store_call("pairing_request", channel, user_id, display)
-    return code
+    return await store_call(PairingCode(channel, user_id, display))
 
 
 async def paired_agent(channel: str, user_id: str) -> str | None:
     """The agent *user_id* was paired with on *channel*, or None."""
-    agent: str | None = await store_call("pairing_allowed", channel, user_id)
-    return agent
+    return await store_call(PairedAgent(channel, user_id))
 
 
 #: Keys of ``[core]`` that shape the app's tree; changing one needs the app restarted.

@@ -16,6 +16,7 @@ import attrs
 import supervision as sv
 
 from ._store import StoreError, store_call
+from ._store_requests import AdjustTokens, ReserveTokens, TokensUsed
 
 _FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
 
@@ -41,7 +42,7 @@ async def reserve(agent_id: str, tokens: int, limit: int) -> Reservation | None:
         return None
     day = today()
     try:
-        total = await store_call("reserve", agent_id, day, tokens, limit)
+        total = await store_call(ReserveTokens(agent_id, day, tokens, limit))
     except _FAILURES as exc:
         raise BudgetExceeded(
             f"The token budget cannot be checked right now ({type(exc).__name__}), so the model was not called."
@@ -60,9 +61,8 @@ async def settle(reservation: Reservation | None, used: int) -> None:
     # If the store cannot be reached, the reservation stays counted: the budget errs on
     # the side of spending less.
     with contextlib.suppress(*_FAILURES):
-        await store_call("adjust", reservation.agent_id, reservation.day, used - reservation.tokens)
+        await store_call(AdjustTokens(reservation.agent_id, reservation.day, used - reservation.tokens))
 
 
 async def used_today(agent_id: str) -> int:
-    used: int = await store_call("used", agent_id, today())
-    return used
+    return await store_call(TokensUsed(agent_id, today()))

@@ -15,15 +15,15 @@ from ._api import running_sessions, stop_session
 from ._runtime import RESTART_WAIT, Runtime
 from ._sessions import SESSIONS
 from ._store import store_call
+from ._store_requests import DeleteSession, ExpiredSessions
 
 
 async def sweep_expired() -> list[str]:
     """Stop and delete every session idle for longer than the TTL; return their ids."""
     runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
     cutoff = time.time() - runtime.config.session_ttl_seconds
-    expired: set[str] = set()
-    if runtime.config.session_persistence:
-        expired.update(await store_call("expired", cutoff))
+    persisted = await store_call(ExpiredSessions(cutoff)) if runtime.config.session_persistence else []
+    expired = set(persisted)
     for sid in await running_sessions():
         try:
             _, updated_at, busy = await sv.call(runtime.session_dest(sid), "info")
@@ -36,7 +36,7 @@ async def sweep_expired() -> list[str]:
     for sid in sorted(expired):
         await stop_session(sid)
         if runtime.config.session_persistence:
-            await store_call("delete", sid)
+            await store_call(DeleteSession(sid))
         emit("session_end", session_id=sid, reason="expired")
     if expired:
         logger.info("removed {} expired session(s)", len(expired))

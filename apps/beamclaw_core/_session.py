@@ -31,6 +31,7 @@ from ._messages import Message, scrubbed_all
 from ._run import Run, TurnError, TurnResult
 from ._sleeper import tell_sleeper
 from ._store import StoreError, store_call
+from ._store_requests import AppendMessages, LoadSession, ReplaceHistory, TouchSession
 from ._workspace import Workspace
 
 APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": "yes", "/n": "no"}
@@ -86,13 +87,13 @@ class Session(sv.GenServer):
         state = _State(info, persist, loop_name)
         await trio.to_thread.run_sync(Workspace.of(data_dir, info.agent_id).seed)
         if persist:
-            stored = await store_call("load", info.id)
+            stored = await store_call(LoadSession(info.id))
             if stored is not None:
                 state.history = stored.history
                 state.allowlist = set(stored.allowlist)
                 state.updated_at = stored.updated_at
             else:  # listed by `beamclaw sessions` from now on, messages or not
-                await store_call("touch", info, state.allowlist)
+                await store_call(TouchSession(info, frozenset(state.allowlist)))
             # A loop never outlives its session (rest_for_one), so a call still open
             # here belongs to a turn that died with the previous session or daemon.
             await self._close_tool_calls(state)
@@ -108,9 +109,9 @@ class Session(sv.GenServer):
             return
         try:
             if replace:
-                await store_call("replace", state.info, state.allowlist, messages)
+                await store_call(ReplaceHistory(state.info, frozenset(state.allowlist), messages))
             else:
-                await store_call("append", state.info, state.allowlist, len(state.history), messages)
+                await store_call(AppendMessages(state.info, frozenset(state.allowlist), len(state.history), messages))
         except _STORE_FAILURES as exc:
             raise PersistError(f"the session could not be saved ({type(exc).__name__}: {exc})") from None
 

@@ -3,18 +3,16 @@
 Every history change is committed before the session acknowledges it, so a crash
 of anything (or a SIGKILL of the daemon) loses nothing that was acknowledged. The
 database carries its format version in ``PRAGMA user_version`` and refuses a newer
-one rather than misread it. SQLite is reached through a worker thread, so a slow
-disk never stalls the Trio loop; one process owns the connection, so writes are
-serialised without locks.
+one rather than misread it. What can take long (see `StoreRequest.inline`) reaches
+SQLite through a worker thread, so a slow disk never stalls the Trio loop; one process
+owns the connection, so writes are serialised without locks.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
-import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -24,13 +22,12 @@ from loguru import logger
 
 import supervision as sv
 
-from . import _pairing as pairing
-from ._messages import Message
 from ._runtime import RESTART_WAIT
+from ._store_requests import StoreRequest
 
 STORE: Final = "beamclaw_core.store"
 SCHEMA_VERSION: Final = 2
-T = TypeVar("T")
+R = TypeVar("R")
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -97,17 +94,6 @@ class StoreError(Exception):
     """The database cannot be used (a newer format, a corrupt file); the message says which."""
 
 
-@attrs.frozen
-class StoredSession:
-    id: str
-    user_id: str
-    agent_id: str
-    channel: str
-    updated_at: float
-    allowlist: frozenset[str]
-    history: list[Message]
-
-
 def open_database(path: Path | None) -> sqlite3.Connection:
     """Open (creating or upgrading) the session database; `StoreError` if it cannot be used.
 
@@ -144,149 +130,6 @@ def open_database(path: Path | None) -> sqlite3.Connection:
     return db
 
 
-def _load(db: sqlite3.Connection, session_id: str) -> StoredSession | None:
-    row = db.execute(
-        "SELECT id, user_id, agent_id, channel, updated_at, allowlist FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    rows = db.execute("SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (session_id,)).fetchall()
-    history = [Message.from_record(text) for (text,) in rows]
-    sid, user_id, agent_id, channel, updated_at, allowlist = row
-    return StoredSession(sid, user_id, agent_id, channel, updated_at, frozenset(json.loads(allowlist)), history)
-
-
-def _upsert(db: sqlite3.Connection, info: Any, allowlist: Iterable[str]) -> None:
-    now = time.time()
-    db.execute(
-        "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at, allowlist) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
-        "allowlist = excluded.allowlist",
-        (info.id, info.user_id, info.agent_id, info.channel, now, now, json.dumps(sorted(allowlist))),
-    )
-
-
-def _append(db: sqlite3.Connection, info: Any, allowlist: Iterable[str], start: int, messages: list[Message]) -> None:
-    with db:
-        db.execute("BEGIN")
-        _upsert(db, info, allowlist)
-        db.executemany(
-            "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
-            [(info.id, start + i, m.to_record()) for i, m in enumerate(messages)],
-        )
-
-
-def _replace(db: sqlite3.Connection, info: Any, allowlist: Iterable[str], messages: list[Message]) -> None:
-    with db:
-        db.execute("BEGIN")
-        _upsert(db, info, allowlist)
-        db.execute("DELETE FROM messages WHERE session_id = ?", (info.id,))
-        db.executemany(
-            "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
-            [(info.id, i, m.to_record()) for i, m in enumerate(messages)],
-        )
-
-
-@attrs.frozen
-class SessionRow:
-    """A stored conversation as `beamclaw sessions` lists it."""
-
-    id: str
-    user_id: str
-    agent_id: str
-    channel: str
-    created_at: float
-    updated_at: float
-    messages: int
-
-
-def _list(db: sqlite3.Connection, limit: int) -> tuple[list[SessionRow], int]:
-    """The *limit* conversations used last, newest first, and how many there are in all."""
-    rows = db.execute(
-        "SELECT s.id, s.user_id, s.agent_id, s.channel, s.created_at, s.updated_at, "
-        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) "
-        "FROM sessions s ORDER BY s.updated_at DESC LIMIT ?",
-        (limit,),
-    ).fetchall()
-    (total,) = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
-    return [SessionRow(*row) for row in rows], int(total)
-
-
-def _find(db: sqlite3.Connection, prefix: str) -> list[SessionRow]:
-    """The stored conversations whose id starts with *prefix* (two at most: enough to say it is ambiguous)."""
-    rows = db.execute(
-        "SELECT s.id, s.user_id, s.agent_id, s.channel, s.created_at, s.updated_at, "
-        "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) "
-        "FROM sessions s WHERE s.id >= ? AND s.id < ? ORDER BY s.id LIMIT 2",
-        (prefix, prefix + "\U0010ffff"),
-    ).fetchall()
-    return [SessionRow(*row) for row in rows]
-
-
-def _expired(db: sqlite3.Connection, cutoff: float) -> list[str]:
-    return [r[0] for r in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (cutoff,)).fetchall()]
-
-
-def _delete(db: sqlite3.Connection, session_id: str) -> bool:
-    with db:
-        db.execute("BEGIN")
-        db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-        return db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount > 0
-
-
-def _reserve(db: sqlite3.Connection, agent_id: str, day: str, tokens: int, limit: int) -> int | None:
-    """Add *tokens* to the day's use unless that passes *limit*; return the new total or None."""
-    with db:
-        db.execute("BEGIN IMMEDIATE")
-        row = db.execute("SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (agent_id, day)).fetchone()
-        used = row[0] if row else 0
-        if used + tokens > limit:
-            return None
-        db.execute(
-            "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, ?) "
-            "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = excluded.tokens",
-            (agent_id, day, used + tokens),
-        )
-        return int(used + tokens)
-
-
-def _adjust(db: sqlite3.Connection, agent_id: str, day: str, delta: int) -> None:
-    with db:
-        db.execute(
-            "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, max(?, 0)) "
-            "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = max(tokens + ?, 0)",
-            (agent_id, day, delta, delta),
-        )
-
-
-def _used(db: sqlite3.Connection, agent_id: str, day: str) -> int:
-    row = db.execute("SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (agent_id, day)).fetchone()
-    return int(row[0]) if row else 0
-
-
-_OPERATIONS: Final[dict[str, Callable[..., Any]]] = {
-    "load": _load,
-    "append": _append,
-    "replace": _replace,
-    "expired": _expired,
-    "list": _list,
-    "find": _find,
-    "touch": _upsert,
-    "delete": _delete,
-    "reserve": _reserve,
-    "adjust": _adjust,
-    "used": _used,
-    "pairing_request": pairing.request_code,
-    "pairing_allowed": pairing.allowed_agent,
-}
-
-
-#: Small commits run in the store process itself: in WAL mode with synchronous=NORMAL a
-#: commit is one write() to the log, tens of microseconds, less than a hop to a worker
-#: thread and back (measured 38 us against 174 us). Everything that can take long
-#: (opening, loading or replacing a history, deleting, the fsyncing checkpoints) runs
-#: in a worker thread, so a slow disk never stalls the loop for long.
-_INLINE: Final = frozenset({"append", "adjust", "reserve", "used", "pairing_allowed"})
 _CHECKPOINT_EVERY: Final = 200
 
 
@@ -303,28 +146,23 @@ class _Db:
 
 
 class Store(sv.GenServer):
-    """``call(STORE, (operation, *args))``; *path* None keeps the data in memory only."""
+    """``call(STORE, request)`` for a `StoreRequest`; *path* None keeps the data in memory only."""
 
     async def init(self, path: Path | None) -> _Db:
         sv.register(STORE)
         return _Db(await trio.to_thread.run_sync(open_database, path))
 
-    async def handle_call(self, request: tuple[Any, ...], caller: sv.Caller, db: _Db) -> sv.Reply | sv.NoReply:
-        operation, *args = request
+    async def handle_call(self, request: StoreRequest[Any], caller: sv.Caller, db: _Db) -> sv.Reply | sv.NoReply:
         try:
-            function = _OPERATIONS[operation]
-        except KeyError:
-            raise ValueError(f"unknown store operation {operation!r}") from None
-        try:
-            if operation in _INLINE:
-                result = function(db.connection, *args)
+            if request.inline:
+                result = request.run(db.connection)
                 db.writes_since_checkpoint += 1
             else:
-                result = await trio.to_thread.run_sync(lambda: function(db.connection, *args))
+                result = await trio.to_thread.run_sync(request.run, db.connection)
         except sqlite3.Error as exc:
             # A failed write (disk full, a constraint) is the caller's error to handle;
             # restarting the store would restart every session with it.
-            sv.reply_error(caller, StoreError(f"the session database refused {operation}: {exc}"))
+            sv.reply_error(caller, StoreError(f"the session database refused {type(request).__name__}: {exc}"))
             return sv.NoReply(db)
         if db.writes_since_checkpoint >= _CHECKPOINT_EVERY:
             await self._checkpoint(db)
@@ -343,6 +181,6 @@ class Store(sv.GenServer):
         await trio.to_thread.run_sync(db.connection.close)
 
 
-async def store_call(operation: str, *args: Any, timeout: float | None = 30.0) -> Any:
-    """Run one store operation in the store process."""
-    return await sv.call(STORE, (operation, *args), timeout=timeout, restart_wait=RESTART_WAIT)
+async def store_call(request: StoreRequest[R], timeout: float | None = 30.0) -> R:
+    """Run one request in the store process."""
+    return await sv.call(STORE, request, timeout=timeout, restart_wait=RESTART_WAIT)

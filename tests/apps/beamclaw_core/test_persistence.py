@@ -95,16 +95,17 @@ async def test_a_killed_session_process_restores_from_the_store(run_core: RunCor
 
 async def test_a_failed_write_is_an_error_for_the_caller_not_a_crash(run_core: RunCore) -> None:
     from beamclaw_core._store import STORE, store_call
+    from beamclaw_core._store_requests import AppendMessages, LoadSession
 
     async with run_core() as r:
         info = core.SessionInfo("s", "u", "a")
-        await store_call("append", info, [], 0, [core.Message("user", "one")])
+        await store_call(AppendMessages(info, frozenset(), 0, [core.Message("user", "one")]))
         pid = sv.whereis(STORE)
-        with pytest.raises(core.StoreError, match="the session database refused append: UNIQUE constraint"):
-            await store_call("append", info, [], 0, [core.Message("user", "again at the same place")])
+        with pytest.raises(core.StoreError, match="the session database refused AppendMessages: UNIQUE constraint"):
+            await store_call(AppendMessages(info, frozenset(), 0, [core.Message("user", "again at the same place")]))
         assert sv.whereis(STORE) == pid
-        stored = await store_call("load", "s")
-        assert [m.content for m in stored.history] == ["one"]
+        stored = await store_call(LoadSession("s"))
+        assert stored is not None and [m.content for m in stored.history] == ["one"]
         assert r.named("child_restarted") == []
 
 

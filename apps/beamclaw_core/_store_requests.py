@@ -1,0 +1,291 @@
+"""The requests the session store answers, each typed with its reply (`supervision.Request`)
+and carrying the SQL it runs on the store's connection."""
+
+from __future__ import annotations
+
+import abc
+import json
+import sqlite3
+import time
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+import attrs
+
+import supervision as sv
+
+from . import _pairing as pairing
+from ._messages import Message
+
+if TYPE_CHECKING:  # the session module calls the store: its info is only a type here
+    from ._session import SessionInfo
+
+R = TypeVar("R")
+
+
+class StoreRequest(sv.Request[R], abc.ABC):
+    """What the store is asked: `run` is the work on its connection."""
+
+    __slots__ = ()
+
+    #: Small commits run in the store process itself: in WAL mode with synchronous=NORMAL a
+    #: commit is one write() to the log, tens of microseconds, less than a hop to a worker
+    #: thread and back (measured 38 us against 174 us). Everything that can take long
+    #: (loading or replacing a history, deleting, listing) runs in a worker thread, so a
+    #: slow disk never stalls the loop for long.
+    inline: ClassVar[bool] = False
+
+    @abc.abstractmethod
+    def run(self, db: sqlite3.Connection) -> R:
+        """Do the work on *db* (in the store process, or in a worker thread)."""
+
+
+@attrs.frozen
+class StoredSession:
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    updated_at: float
+    allowlist: frozenset[str]
+    history: list[Message]
+
+
+@attrs.frozen
+class SessionRow:
+    """A stored conversation as `beamclaw sessions` lists it."""
+
+    id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    created_at: float
+    updated_at: float
+    messages: int
+
+
+_ROW_COLUMNS = (
+    "s.id, s.user_id, s.agent_id, s.channel, s.created_at, s.updated_at, "
+    "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id)"
+)
+
+
+def _upsert(db: sqlite3.Connection, info: SessionInfo, allowlist: frozenset[str]) -> None:
+    now = time.time()
+    db.execute(
+        "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at, allowlist) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
+        "allowlist = excluded.allowlist",
+        (info.id, info.user_id, info.agent_id, info.channel, now, now, json.dumps(sorted(allowlist))),
+    )
+
+
+def _insert_messages(db: sqlite3.Connection, session_id: str, start: int, messages: list[Message]) -> None:
+    db.executemany(
+        "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
+        [(session_id, start + i, m.to_record()) for i, m in enumerate(messages)],
+    )
+
+
+@attrs.frozen
+class LoadSession(StoreRequest[StoredSession | None]):
+    """The stored conversation *session_id*, history included; None if there is none."""
+
+    session_id: str
+
+    def run(self, db: sqlite3.Connection) -> StoredSession | None:
+        row = db.execute(
+            "SELECT id, user_id, agent_id, channel, updated_at, allowlist FROM sessions WHERE id = ?",
+            (self.session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        rows = db.execute(
+            "SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (self.session_id,)
+        ).fetchall()
+        history = [Message.from_record(text) for (text,) in rows]
+        sid, user_id, agent_id, channel, updated_at, allowlist = row
+        return StoredSession(sid, user_id, agent_id, channel, updated_at, frozenset(json.loads(allowlist)), history)
+
+
+@attrs.frozen
+class TouchSession(StoreRequest[None]):
+    """Store the conversation's metadata (listed by `beamclaw sessions` from now on)."""
+
+    info: SessionInfo
+    allowlist: frozenset[str]
+
+    def run(self, db: sqlite3.Connection) -> None:
+        _upsert(db, self.info, self.allowlist)
+
+
+@attrs.frozen
+class AppendMessages(StoreRequest[None]):
+    """Add *messages* to the history from position *start* (a clash is a `StoreError`)."""
+
+    inline: ClassVar[bool] = True
+
+    info: SessionInfo
+    allowlist: frozenset[str]
+    start: int
+    messages: list[Message]
+
+    def run(self, db: sqlite3.Connection) -> None:
+        with db:
+            db.execute("BEGIN")
+            _upsert(db, self.info, self.allowlist)
+            _insert_messages(db, self.info.id, self.start, self.messages)
+
+
+@attrs.frozen
+class ReplaceHistory(StoreRequest[None]):
+    """The conversation's whole history becomes *messages* (a compaction, a reset, a repair)."""
+
+    info: SessionInfo
+    allowlist: frozenset[str]
+    messages: list[Message]
+
+    def run(self, db: sqlite3.Connection) -> None:
+        with db:
+            db.execute("BEGIN")
+            _upsert(db, self.info, self.allowlist)
+            db.execute("DELETE FROM messages WHERE session_id = ?", (self.info.id,))
+            _insert_messages(db, self.info.id, 0, self.messages)
+
+
+@attrs.frozen
+class ListSessions(StoreRequest[tuple[list[SessionRow], int]]):
+    """The *limit* conversations used last, newest first, and how many there are in all."""
+
+    limit: int
+
+    def run(self, db: sqlite3.Connection) -> tuple[list[SessionRow], int]:
+        rows = db.execute(
+            f"SELECT {_ROW_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (self.limit,)
+        ).fetchall()
+        (total,) = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
+        return [SessionRow(*row) for row in rows], int(total)
+
+
+@attrs.frozen
+class FindSessions(StoreRequest[list[SessionRow]]):
+    """The stored conversations whose id starts with *prefix* (two at most: enough to say it is ambiguous)."""
+
+    prefix: str
+
+    def run(self, db: sqlite3.Connection) -> list[SessionRow]:
+        rows = db.execute(
+            f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id >= ? AND s.id < ? ORDER BY s.id LIMIT 2",
+            (self.prefix, self.prefix + "\U0010ffff"),
+        ).fetchall()
+        return [SessionRow(*row) for row in rows]
+
+
+@attrs.frozen
+class ExpiredSessions(StoreRequest[list[str]]):
+    """The ids of the conversations not used since *cutoff*."""
+
+    cutoff: float
+
+    def run(self, db: sqlite3.Connection) -> list[str]:
+        return [r[0] for r in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (self.cutoff,)).fetchall()]
+
+
+@attrs.frozen
+class DeleteSession(StoreRequest[bool]):
+    """Delete the conversation and its history; whether there was one."""
+
+    session_id: str
+
+    def run(self, db: sqlite3.Connection) -> bool:
+        with db:
+            db.execute("BEGIN")
+            db.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
+            return db.execute("DELETE FROM sessions WHERE id = ?", (self.session_id,)).rowcount > 0
+
+
+@attrs.frozen
+class ReserveTokens(StoreRequest[int | None]):
+    """Add *tokens* to the agent's use of *day* unless that passes *limit*; the new total or None."""
+
+    inline: ClassVar[bool] = True
+
+    agent_id: str
+    day: str
+    tokens: int
+    limit: int
+
+    def run(self, db: sqlite3.Connection) -> int | None:
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            row = db.execute(
+                "SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (self.agent_id, self.day)
+            ).fetchone()
+            used = row[0] if row else 0
+            if used + self.tokens > self.limit:
+                return None
+            db.execute(
+                "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, ?) "
+                "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = excluded.tokens",
+                (self.agent_id, self.day, used + self.tokens),
+            )
+            return int(used + self.tokens)
+
+
+@attrs.frozen
+class AdjustTokens(StoreRequest[None]):
+    """Add *delta* (negative to give back) to the agent's use of *day*, never below 0."""
+
+    inline: ClassVar[bool] = True
+
+    agent_id: str
+    day: str
+    delta: int
+
+    def run(self, db: sqlite3.Connection) -> None:
+        with db:
+            db.execute(
+                "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, max(?, 0)) "
+                "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = max(tokens + ?, 0)",
+                (self.agent_id, self.day, self.delta, self.delta),
+            )
+
+
+@attrs.frozen
+class TokensUsed(StoreRequest[int]):
+    """The tokens the agent used on *day*."""
+
+    inline: ClassVar[bool] = True
+
+    agent_id: str
+    day: str
+
+    def run(self, db: sqlite3.Connection) -> int:
+        row = db.execute(
+            "SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (self.agent_id, self.day)
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+
+@attrs.frozen
+class PairingCode(StoreRequest[str]):
+    """A pairing code for *user_id* on *channel* (see `_pairing.request_code`)."""
+
+    channel: str
+    user_id: str
+    display: str
+
+    def run(self, db: sqlite3.Connection) -> str:
+        return pairing.request_code(db, self.channel, self.user_id, self.display)
+
+
+@attrs.frozen
+class PairedAgent(StoreRequest[str | None]):
+    """The agent *user_id* was paired with on *channel*, or None."""
+
+    inline: ClassVar[bool] = True
+
+    channel: str
+    user_id: str
+
+    def run(self, db: sqlite3.Connection) -> str | None:
+        return pairing.allowed_agent(db, self.channel, self.user_id)
