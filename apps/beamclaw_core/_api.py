@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 import attrs
 
@@ -16,8 +16,9 @@ from ._compaction import context_window
 from ._config import parse_core_config
 from ._messages import Message, estimate_tokens
 from ._run import Run, TurnResult
-from ._runtime import RESTART_WAIT, Runtime
-from ._sessions import SESSIONS
+from ._runtime import RESTART_WAIT
+from ._session_messages import AnswerApproval, History, Reset, StopRun, StopTurn, Submit
+from ._sessions import SESSIONS, CurrentRuntime, OpenSession, Reconfigure, RunningSessions, StopSession
 from ._store import store_call
 from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow
 from ._system_prompt import system_prompt
@@ -25,6 +26,8 @@ from ._workspace import check_agent_name
 
 #: Retries of a call to a session that is gone or restarting: about 3.5 s in all, longer
 #: than a session tree takes to come back (its loop gets 0.5 s to stop).
+R = TypeVar("R")
+
 _SESSION_RESTARTING: Final = RetryPolicy(attempts=8, wait_initial=0.05, wait_max=1.0)
 
 
@@ -70,18 +73,20 @@ async def open_session(user_id: str, agent_id: str, channel: str = "") -> Sessio
     """Start (or find) the conversation of *user_id* with *agent_id*; its history is restored."""
     check_user_id(user_id)
     check_agent_name(agent_id)
-    sid, dest = await sv.call(SESSIONS, ("open", user_id, agent_id, channel), timeout=30.0, restart_wait=RESTART_WAIT)
+    sid, dest = await sv.call(
+        SESSIONS, OpenSession(user_id, agent_id, channel), timeout=30.0, restart_wait=RESTART_WAIT
+    )
     return SessionHandle(sid, user_id, agent_id, channel, dest)
 
 
-async def _session_call(handle: SessionHandle, request: object) -> tuple[sv.Pid, object]:
+async def _session_call(handle: SessionHandle, request: sv.Request[R]) -> tuple[sv.Pid, R]:
     """Call the session; if it has stopped (expired) or is being restarted, start it again
     if need be and retry a few times.
 
     Returns the pid that answered along with the answer.
     """
 
-    async def once() -> tuple[sv.Pid, object]:
+    async def once() -> tuple[sv.Pid, R]:
         pid = handle.dest.whereis()
         if pid is None:
             await open_session(handle.user_id, handle.agent_id, handle.channel)
@@ -115,7 +120,7 @@ async def submit(
 
 
 async def _submit(handle: SessionHandle, run: Run) -> None:
-    run.owner, _ = await _session_call(handle, ("submit", run))
+    run.owner, _ = await _session_call(handle, Submit(run))
 
 
 async def send_message(
@@ -133,25 +138,23 @@ async def send_message(
 
 
 async def history(handle: SessionHandle) -> list[Message]:
-    _, messages = await _session_call(handle, "history")
-    return messages  # type: ignore[return-value]
+    _, messages = await _session_call(handle, History())
+    return messages
 
 
 async def reset_session(handle: SessionHandle) -> int:
     """Forget the conversation (``/new``); return how many messages were dropped."""
-    _, dropped = await _session_call(handle, "reset")
-    return dropped  # type: ignore[return-value]
+    _, dropped = await _session_call(handle, Reset())
+    return dropped
 
 
 async def stop_session(session_id: str) -> bool:
     """Stop a running conversation's processes; its stored history stays."""
-    stopped: bool = await sv.call(SESSIONS, ("stop", session_id), restart_wait=RESTART_WAIT)
-    return stopped
+    return await sv.call(SESSIONS, StopSession(session_id), restart_wait=RESTART_WAIT)
 
 
 async def running_sessions() -> list[str]:
-    running: list[str] = await sv.call(SESSIONS, "running", restart_wait=RESTART_WAIT)
-    return running
+    return await sv.call(SESSIONS, RunningSessions(), restart_wait=RESTART_WAIT)
 
 
 @final
@@ -218,7 +221,7 @@ class ContextUsage:
 
 async def context_usage(handle: SessionHandle) -> ContextUsage:
     """The system prompt and the history, against the model's context window."""
-    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
+    runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
     messages = await history(handle)
     prompt = await system_prompt(runtime, handle.agent_id, handle.user_id)
     provider = runtime.config.provider
@@ -232,15 +235,15 @@ async def stop_turn(handle: SessionHandle) -> bool:
     The loop is stopped where it stands and restarted by its supervisor; the run is
     answered "Stopped." and the queued messages go on.
     """
-    _, stopped = await _session_call(handle, "stop_turn")
-    return bool(stopped)
+    _, stopped = await _session_call(handle, StopTurn())
+    return stopped
 
 
 async def stop_run(handle: SessionHandle, run: Run) -> bool:
     """Stop *run* of this conversation, whether it is being worked on or still queued (an
     A2A task canceled by its client); whether it was still to be answered."""
-    _, stopped = await _session_call(handle, ("stop_run", run))
-    return bool(stopped)
+    _, stopped = await _session_call(handle, StopRun(run))
+    return stopped
 
 
 async def answer_approval(handle: SessionHandle, word: str) -> str:
@@ -248,8 +251,8 @@ async def answer_approval(handle: SessionHandle, word: str) -> str:
     whatever channel asked: the owner's explicit answer, for the control socket and admins
     only (a ``/yes`` sent as a message approves only through the channel that asked).
     Returns the answer given, or ``none`` when nothing was waiting."""
-    _, answered = await _session_call(handle, ("answer_approval", word))
-    return str(answered)
+    _, answered = await _session_call(handle, AnswerApproval(word))
+    return answered
 
 
 async def pairing_code(channel: str, user_id: str, display: str = "") -> str:
@@ -273,8 +276,8 @@ async def reconfigure(table: dict[str, Any]) -> bool:
     caller restarts the app instead). Raises `ConfigError` for a bad table.
     """
     config = parse_core_config(table)
-    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
+    runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
     if any(getattr(config, key) != getattr(runtime.config, key) for key in _TREE_KEYS):
         return False
-    await sv.call(SESSIONS, ("reconfigure", config), restart_wait=RESTART_WAIT)
+    await sv.call(SESSIONS, Reconfigure(config), restart_wait=RESTART_WAIT)
     return True

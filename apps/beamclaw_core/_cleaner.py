@@ -12,26 +12,27 @@ import supervision as sv
 from beamclaw_obs import emit
 
 from ._api import running_sessions, stop_session
-from ._runtime import RESTART_WAIT, Runtime
-from ._sessions import SESSIONS
+from ._runtime import RESTART_WAIT
+from ._session_messages import Status
+from ._sessions import SESSIONS, CurrentRuntime
 from ._store import store_call
 from ._store_requests import DeleteSession, ExpiredSessions
 
 
 async def sweep_expired() -> list[str]:
     """Stop and delete every session idle for longer than the TTL; return their ids."""
-    runtime: Runtime = await sv.call(SESSIONS, "runtime", restart_wait=RESTART_WAIT)
+    runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
     cutoff = time.time() - runtime.config.session_ttl_seconds
     persisted = await store_call(ExpiredSessions(cutoff)) if runtime.config.session_persistence else []
     expired = set(persisted)
     for sid in await running_sessions():
         try:
-            _, updated_at, busy = await sv.call(runtime.session_dest(sid), "info")
+            status = await sv.call(runtime.session_dest(sid), Status())
         except sv.NoProc:
             continue
-        if busy:
+        if status.runs:
             expired.discard(sid)  # never pull a conversation from under a running turn
-        elif updated_at < cutoff:
+        elif status.updated_at < cutoff:
             expired.add(sid)
     for sid in sorted(expired):
         await stop_session(sid)

@@ -39,6 +39,21 @@ from ._provider import Completion, OpenAICompatProvider, ProviderError, Provider
 from ._run import Run, TurnError, TurnResult
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
+from ._session_messages import (
+    Allowlist,
+    Append,
+    ApprovalAnswered,
+    AttachLoop,
+    AwaitingApproval,
+    CloseOpenCalls,
+    FinishRun,
+    History,
+    IdleCompact,
+    Replace,
+    RunAvailable,
+    StopWaiting,
+    TakeRun,
+)
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
 from ._workspace import user_workspace
@@ -148,7 +163,7 @@ def _script_dispatcher(
         refused = refusal_reason(tool, arguments, context)
         if refused is not None:
             return ToolResult(refused, is_error=True)
-        allowlist = await sv.call(data.session, "allowlist")
+        allowlist = await sv.call(data.session, Allowlist())
         decision, reason = decide(tool, data.autonomy, allowlist, arguments)
         if decision is not Decision.APPROVE:
             return ToolResult(reason or f"{name} needs the user's approval, which a script cannot ask for", True)
@@ -181,17 +196,18 @@ def _tool_context(data: _Data) -> ToolContext:
 class Loop(sv.StateMachine):
     async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
         data = _Data(info, runtime, await owned_http_client(HTTP_CLIENT))
-        busy = await sv.call(data.session, ("attach_loop", sv.self()))
+        busy = await sv.call(data.session, AttachLoop(sv.self()))
         emit("agent_start", session_id=info.id, agent_id=info.agent_id, model=data.provider.model)
         return IDLE, data, [sv.NextEvent("next")] if busy else []
 
     async def handle_event(self, event: sv.Event, state: str, data: _Data) -> Any:
         content = event.content
         if state == IDLE:
-            if content in {"run_available", "next"}:
-                return await self._start(data)
-            if isinstance(content, tuple) and content[0] == "idle_compact":
-                await self._idle_compact(data, *content[1:])
+            match content:
+                case RunAvailable() | "next":
+                    return await self._start(data)
+                case IdleCompact(above_pct, to_pct):
+                    await self._idle_compact(data, above_pct, to_pct)
             return sv.KeepState()
         if event.type is sv.INTERNAL:
             step = {
@@ -210,13 +226,14 @@ class Loop(sv.StateMachine):
                 result = await step(data)
             return await self._stopped(data) if work.cancelled_caught else result
         if state == AWAITING_APPROVAL:
-            if event.type is sv.CAST and content == ("stop", data.turn.run.id if data.turn else None):
-                await sv.call(data.session, ("awaiting_approval", None))
-                return await self._stopped(data)
-            if event.type is sv.CAST and isinstance(content, tuple) and content[0] == "approval":
-                return self._resolve(data, content[1] in {"yes", "always"}, f"the user answered {content[1]}")
+            match content:
+                case StopWaiting(run_id) if event.type is sv.CAST and data.turn and run_id == data.turn.run.id:
+                    await sv.call(data.session, AwaitingApproval(None))
+                    return await self._stopped(data)
+                case ApprovalAnswered(word) if event.type is sv.CAST:
+                    return self._resolve(data, word in {"yes", "always"}, f"the user answered {word}")
             if event.type is sv.STATE_TIMEOUT:
-                await sv.call(data.session, ("awaiting_approval", None))
+                await sv.call(data.session, AwaitingApproval(None))
                 assert data.turn is not None
                 await tell(data.turn.run.channel.send, "No answer to the approval request; the tool call was denied.")
                 return self._resolve(data, False, "the approval request timed out")
@@ -225,13 +242,13 @@ class Loop(sv.StateMachine):
     # --- idle -> compacting ---------------------------------------------------------------
 
     async def _start(self, data: _Data) -> Any:
-        run: Run | None = await sv.call(data.session, "take_run")
+        run = await sv.call(data.session, TakeRun())
         if run is None:
             return sv.KeepState()
         data.turn = _Turn(run)
         await tell(run.channel.send_typing)
         try:
-            await sv.call(data.session, ("append", [Message("user", scrub(run.text), images=run.images)]))
+            await sv.call(data.session, Append([Message("user", scrub(run.text), images=run.images)]))
         except PersistError as exc:
             text = f"Your message could not be saved, so it was not sent to the model: {exc}"
             return self._fail(data, text, _STORAGE)
@@ -241,14 +258,14 @@ class Loop(sv.StateMachine):
         """Summarise a long history while nobody waits (the sleeper asks before the
         conversation sleeps). Unlike a turn's compaction, a model that fails to summarise
         changes nothing: nothing forces the history shorter now."""
-        history: list[Message] = await sv.call(data.session, "history")
+        history = await sv.call(data.session, History())
         provider = data.provider
         window = context_window(provider.model, provider.config.context_window)
         result = await compact(history, provider, window, above_pct, to_pct, flush=self._flusher(data))
         if result is None or result.method != "summary":
             return
         try:
-            await sv.call(data.session, ("replace", result.history))
+            await sv.call(data.session, Replace(result.history))
         except PersistError:
             logger.warning("session {}: the idle compaction could not be saved", data.info.id[:12])
             return
@@ -275,7 +292,7 @@ class Loop(sv.StateMachine):
     # --- compacting -> streaming ----------------------------------------------------------
 
     async def _compact(self, data: _Data) -> Any:
-        history: list[Message] = await sv.call(data.session, "history")
+        history = await sv.call(data.session, History())
         provider = data.provider
         loop = data.runtime.config.agentic_loop
         window = context_window(provider.model, provider.config.context_window)
@@ -283,7 +300,7 @@ class Loop(sv.StateMachine):
         result = await compact(history, provider, window, threshold, target, flush=self._flusher(data))
         if result is not None:
             try:
-                await sv.call(data.session, ("replace", result.history))
+                await sv.call(data.session, Replace(result.history))
             except PersistError as exc:
                 return self._fail(data, f"The conversation could not be compacted and saved: {exc}", _STORAGE)
             emit(
@@ -307,7 +324,7 @@ class Loop(sv.StateMachine):
         assert turn is not None
         config = data.runtime.config
         final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
-        history: list[Message] = await sv.call(data.session, "history")
+        history = await sv.call(data.session, History())
         messages = [
             Message("system", await system_prompt(data.runtime, data.info.agent_id, data.info.user_id)),
             *history,
@@ -378,7 +395,7 @@ class Loop(sv.StateMachine):
         if calls and not final_round:
             message = Message("assistant", visible, tool_calls=tuple(calls))
             try:
-                await sv.call(data.session, ("append", [message]))
+                await sv.call(data.session, Append([message]))
             except PersistError as exc:
                 return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
             turn.pending = calls
@@ -393,7 +410,7 @@ class Loop(sv.StateMachine):
                 else "The model returned an empty reply."
             )
         try:
-            await sv.call(data.session, ("append", [Message("assistant", visible)]))
+            await sv.call(data.session, Append([Message("assistant", visible)]))
         except PersistError as exc:
             return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
         turn.reply = visible
@@ -419,7 +436,7 @@ class Loop(sv.StateMachine):
                 turn.decisions[call.id] = (False, refused)
                 continue
             if allowlist is None:
-                allowlist = await sv.call(data.session, "allowlist")
+                allowlist = await sv.call(data.session, Allowlist())
             decision, reason = decide(tool, data.autonomy, allowlist, call.arguments)
             if decision is Decision.ASK:
                 return await self._ask(data, call, reason)
@@ -434,7 +451,7 @@ class Loop(sv.StateMachine):
         turn.asking = call
         tool = turn.tools[call.name]
         keys = allow_keys(tool, call.arguments)
-        await sv.call(data.session, ("awaiting_approval", keys))
+        await sv.call(data.session, AwaitingApproval(keys))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
         question = f"Approve {call.name} with {_args_preview(call)}?" + (f" ({reason}.)" if reason else "")
         # The whole question is scrubbed: the reason may quote the model's arguments (a path).
@@ -487,7 +504,7 @@ class Loop(sv.StateMachine):
             results.append(Message("tool", scrub(result.text), tool_call_id=call.id, name=call.name))
         await keep_fresh(info.agent_id)  # what the tools wrote is searchable by the next call
         try:
-            await sv.call(data.session, ("append", results))
+            await sv.call(data.session, Append(results))
         except PersistError as exc:
             return self._fail(data, f"The tool results could not be saved: {exc}", _STORAGE)
         turn.pending = []
@@ -497,7 +514,7 @@ class Loop(sv.StateMachine):
 
     async def _stopped(self, data: _Data) -> Any:
         """The user stopped the turn: calls it left unanswered are answered, and it ends "Stopped."."""
-        await sv.call(data.session, "close_open_calls")
+        await sv.call(data.session, CloseOpenCalls())
         return self._fail(data, STOPPED, TurnResult(STOPPED, ok=False, error=TurnError.STOPPED))
 
     def _fail(self, data: _Data, message: str, failure: TurnResult) -> Any:
@@ -519,7 +536,7 @@ class Loop(sv.StateMachine):
             failure.error if failure else None, failure.model_status if failure else None,
             failure.retry_after if failure else None,
         )  # fmt: skip
-        await sv.call(data.session, ("finish_run", turn.run, result))
+        await sv.call(data.session, FinishRun(turn.run, result))
         if failure is None:
             remember_exchange(data.info, turn.started, scrub(turn.run.text), turn.reply)
         emit(

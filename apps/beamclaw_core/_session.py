@@ -29,6 +29,30 @@ from beamclaw_obs import emit, scrub
 from ._history import answered_history
 from ._messages import Message, scrubbed_all
 from ._run import Run, TurnError, TurnResult
+from ._session_messages import (
+    Allowlist,
+    AnswerApproval,
+    Append,
+    ApprovalAnswered,
+    AttachLoop,
+    AwaitingApproval,
+    CloseOpenCalls,
+    FinishRun,
+    History,
+    LoopEvent,
+    Replace,
+    Reset,
+    RunAvailable,
+    SessionStatus,
+    SleepIfIdle,
+    Status,
+    StopRun,
+    StopTurn,
+    StopWaiting,
+    Submit,
+    Submitted,
+    TakeRun,
+)
 from ._sleeper import tell_sleeper
 from ._store import StoreError, store_call
 from ._store_requests import AppendMessages, LoadSession, ReplaceHistory, TouchSession
@@ -61,7 +85,7 @@ def session_id(user_id: str, agent_id: str, channel: str = "", *, per_channel: b
 class _State:
     info: SessionInfo
     persist: bool
-    loop_name: Any
+    loop_name: sv.ViaName
     history: list[Message] = attrs.field(factory=list)
     queue: deque[Run] = attrs.field(factory=deque)
     current: Run | None = None
@@ -83,7 +107,7 @@ def _describe(reason: Any) -> str:
 
 
 class Session(sv.GenServer):
-    async def init(self, info: SessionInfo, persist: bool, loop_name: Any, data_dir: Path) -> _State:
+    async def init(self, info: SessionInfo, persist: bool, loop_name: sv.ViaName, data_dir: Path) -> _State:
         state = _State(info, persist, loop_name)
         await trio.to_thread.run_sync(Workspace.of(data_dir, info.agent_id).seed)
         if persist:
@@ -115,11 +139,12 @@ class Session(sv.GenServer):
         except _STORE_FAILURES as exc:
             raise PersistError(f"the session could not be saved ({type(exc).__name__}: {exc})") from None
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(self, request: sv.Request[Any], caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         match request:
-            case "info":  # asked by the cleaner and the sleeper: not a use of the conversation
-                return sv.Reply((state.info, state.updated_at, len(state.queue) + (state.current is not None)), state)
-            case ("sleep_if_idle", float() | int() as idle):
+            case Status():  # asked by the cleaner and the sleeper: not a use of the conversation
+                runs = len(state.queue) + (state.current is not None)
+                return sv.Reply(SessionStatus(state.info, state.updated_at, runs), state)
+            case SleepIfIdle(idle):
                 return sv.Reply(self._sleep_if_idle(state, idle), state)
         if state.sleeping:
             # Going to sleep: the caller starts the conversation again and retries (see `_sleeper`).
@@ -127,19 +152,19 @@ class Session(sv.GenServer):
             return sv.NoReply(state)
         state.updated_at = time.time()
         match request:
-            case ("submit", Run() as run):
+            case Submit(run):
                 return sv.Reply(self._submit(run, state), state)
-            case "take_run":
+            case TakeRun():
                 if state.current is None and state.queue:
                     state.current = state.queue.popleft()
                 return sv.Reply(state.current, state)
-            case ("finish_run", Run() as run, TurnResult() as result):
+            case FinishRun(run, result):
                 run.finish(result)
                 if state.current is run:
                     state.current = None
                 tell_sleeper(state.info.id)
                 return sv.Reply(bool(state.queue), state)
-            case ("append", list() as messages):
+            case Append(messages):
                 messages = await scrubbed_all(messages)
                 try:
                     await self._save(state, messages)
@@ -148,7 +173,7 @@ class Session(sv.GenServer):
                     return sv.NoReply(state)
                 state.history.extend(messages)
                 return sv.Reply(len(state.history), state)
-            case ("replace", list() as messages):
+            case Replace(messages):
                 messages = await scrubbed_all(messages)
                 try:
                     await self._save(state, messages, replace=True)
@@ -157,31 +182,28 @@ class Session(sv.GenServer):
                     return sv.NoReply(state)
                 state.history = list(messages)
                 return sv.Reply(len(state.history), state)
-            case "history":
+            case History():
                 return sv.Reply(list(state.history), state)
-            case ("attach_loop", sv.Pid() as pid):
+            case AttachLoop(pid):
                 if state.loop_ref is not None:
                     sv.demonitor(state.loop_ref, flush=True)
                 state.loop_ref = sv.monitor(pid)
                 return sv.Reply(bool(state.queue) or state.current is not None, state)
-            case ("awaiting_approval", key):
-                state.pending_approval = key
+            case AwaitingApproval(keys):
+                state.pending_approval = keys
                 state.approval_origin = state.current.origin if state.current is not None else ""
                 return sv.Reply(None, state)
-            case ("answer_approval", str() as word):  # an admin's explicit answer (the owner's socket)
+            case AnswerApproval(word):  # an admin's explicit answer (the owner's socket)
                 return sv.Reply(self._answer(state, word), state)
-            case ("stop_run", Run() as run):
+            case StopRun(run):
                 return sv.Reply(self._stop_run(state, run), state)
-            case ("allow", str() as tool):
-                state.allowlist.add(tool)
-                return sv.Reply(None, state)
-            case "allowlist":
+            case Allowlist():
                 return sv.Reply(frozenset(state.allowlist), state)
-            case "reset":
+            case Reset():
                 return await self._reset(caller, state)
-            case "stop_turn":
+            case StopTurn():
                 return sv.Reply(state.current is not None and self._stop_run(state, state.current), state)
-            case "close_open_calls":
+            case CloseOpenCalls():
                 await self._close_tool_calls(state)
                 return sv.Reply(None, state)
         raise ValueError(f"unknown session request {request!r}")
@@ -198,7 +220,7 @@ class Session(sv.GenServer):
         state.sleeping = True
         return 0.0
 
-    def _submit(self, run: Run, state: _State) -> str:
+    def _submit(self, run: Run, state: _State) -> Submitted:
         word = APPROVAL_WORDS.get(run.text.strip().lower())
         if word is not None:
             if state.pending_approval is None:
@@ -212,7 +234,7 @@ class Session(sv.GenServer):
             run.finish(TurnResult(f"approval: {self._answer(state, word)}"))
             return "approval"
         state.queue.append(run)
-        self._notify_loop(state, "run_available")
+        self._notify_loop(state, RunAvailable())
         return "queued"
 
     def _answer(self, state: _State, word: str) -> str:
@@ -222,7 +244,7 @@ class Session(sv.GenServer):
         if word == "always":
             state.allowlist.update(state.pending_approval)
         state.pending_approval = None
-        self._notify_loop(state, ("approval", word))
+        self._notify_loop(state, ApprovalAnswered(word))
         return word
 
     def _stop_run(self, state: _State, run: Run) -> bool:
@@ -231,7 +253,7 @@ class Session(sv.GenServer):
         if run is state.current:
             run.stop()
             if state.pending_approval is not None:
-                self._notify_loop(state, ("stop", run.id))
+                self._notify_loop(state, StopWaiting(run.id))
             return True
         if run in state.queue:
             state.queue.remove(run)
@@ -240,12 +262,12 @@ class Session(sv.GenServer):
         return False
 
     @staticmethod
-    def _notify_loop(state: _State, message: Any) -> None:
+    def _notify_loop(state: _State, event: LoopEvent) -> None:
         # A loop that is restarting asks for the queued runs when it attaches.
         with contextlib.suppress(sv.NoProc):
-            sv.cast(state.loop_name, message)
+            sv.cast(state.loop_name, event)
 
-    async def _reset(self, caller: sv.Caller, state: _State) -> Any:
+    async def _reset(self, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         try:
             await self._save(state, [], replace=True)
         except PersistError as exc:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Final
 
+import attrs
+
 import supervision as sv
 
 from ._config import CoreConfig
@@ -85,14 +87,48 @@ def session_label(info: SessionInfo) -> str:
     return f"{info.user_id} → {info.agent_id}" + (f" ({info.channel})" if info.channel else "")
 
 
+@attrs.frozen
+class OpenSession(sv.Request[tuple[str, sv.ViaName]]):
+    """Start (or find) the conversation of *user_id* with *agent_id* on *channel*: its id
+    and where its session is reached."""
+
+    user_id: str
+    agent_id: str
+    channel: str
+
+
+@attrs.frozen
+class StopSession(sv.Request[bool]):
+    """Stop the conversation's tree (see `stop_tree`)."""
+
+    session_id: str
+
+
+@attrs.frozen
+class CurrentRuntime(sv.Request[Runtime]):
+    """What every conversation runs with (the configuration as it is now)."""
+
+
+@attrs.frozen
+class Reconfigure(sv.Request[None]):
+    """The next turn of every conversation uses *config*."""
+
+    config: CoreConfig
+
+
+@attrs.frozen
+class RunningSessions(sv.Request[list[str]]):
+    """The ids of the conversations whose tree runs."""
+
+
 class SessionsManager(sv.GenServer):
     def init(self, runtime: Runtime) -> Runtime:
         sv.register(SESSIONS)
         return runtime
 
-    async def handle_call(self, request: Any, caller: sv.Caller, runtime: Runtime) -> Any:
+    async def handle_call(self, request: sv.Request[Any], caller: sv.Caller, runtime: Runtime) -> sv.Reply | sv.NoReply:
         match request:
-            case ("open", str() as user_id, str() as agent_id, str() as channel):
+            case OpenSession(user_id, agent_id, channel):
                 try:
                     check_agent_exists(runtime.data_dir, agent_id, runtime.config.default_agent)
                 except UnknownAgent as exc:
@@ -105,13 +141,13 @@ class SessionsManager(sv.GenServer):
                     info = SessionInfo(sid, user_id, agent_id, channel)
                     await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
                 return sv.Reply((sid, runtime.session_dest(sid)), runtime)
-            case ("stop", str() as sid):
+            case StopSession(sid):
                 return sv.Reply(await stop_tree(sid), runtime)
-            case "runtime":
+            case CurrentRuntime():
                 return sv.Reply(runtime, runtime)
-            case ("reconfigure", CoreConfig() as config):
+            case Reconfigure(config):
                 runtime.config = config
                 return sv.Reply(None, runtime)
-            case "running":
+            case RunningSessions():
                 return sv.Reply(running_trees(), runtime)
         raise ValueError(f"unknown sessions request {request!r}")

@@ -23,12 +23,14 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
+import attrs
 import trio
 
 import supervision as sv
 from beamclaw_obs import emit
 
 from ._runtime import Runtime
+from ._session_messages import IdleCompact, SleepIfIdle
 
 SLEEPER: Final = "beamclaw_core.sleeper"
 #: Sessions checked in one go when many are due at once (the rest a moment later).
@@ -37,10 +39,17 @@ _BATCH: Final = 200
 _RESYNC: Final = 60.0
 
 
+@attrs.frozen
+class _Active:
+    """The session *session_id* was active now."""
+
+    session_id: str
+
+
 def tell_sleeper(session_id: str) -> None:
     """The session was active now (it started, or a run ended): its idle time counts from here."""
     with contextlib.suppress(sv.NoProc, sv.MailboxFull):
-        sv.send(SLEEPER, ("active", session_id))
+        sv.send(SLEEPER, _Active(session_id))
 
 
 async def sleeper(
@@ -79,10 +88,9 @@ async def sleeper(
             message = await sv.receive(timeout=wait)
         except sv.ReceiveTimeout:
             message = None
-        if message is not None:
-            _, sid = message
-            compacted.discard(sid)
-            schedule(sid, idle)
+        if isinstance(message, _Active):
+            compacted.discard(message.session_id)
+            schedule(message.session_id, idle)
             continue
         for _ in range(_BATCH):
             if not heap or heap[0][0] > trio.current_time():
@@ -97,11 +105,11 @@ async def sleeper(
                 # one more idle period (the compaction is not activity: it sleeps then).
                 compacted.add(sid)
                 with contextlib.suppress(sv.NoProc, sv.MailboxFull):
-                    sv.cast(runtime.loop_dest(sid), ("idle_compact", upkeep.compact_above_pct, upkeep.compact_to_pct))
+                    sv.cast(runtime.loop_dest(sid), IdleCompact(upkeep.compact_above_pct, upkeep.compact_to_pct))
                 schedule(sid, idle)
                 continue
             try:
-                left = await sv.call(runtime.session_dest(sid), ("sleep_if_idle", idle), timeout=5.0)
+                left = await sv.call(runtime.session_dest(sid), SleepIfIdle(idle), timeout=5.0)
             except (sv.NoProc, sv.ProcessExited, sv.CallTimeout):
                 continue  # gone already (stopped, expired), or too busy to ask: it reports when done
             if left is None:

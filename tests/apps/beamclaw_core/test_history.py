@@ -13,6 +13,7 @@ import pytest
 import beamclaw_core as core
 import supervision as sv
 from beamclaw_core import INTERRUPTED, Message, ToolCall, answered_history
+from beamclaw_core._session_messages import Append
 from tests.support.model_server import Call, Reply, invalid_tool_history
 
 from .conftest import RunCore, Running, wait_for
@@ -108,7 +109,7 @@ async def test_no_request_goes_out_with_an_unanswered_call(run_core: RunCore) ->
     """Even a history that bypassed every repair is answered in the request itself."""
     async with run_core(Reply("fine")) as r:
         session = await r.open()
-        await sv.call(session.dest, ("append", [Message("user", "x"), ASK, RESULT, RESULT, Message("user", "y")]))
+        await sv.call(session.dest, Append([Message("user", "x"), ASK, RESULT, RESULT, Message("user", "y")]))
         result = await core.send_message(session, "and now?", core.CollectingChannel())
         assert result.text == "fine" and r.model.refusals == []
         roles = [m["role"] for m in r.model.requests[0]["messages"]]

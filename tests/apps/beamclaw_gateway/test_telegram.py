@@ -15,6 +15,7 @@ from loguru import logger
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_core._session_messages import Status
 from beamclaw_gateway import supervision_tree as gateway_tree
 from beamclaw_gateway._telegram_bot import bot_name
 from beamclaw_gateway._telegram_ledger import Ledger
@@ -37,7 +38,7 @@ async def idle(user_id: str, timeout: float = 15.0) -> None:
     """Until the conversation has no run: a reply is on screen before its run is finished."""
     handle = await core.open_session(user_id, "default", "telegram")
     with trio.fail_after(timeout):
-        while (await sv.call(handle.dest, "info"))[2]:
+        while (await sv.call(handle.dest, Status())).runs:
             await trio.sleep(0.02)
 
 
