@@ -13,6 +13,7 @@ missing, the budget used up) are not crashes: they end the turn with a clear rep
 
 from __future__ import annotations
 
+import enum
 import json
 import time
 from collections.abc import Awaitable, Callable
@@ -60,12 +61,31 @@ from ._workspace import user_workspace
 
 _STORAGE: Final = TurnResult("", ok=False, error=TurnError.STORAGE, retry_after=1.0)
 
-IDLE: Final = "idle"
-COMPACTING: Final = "compacting"
-STREAMING: Final = "streaming"
-AWAITING_APPROVAL: Final = "awaiting_approval"
-EXECUTING_TOOLS: Final = "executing_tools"
-FINALIZING: Final = "finalizing"
+
+@enum.unique
+class LoopState(enum.Enum):
+    """Where the loop is: idle between turns, else at one step of the turn."""
+
+    IDLE = "idle"
+    COMPACTING = "compacting"
+    STREAMING = "streaming"
+    AWAITING_APPROVAL = "awaiting_approval"
+    EXECUTING_TOOLS = "executing_tools"
+    FINALIZING = "finalizing"
+
+
+@enum.unique
+class _Step(enum.Enum):
+    """The loop's own events: each does one step of the turn (`NEXT`: take the next run)."""
+
+    NEXT = "next"
+    COMPACT = "compact"
+    CALL_MODEL = "call_model"
+    APPROVE = "approve"
+    EXECUTE = "execute"
+    FINALIZE = "finalize"
+
+
 #: The answer to a run the user stopped.
 STOPPED: Final = "Stopped."
 
@@ -194,38 +214,38 @@ def _tool_context(data: _Data) -> ToolContext:
 
 
 class Loop(sv.StateMachine):
-    async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[str, _Data, list[sv.NextEvent]]:
+    async def init(self, info: SessionInfo, runtime: Runtime) -> tuple[LoopState, _Data, list[sv.NextEvent]]:
         data = _Data(info, runtime, await owned_http_client(HTTP_CLIENT))
         busy = await sv.call(data.session, AttachLoop(sv.self()))
         emit("agent_start", session_id=info.id, agent_id=info.agent_id, model=data.provider.model)
-        return IDLE, data, [sv.NextEvent("next")] if busy else []
+        return LoopState.IDLE, data, [sv.NextEvent(_Step.NEXT)] if busy else []
 
-    async def handle_event(self, event: sv.Event, state: str, data: _Data) -> Any:
+    async def handle_event(self, event: sv.Event, state: LoopState, data: _Data) -> Any:
         content = event.content
-        if state == IDLE:
+        if state is LoopState.IDLE:
             match content:
-                case RunAvailable() | "next":
+                case RunAvailable() | _Step.NEXT:
                     return await self._start(data)
                 case IdleCompact(above_pct, to_pct):
                     await self._idle_compact(data, above_pct, to_pct)
             return sv.KeepState()
         if event.type is sv.INTERNAL:
             step = {
-                "compact": self._compact,
-                "call_model": self._call_model,
-                "approve": self._approve_next,
-                "execute": self._execute,
-                "finalize": self._finalize,
+                _Step.COMPACT: self._compact,
+                _Step.CALL_MODEL: self._call_model,
+                _Step.APPROVE: self._approve_next,
+                _Step.EXECUTE: self._execute,
+                _Step.FINALIZE: self._finalize,
             }[content]
             turn = data.turn
-            if turn is None or content == "finalize":
+            if turn is None or content is _Step.FINALIZE:
                 return await step(data)
             if turn.run.stop_requested:
                 return await self._stopped(data)
             with turn.run.working() as work:  # /stop cancels it: the turn ends where it stands
                 result = await step(data)
             return await self._stopped(data) if work.cancelled_caught else result
-        if state == AWAITING_APPROVAL:
+        if state is LoopState.AWAITING_APPROVAL:
             match content:
                 case StopWaiting(run_id) if event.type is sv.CAST and data.turn and run_id == data.turn.run.id:
                     await sv.call(data.session, AwaitingApproval(None))
@@ -252,7 +272,7 @@ class Loop(sv.StateMachine):
         except PersistError as exc:
             text = f"Your message could not be saved, so it was not sent to the model: {exc}"
             return self._fail(data, text, _STORAGE)
-        return sv.NextState(COMPACTING, data, sv.NextEvent("compact"))
+        return sv.NextState(LoopState.COMPACTING, data, sv.NextEvent(_Step.COMPACT))
 
     async def _idle_compact(self, data: _Data, above_pct: int, to_pct: int) -> None:
         """Summarise a long history while nobody waits (the sleeper asks before the
@@ -307,7 +327,7 @@ class Loop(sv.StateMachine):
                 "compaction_complete", session_id=data.info.id, method=result.method,
                 tokens_before=result.tokens_before, tokens_after=result.tokens_after,
             )  # fmt: skip
-        return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
+        return sv.NextState(LoopState.STREAMING, data, sv.NextEvent(_Step.CALL_MODEL))
 
     # --- streaming ------------------------------------------------------------------------
 
@@ -401,7 +421,7 @@ class Loop(sv.StateMachine):
             turn.pending = calls
             turn.decisions = {}
             turn.rounds += 1
-            return sv.NextState(AWAITING_APPROVAL, data, sv.NextEvent("approve"))
+            return sv.NextState(LoopState.AWAITING_APPROVAL, data, sv.NextEvent(_Step.APPROVE))
         if not visible:
             limit = data.runtime.config.agentic_loop.max_tool_iterations
             visible = (
@@ -414,7 +434,7 @@ class Loop(sv.StateMachine):
         except PersistError as exc:
             return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
         turn.reply = visible
-        return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
+        return sv.NextState(LoopState.FINALIZING, data, sv.NextEvent(_Step.FINALIZE))
 
     # --- awaiting_approval ----------------------------------------------------------------
 
@@ -441,7 +461,7 @@ class Loop(sv.StateMachine):
             if decision is Decision.ASK:
                 return await self._ask(data, call, reason)
             turn.decisions[call.id] = (decision is Decision.APPROVE, reason)
-        return sv.NextState(EXECUTING_TOOLS, data, sv.NextEvent("execute"))
+        return sv.NextState(LoopState.EXECUTING_TOOLS, data, sv.NextEvent(_Step.EXECUTE))
 
     async def _ask(self, data: _Data, call: ToolCall, reason: str) -> Any:
         """Ask the user about *call*; *reason* is why this very call asks (a prompt file,
@@ -473,7 +493,7 @@ class Loop(sv.StateMachine):
         call, turn.asking = turn.asking, None
         turn.decisions[call.id] = (approved, "" if approved else f"denied: {how}")
         emit("approval_resolved", session_id=data.info.id, tool=call.name, approved=approved, how=how)
-        return sv.KeepState(data, [sv.StateTimeout(None), sv.NextEvent("approve")])
+        return sv.KeepState(data, [sv.StateTimeout(None), sv.NextEvent(_Step.APPROVE)])
 
     # --- executing_tools -> streaming -----------------------------------------------------
 
@@ -508,7 +528,7 @@ class Loop(sv.StateMachine):
         except PersistError as exc:
             return self._fail(data, f"The tool results could not be saved: {exc}", _STORAGE)
         turn.pending = []
-        return sv.NextState(STREAMING, data, sv.NextEvent("call_model"))
+        return sv.NextState(LoopState.STREAMING, data, sv.NextEvent(_Step.CALL_MODEL))
 
     # --- finalizing -> idle ---------------------------------------------------------------
 
@@ -522,7 +542,7 @@ class Loop(sv.StateMachine):
         assert data.turn is not None
         data.turn.reply = scrub(message)
         data.turn.failure = failure
-        return sv.NextState(FINALIZING, data, sv.NextEvent("finalize"))
+        return sv.NextState(LoopState.FINALIZING, data, sv.NextEvent(_Step.FINALIZE))
 
     async def _finalize(self, data: _Data) -> Any:
         turn = data.turn
@@ -545,4 +565,4 @@ class Loop(sv.StateMachine):
             tool_calls=turn.tool_calls, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
         )  # fmt: skip
         data.turn = None
-        return sv.NextState(IDLE, data, sv.NextEvent("next"))
+        return sv.NextState(LoopState.IDLE, data, sv.NextEvent(_Step.NEXT))
