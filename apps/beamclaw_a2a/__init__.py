@@ -5,19 +5,15 @@ configured agent in the conversation of its context id, and its state is kept in
 SQLite. The gateway serves `A2AService.card` and `A2AService.handle` over HTTP.
 """
 
-from ._card import PROTOCOL_VERSION, agent_card
-from ._config import A2AConfig, parse_a2a_config
+from ._config import A2AConfig
 from ._jsonrpc import A2AService, a2a_service
 from ._tasks import Client
 from ._tree import supervision_tree
 
 __all__ = [
-    "PROTOCOL_VERSION",
     "A2AConfig",
     "A2AService",
     "Client",
     "a2a_service",
-    "agent_card",
-    "parse_a2a_config",
     "supervision_tree",
 ]

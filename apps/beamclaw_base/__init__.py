@@ -10,7 +10,7 @@ every app may import it.
 from ._config import ConfigError, structure_config
 from ._jail import SYSTEM_PATH, Jail, JailResult, JailUnavailable, check_cwd
 from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
-from ._path_confinement import Beneath, Excerpt, PathRefused, split_path
+from ._path_confinement import Beneath, Excerpt, PathRefused
 from ._retry import MAX_RETRY_AFTER, OnRetry, RetryOn, RetryPolicy, parse_retry_after, retry
 from ._secret import MissingSecret, Secret, TextOrSecret, resolve
 from ._subprocess import Unjailed, run_captured
@@ -42,6 +42,5 @@ __all__ = [
     "resolve",
     "retry",
     "run_captured",
-    "split_path",
     "structure_config",
 ]

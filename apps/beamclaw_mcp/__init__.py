@@ -11,12 +11,11 @@ official ``mcp`` SDK, which runs under Trio.
 
 from ._config import McpConfig, ServerConfig, parse_mcp_config
 from ._names import remote_server, tool_names
-from ._registry import MCP_REGISTRY, ServerStatus, restart_server, server_statuses
+from ._registry import ServerStatus, restart_server, server_statuses
 from ._tool import Link, McpTool, render
 from ._tree import supervision_tree
 
 __all__ = [
-    "MCP_REGISTRY",
     "Link",
     "McpConfig",
     "McpTool",

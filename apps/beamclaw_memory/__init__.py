@@ -17,7 +17,7 @@ from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder
 from ._hybrid import Scored, merge
 from ._index import Hit, SearchResult
 from ._local import LocalEmbedder, LocalModelMissing
-from ._tools import MAX_QUERY_CHARS, MemoryGetTool, MemorySearchTool, format_result
+from ._tools import MAX_QUERY_CHARS, format_result
 from ._tree import memory_tree, supervision_tree
 from ._vectors import VectorSet
 
@@ -34,8 +34,6 @@ __all__ = [
     "LocalEmbedder",
     "LocalModelMissing",
     "MemoryConfig",
-    "MemoryGetTool",
-    "MemorySearchTool",
     "MemoryUnavailable",
     "OpenAIEmbedder",
     "Scored",

@@ -8,17 +8,15 @@ in pieces) lives here, at the bottom of the app graph, so every app can apply it
 """
 
 from ._backend import Backend
-from ._emit import BACKENDS, MANAGER, dropped_events, emit
+from ._emit import dropped_events, emit
 from ._event import ObsEvent
-from ._log_backend import format_event, install_scrubbing_patcher
+from ._log_backend import install_scrubbing_patcher
 from ._metrics_backend import metrics_text
 from ._scrubber import OFF_LOOP_CHARS, REDACTED, register_secret, scrub, scrub_async, scrub_data, valid_unicode
 from ._stream_scrubber import StreamScrubber
 from ._tree import supervision_tree
 
 __all__ = [
-    "BACKENDS",
-    "MANAGER",
     "OFF_LOOP_CHARS",
     "REDACTED",
     "Backend",
@@ -26,7 +24,6 @@ __all__ = [
     "StreamScrubber",
     "dropped_events",
     "emit",
-    "format_event",
     "install_scrubbing_patcher",
     "metrics_text",
     "register_secret",

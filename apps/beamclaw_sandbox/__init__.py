@@ -7,10 +7,8 @@ container per scope, the tool bridge, the PII tokenizer, the tool policy).
 
 from ._admin import build_image, containers_of, engine_status, remove_container
 from ._bridge import Bridge, ToolCaller
-from ._bubblewrap import ETC_FILES, BubblewrapJail
+from ._bubblewrap import BubblewrapJail
 from ._config import (
-    DEFAULT_ENV_BLOCKLIST,
-    PII_PATTERNS,
     BubblewrapConfig,
     PiiConfig,
     PolicyConfig,
@@ -22,15 +20,13 @@ from ._config import (
 from ._docker import DockerEngine, EngineUnavailable, ImageMissing
 from ._env import container_environment
 from ._exec_tool import ExecTool
-from ._jails import JAILS, JailFactory, JailServer, jail_server, session_jails
+from ._jails import JailFactory, JailServer, session_jails
 from ._pii import PiiTokenizer
 from ._registry import SandboxUnavailable, ensure_sandbox, kill_sandbox, list_sandboxes, sandbox_status
-from ._runtime import SandboxRuntime, sandbox_key
+from ._runtime import SandboxRuntime
 from ._tree import supervision_tree
 
 __all__ = [
-    "DEFAULT_ENV_BLOCKLIST",
-    "PII_PATTERNS",
     "BubblewrapConfig",
     "PiiConfig",
     "PolicyConfig",
@@ -39,12 +35,9 @@ __all__ = [
     "parse_sandbox_config",
     "parse_size",
     # the jails of bash, terminal and skill scripts
-    "ETC_FILES",
-    "JAILS",
     "BubblewrapJail",
     "JailFactory",
     "JailServer",
-    "jail_server",
     "session_jails",
     # Docker code execution
     "Bridge",
@@ -64,7 +57,6 @@ __all__ = [
     "ensure_sandbox",
     "kill_sandbox",
     "list_sandboxes",
-    "sandbox_key",
     "sandbox_status",
     "supervision_tree",
 ]

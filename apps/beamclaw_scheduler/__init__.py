@@ -9,13 +9,10 @@ from ._api import SchedulerNotRunning, add_job, change_job, find_job, job_runs, 
 from ._config import HeartbeatConfig, SchedulerConfig, parse_scheduler_config
 from ._job import Fire, Job, RunRecord
 from ._schedule import (
-    HORIZON_SECONDS,
     BadSchedule,
     Schedule,
     describe_time,
-    format_duration,
     make_schedule,
-    parse_duration,
     parse_time,
 )
 from ._store import JobError, StoreError
@@ -23,7 +20,6 @@ from ._tool import SchedulerTool, describe_job
 from ._tree import scheduler_tree, supervision_tree
 
 __all__ = [
-    "HORIZON_SECONDS",
     "BadSchedule",
     "Fire",
     "HeartbeatConfig",
@@ -40,11 +36,9 @@ __all__ = [
     "describe_job",
     "describe_time",
     "find_job",
-    "format_duration",
     "job_runs",
     "list_jobs",
     "make_schedule",
-    "parse_duration",
     "parse_scheduler_config",
     "parse_time",
     "scheduler_tree",

@@ -11,10 +11,10 @@ error result the model can read.
 """
 
 from ._curl import Credential, CurlTool
-from ._files import DeleteFileTool, ReadFileTool, WriteFileTool, resolve_in_workspace
-from ._invoke import approval_reason, command_verdict, parse_arguments, refusal_reason, run_tool
+from ._files import DeleteFileTool, ReadFileTool, WriteFileTool
+from ._invoke import approval_reason, command_verdict, refusal_reason, run_tool
 from ._jq import JqTool
-from ._net_guard import is_public, pinned_url
+from ._net_guard import is_public
 from ._registration import keep_registered
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
 from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
@@ -56,11 +56,8 @@ __all__ = [
     "list_tools",
     "lookup_tool",
     "object_schema",
-    "parse_arguments",
-    "pinned_url",
     "refusal_reason",
     "register_tool",
-    "resolve_in_workspace",
     "run_tool",
     "supervision_tree",
     "tool_definitions",
