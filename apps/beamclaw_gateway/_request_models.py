@@ -113,7 +113,9 @@ class ChatRequest:
         raise BadRequest("'messages' has no message with role 'user'")
 
 
-CHAT_REQUEST: Final = Shape.of(ChatRequest, "must be an object (an OpenAI chat completion request)", checked=_OPTIONS)
+CHAT_REQUEST: Final = Shape.of(
+    ChatRequest, "the body", "must be a JSON object (an OpenAI chat completion request)", checked=_OPTIONS
+)
 
 #: The longest WebSocket message id: ids are remembered (against resends), so they must be short.
 MAX_MESSAGE_ID: Final = 128
@@ -131,4 +133,4 @@ class WsMessage:
     user: str | None = field(_USER, "must be a string", default=None)
 
 
-WS_MESSAGE: Final = Shape.of(WsMessage, 'must be an object: {"type": "message", "id": "...", "text": "..."}')
+WS_MESSAGE: Final = Shape.of(WsMessage, "a message", 'must be {"type": "message", "id": "...", "text": "..."}')
