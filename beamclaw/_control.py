@@ -91,7 +91,7 @@ class _Connection:
 
 
 @attrs.define
-class _StreamChannel:
+class _StreamChannel(core.BaseChannel):
     """A `beamclaw_core.Channel` that writes each update to the control connection."""
 
     connection: _Connection

@@ -36,7 +36,7 @@ from ._api import (
 )
 from ._approval import Decision, decide
 from ._budget import BudgetExceeded, used_today
-from ._channel import Channel, CollectingChannel, ReplyOnlyChannel
+from ._channel import BaseChannel, Channel, CollectingChannel, ReplyOnlyChannel
 from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
 from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
@@ -83,6 +83,7 @@ from ._workspace import (
 
 __all__ = [
     "answer_approval",
+    "BaseChannel",
     "ReplyOnlyChannel",
     "immediate_transaction",
     "Reach",

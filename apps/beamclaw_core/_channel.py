@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+import abc
+from typing import Protocol
 
 import attrs
 
 
-@runtime_checkable
 class Channel(Protocol):
     """A destination for one run's replies (the TUI, a Telegram chat, an HTTP response).
 
     ``update_draft`` gets the whole reply so far, about every 80 new characters, so a
     channel can edit one message in place; ``finalize_draft`` gets the final text.
     ``send`` is for separate messages, such as an approval question or an error.
-
-    A channel may also define ``tool_started(name, arguments)`` and
-    ``tool_finished(name, result, is_error)``, and ``turn_failed(text)`` to get the text
-    of a failed turn apart from replies (instead of ``finalize_draft`` or ``send``),
-    and ``progress(text)`` for a passing note while the user waits (the model is being
-    retried): a status to show, not part of the reply. The loop and the session call
-    them when present.
+    ``turn_failed`` gets the text of a failed turn (the model unreachable, the loop
+    crashed) in place of ``finalize_draft``; ``progress`` a passing note while the user
+    waits (the model is being retried): a status to show, not part of the reply;
+    ``tool_started`` and ``tool_finished`` each tool call. `BaseChannel` gives these
+    four their defaults.
     """
 
     async def send(self, text: str) -> None: ...
@@ -31,10 +29,52 @@ class Channel(Protocol):
 
     async def finalize_draft(self, text: str) -> None: ...
 
+    async def turn_failed(self, text: str) -> None: ...
 
-class ReplyOnlyChannel:
+    async def progress(self, text: str) -> None: ...
+
+    async def tool_started(self, name: str, arguments: str) -> None: ...
+
+    async def tool_finished(self, name: str, result: str, is_error: bool) -> None: ...
+
+
+class BaseChannel(abc.ABC):
+    """A base for channels: a subclass defines the four methods every channel has, and
+    overrides the others where it shows them."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    async def send(self, text: str) -> None: ...
+
+    @abc.abstractmethod
+    async def send_typing(self) -> None: ...
+
+    @abc.abstractmethod
+    async def update_draft(self, text: str) -> None: ...
+
+    @abc.abstractmethod
+    async def finalize_draft(self, text: str) -> None: ...
+
+    async def turn_failed(self, text: str) -> None:
+        """The failure ends the reply, as a final text would."""
+        await self.finalize_draft(text)
+
+    async def progress(self, text: str) -> None:  # noqa: B027 - nothing, on purpose
+        """Nothing: the reply will come, or the failure."""
+
+    async def tool_started(self, name: str, arguments: str) -> None:  # noqa: B027 - nothing, on purpose
+        """Nothing: the reply tells what the tools did."""
+
+    async def tool_finished(self, name: str, result: str, is_error: bool) -> None:  # noqa: B027 - nothing, on purpose
+        """Nothing: the reply tells what the tools did."""
+
+
+class ReplyOnlyChannel(BaseChannel):
     """A base for a channel that shows no drafts and no typing (nobody watches the reply
     grow): a subclass defines ``send``, and takes the final text from the run's result."""
+
+    __slots__ = ()
 
     async def send_typing(self) -> None:
         """Nothing: no one is watching."""
@@ -47,7 +87,7 @@ class ReplyOnlyChannel:
 
 
 @attrs.define
-class CollectingChannel:
+class CollectingChannel(BaseChannel):
     """A channel that keeps everything it is given: for request/response callers and tests."""
 
     sent: list[str] = attrs.field(factory=list)

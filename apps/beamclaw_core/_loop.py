@@ -161,13 +161,6 @@ def _args_preview(call: ToolCall, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-async def _tool_event(run: Run, method: str, *args: Any) -> None:
-    """Tell a channel that wants them (``tool_started`` / ``tool_finished``) about a tool call."""
-    action = getattr(run.channel, method, None)
-    if action is not None:
-        await tell(action, *args)
-
-
 def _script_dispatcher(
     data: _Data, tools: dict[str, Tool], session: ToolSession, context: ToolContext
 ) -> Callable[[str, dict[str, Any]], Awaitable[ToolResult]]:
@@ -376,9 +369,8 @@ class Loop(sv.StateMachine):
         started = time.perf_counter()
 
         async def retrying(attempt: int, attempts: int, delay: float, why: str) -> None:
-            note = getattr(turn.run.channel, "progress", None)  # an optional channel method
-            if note is not None:
-                await tell(note, f"{why}; trying again in {delay:.1f} s (attempt {attempt + 1} of {attempts})")
+            note = f"{why}; trying again in {delay:.1f} s (attempt {attempt + 1} of {attempts})"
+            await tell(turn.run.channel.progress, note)
 
         try:
             completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
@@ -512,10 +504,10 @@ class Loop(sv.StateMachine):
             tool = tools.get(call.name)
             if approved and tool is not None:
                 emit("tool_call_start", session_id=info.id, tool=call.name, arguments=_args_preview(call))
-                await _tool_event(turn.run, "tool_started", call.name, _args_preview(call))
+                await tell(turn.run.channel.tool_started, call.name, _args_preview(call))
                 started = time.perf_counter()
                 result = await run_tool(tool, call.arguments, session, context)
-                await _tool_event(turn.run, "tool_finished", call.name, scrub(result.text), result.is_error)
+                await tell(turn.run.channel.tool_finished, call.name, scrub(result.text), result.is_error)
                 emit("tool_call_result", session_id=info.id, tool=call.name, is_error=result.is_error,
                      duration_ms=round((time.perf_counter() - started) * 1000, 1), chars=len(result.text))  # fmt: skip
             else:
@@ -549,8 +541,7 @@ class Loop(sv.StateMachine):
         assert turn is not None
         channel = turn.run.channel
         failure = turn.failure
-        failed = getattr(channel, "turn_failed", None) if failure is not None else None
-        await tell(failed or channel.finalize_draft, turn.reply)
+        await tell(channel.finalize_draft if failure is None else channel.turn_failed, turn.reply)
         result = TurnResult(
             turn.reply, failure is None, turn.prompt_tokens, turn.completion_tokens, turn.tool_calls,
             failure.error if failure else None, failure.model_status if failure else None,

@@ -322,7 +322,7 @@ class Session(sv.GenServer):
         run.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
         with trio.move_on_after(10):
             try:
-                await (getattr(run.channel, "turn_failed", None) or run.channel.send)(text)
+                await run.channel.turn_failed(text)
             except Exception:  # noqa: BLE001 - the channel failing must not take the session down
                 logger.opt(exception=True).warning("session {}: could not send the error reply", state.info.id[:12])
 

@@ -11,10 +11,12 @@ from typing import Any
 import attrs
 import trio
 
+import beamclaw_core as core
+
 
 @attrs.define(eq=False)
-class StreamChannel:
-    """`beamclaw_core.Channel` plus the optional tool events; each becomes a dict event."""
+class StreamChannel(core.BaseChannel):
+    """A `beamclaw_core.Channel` with the tool events; each becomes a dict event."""
 
     _send: trio.MemorySendChannel[dict[str, Any]]
     _shown: str = ""

@@ -64,7 +64,7 @@ def _clip(text: str) -> str:
 
 
 @attrs.define(eq=False)
-class TelegramChannel:
+class TelegramChannel(core.BaseChannel):
     api: BotApi
     chat_id: int
     edit_interval: float = 1.0

@@ -23,7 +23,7 @@ async def test_a_crash_while_the_model_answers(run_core: RunCore) -> None:
 
         failed = await run1.wait()
         assert not failed.ok and "something went wrong" in failed.text and "injected crash" in failed.text
-        assert first.sent == [failed.text]  # the user was told, not left waiting
+        assert first.finals == [failed.text]  # the user was told, not left waiting
         answered = await run2.wait()
         assert answered.ok and answered.text == "second answer" and second.finals == ["second answer"]
         assert loop_of(session).whereis() not in (None, old_loop)
