@@ -1,32 +1,37 @@
-"""The supervision page's index of ported OTP cases, generated from the tests themselves.
+"""The supervision page's OTP conformance table, generated from the tests themselves.
 
-Every test of ``tests/supervision/`` that ports a case of OTP's ``supervisor_SUITE`` (or
-another OTP suite) names it in its docstring ("OTP's sup_stop_infinity: ..."). Listing
-those tests at build time keeps the index true as tests are added or renamed.
+Every test of ``tests/supervision/`` that ports a case of OTP's ``supervisor_SUITE`` or
+``gen_server_SUITE`` carries ``@pytest.mark.otp("<suite>:<case>")`` (on the test or on one
+of its parameters), and ``tests/supervision/otp_suites.py`` lists every case of both
+suites, with the reason for each one not ported. The table is built from those two at
+build time, so it is as true as the tests (``test_otp_cases.py`` keeps them in step).
 """
 
 from __future__ import annotations
 
-import ast
+import importlib
+import sys
 from pathlib import Path
 from typing import Any, Final
 
-#: The line of docs/supervision.md that the generated index replaces.
+#: The line of docs/supervision.md that the generated table replaces.
 MARKER: Final = "<!-- otp-cases -->"
 
-_TESTS: Final = Path(__file__).resolve().parents[2] / "tests" / "supervision"
+_ROOT: Final = str(Path(__file__).resolve().parents[2])
 
 
-def ported_cases(folder: Path = _TESTS) -> list[tuple[str, str, str]]:
-    """(file, test, first line of its docstring) of every test whose docstring mentions OTP."""
-    found = []
-    for path in sorted(folder.glob("test_*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test_"):
-                doc = ast.get_docstring(node) or ""
-                if "OTP" in doc:
-                    found.append((path.name, node.name, " ".join(doc.split("\n\n")[0].split())))
-    return found
+def _tests_module(name: str) -> Any:
+    """A module of the tests package, beside docs/ (mkdocs puts only the hooks' folder on the path)."""
+    if _ROOT not in sys.path:
+        sys.path.insert(0, _ROOT)
+    return importlib.import_module(f"tests.supervision.{name}")
+
+
+def ported_cases() -> dict[str, list[str]]:
+    """Case (``suite:case``) -> the tests (``file::test``) that port it, read from their
+    markers as ``test_otp_cases.py`` reads them (markers on parameters included)."""
+    ported: dict[str, list[str]] = _tests_module("test_otp_cases")._ported()
+    return ported
 
 
 def _cell(text: str) -> str:
@@ -34,13 +39,25 @@ def _cell(text: str) -> str:
 
 
 def render() -> str:
-    rows = ["| test | what it pins |", "|---|---|"]
-    rows += [f"| `{file}::{test}` | {_cell(doc)} |" for file, test, doc in ported_cases()]
-    return "\n".join(rows) + "\n"
+    suites = _tests_module("otp_suites")
+    ported = ported_cases()
+    rows = []
+    for suite in sorted(suites.SUITES):
+        for case in sorted(suites.SUITES[suite]):
+            key = f"{suite}:{case}"
+            if key in ported:
+                where = "<br>".join(f"`{test}`" for test in sorted(set(ported[key])))
+            else:
+                where = "not ported: " + _cell(suites.NOT_PORTED.get(key, "(no reason given)"))
+            rows.append(f"| `{suite}` | `{case}` | {where} |")
+    done = sum(1 for suite, cases in suites.SUITES.items() for case in cases if f"{suite}:{case}" in ported)
+    total = sum(len(cases) for cases in suites.SUITES.values())
+    head = [f"{done} of {total} cases ported.", "", "| suite | case | test, or why not |", "|---|---|---|"]
+    return "\n".join(head + rows) + "\n"
 
 
 def on_page_markdown(markdown: str, **_: Any) -> str:
-    """mkdocs' hook: the page holding `MARKER` gets the index in its place."""
+    """mkdocs' hook: the page holding `MARKER` gets the table in its place."""
     if MARKER not in markdown:
         return markdown
     return markdown.replace(MARKER, render())
