@@ -34,34 +34,34 @@ class TaskTurn:
     text: str
 
 
-async def _run(turn: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     task_status.started()
-    task_id = turn.task_id
+    task_id = task.task_id
     await task_call("update", task_id, "working", "")
     handle: core.SessionHandle | None = None
-    run: core.Run | None = None
+    turn: core.Turn | None = None
     try:
-        handle = await core.open_session(turn.client.user(turn.context_id), turn.agent, "a2a")
-        run = await core.submit(handle, turn.text, core.CollectingChannel(), origin=turn.client.origin)
-        result = await run.wait()
+        handle = await core.open_session(task.client.user(task.context_id), task.agent, "a2a")
+        turn = await core.submit(handle, task.text, core.CollectingChannel(), origin=task.client.origin)
+        result = await turn.wait()
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally
         logger.opt(exception=exc).warning("a2a task {} failed", task_id)
         await task_call("update", task_id, "failed", f"the agent could not answer: {type(exc).__name__}")
         return
     finally:
-        if handle is not None and run is not None and run.result is None:  # stopped before its answer
+        if handle is not None and turn is not None and turn.result is None:  # stopped before its answer
             with (
                 trio.CancelScope(shield=True),
                 trio.move_on_after(_STOP_WAIT),
                 contextlib.suppress(sv.NoProc, sv.ProcessExited, sv.CallTimeout),
             ):
-                await core.stop_run(handle, run)
+                await core.stop_turn(handle, turn)
     await task_call("update", task_id, "completed" if result.ok else "failed", result.text)
 
 
-async def start_task(turn: TaskTurn) -> None:
+async def start_task(task: TaskTurn) -> None:
     """Start the worker of a task, recording its turn's end in the task."""
-    spec = sv.ChildSpec(turn.task_id, _run, args=(turn,), restart=sv.TEMPORARY, shutdown=0)
+    spec = sv.ChildSpec(task.task_id, _run, args=(task,), restart=sv.TEMPORARY, shutdown=0)
     await sv.start_child(WORKERS, spec)
 
 

@@ -29,7 +29,6 @@ from ._api import (
     reset_session,
     running_sessions,
     send_message,
-    stop_run,
     stop_session,
     stop_turn,
     submit,
@@ -59,13 +58,13 @@ from ._pairing import (
     revoke,
 )
 from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured, Usage
-from ._run import Run, TurnError, TurnResult
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA_VERSION, StoreError, immediate_transaction, open_database
 from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
+from ._turn import Turn, TurnError, TurnResult
 from ._workspace import (
     CONTEXT_FILES,
     SEEDED_FILES,
@@ -142,7 +141,6 @@ __all__ = [
     "ProviderConfig",
     "ProviderError",
     "ProviderNotConfigured",
-    "Run",
     "SessionHandle",
     "SessionNotFound",
     "SessionSummary",
@@ -153,6 +151,7 @@ __all__ = [
     "SessionInfo",
     "StoreError",
     "ToolCall",
+    "Turn",
     "TurnError",
     "TurnResult",
     "Usage",
@@ -170,7 +169,6 @@ __all__ = [
     "reset_session",
     "running_sessions",
     "send_message",
-    "stop_run",
     "session_id",
     "stop_session",
     "stop_turn",

@@ -15,13 +15,13 @@ from ._channel import Channel
 from ._compaction import context_window
 from ._config import parse_core_config
 from ._messages import Message, estimate_tokens
-from ._run import Run, TurnResult
 from ._runtime import RESTART_WAIT
-from ._session_messages import AnswerApproval, History, Reset, StopRun, StopTurn, Submit
+from ._session_messages import AnswerApproval, History, Reset, StopTurn, Submit
 from ._sessions import SESSIONS, CurrentRuntime, OpenSession, Reconfigure, RunningSessions, StopSession
 from ._store import store_call
 from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow
 from ._system_prompt import system_prompt
+from ._turn import Turn, TurnResult
 from ._workspace import check_agent_name
 
 #: Retries of a call to a session that is gone or restarting: about 3.5 s in all, longer
@@ -106,7 +106,7 @@ async def submit(
     *,
     autonomy: Autonomy | None = None,
     origin: str | None = None,
-) -> Run:
+) -> Turn:
     """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
     ``await run.wait()`` for the answer. *autonomy* lowers the agent's for this run.
 
@@ -114,13 +114,13 @@ async def submit(
     it was asked from the same *origin*: the channel and, where a channel has several
     callers, who sent it (the gateway's ``http:<principal>``); by default ``handle.channel``.
     """
-    run = Run(text, channel, images, autonomy, origin=origin or handle.channel)
-    await _submit(handle, run)
-    return run
+    turn = Turn(text, channel, images, autonomy, origin=origin or handle.channel)
+    await _submit(handle, turn)
+    return turn
 
 
-async def _submit(handle: SessionHandle, run: Run) -> None:
-    run.owner, _ = await _session_call(handle, Submit(run))
+async def _submit(handle: SessionHandle, turn: Turn) -> None:
+    turn.owner, _ = await _session_call(handle, Submit(turn))
 
 
 async def send_message(
@@ -132,9 +132,9 @@ async def send_message(
     If the session process is killed outright (it gets no chance to answer its
     queue), the run ends with an error instead of waiting for ever.
     """
-    run = Run(text, channel, images, origin=origin or handle.channel)
-    await _submit(handle, run)
-    return await run.wait()
+    turn = Turn(text, channel, images, origin=origin or handle.channel)
+    await _submit(handle, turn)
+    return await turn.wait()
 
 
 async def history(handle: SessionHandle) -> list[Message]:
@@ -229,20 +229,15 @@ async def context_usage(handle: SessionHandle) -> ContextUsage:
     return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
 
 
-async def stop_turn(handle: SessionHandle) -> bool:
-    """Stop the turn the agent is working on (``/stop``); return whether there was one.
+async def stop_turn(handle: SessionHandle, turn: Turn | None = None) -> bool:
+    """Stop *turn* of this conversation, whether it is being worked on or still queued (an
+    A2A task canceled by its client), or without one the turn at work (``/stop``); return
+    whether there was one still to be answered.
 
-    The loop is stopped where it stands and restarted by its supervisor; the run is
-    answered "Stopped." and the queued messages go on.
+    A turn at work is stopped where it stands (the loop is restarted by its supervisor)
+    and answered "Stopped."; the queued messages go on.
     """
-    _, stopped = await _session_call(handle, StopTurn())
-    return stopped
-
-
-async def stop_run(handle: SessionHandle, run: Run) -> bool:
-    """Stop *run* of this conversation, whether it is being worked on or still queued (an
-    A2A task canceled by its client); whether it was still to be answered."""
-    _, stopped = await _session_call(handle, StopRun(run))
+    _, stopped = await _session_call(handle, StopTurn(turn))
     return stopped
 
 

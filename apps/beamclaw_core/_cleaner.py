@@ -30,7 +30,7 @@ async def sweep_expired() -> list[str]:
             status = await sv.call(runtime.session_dest(sid), Status())
         except sv.NoProc:
             continue
-        if status.runs:
+        if status.turns:
             expired.discard(sid)  # never pull a conversation from under a running turn
         elif status.updated_at < cutoff:
             expired.add(sid)

@@ -37,7 +37,6 @@ from ._http_client import owned_http_client
 from ._memory import flush_memory, keep_fresh, remember_exchange
 from ._messages import Message, ToolCall, estimate_tokens
 from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured
-from ._run import Run, TurnError, TurnResult
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._session_messages import (
@@ -47,16 +46,17 @@ from ._session_messages import (
     AttachLoop,
     AwaitingApproval,
     CloseOpenCalls,
-    FinishRun,
+    FinishTurn,
     History,
     IdleCompact,
     Replace,
-    RunAvailable,
     StopWaiting,
-    TakeRun,
+    TakeTurn,
+    TurnAvailable,
 )
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
+from ._turn import Turn, TurnError, TurnResult
 from ._workspace import user_workspace
 
 _STORAGE: Final = TurnResult("", ok=False, error=TurnError.STORAGE, retry_after=1.0)
@@ -91,10 +91,10 @@ STOPPED: Final = "Stopped."
 
 
 @attrs.define
-class _Turn:
+class _Progress:
     """What the loop knows about the run in progress."""
 
-    run: Run
+    turn: Turn
     started: float = attrs.field(factory=time.time)
     rounds: int = 0
     tool_calls: int = 0
@@ -114,7 +114,7 @@ class _Data:
     info: SessionInfo
     runtime: Runtime
     client: httpx.AsyncClient
-    turn: _Turn | None = None
+    progress: _Progress | None = None
     _provider: OpenAICompatProvider | None = None
 
     @property
@@ -125,8 +125,8 @@ class _Data:
     def autonomy(self) -> Autonomy:
         """The agent's autonomy, lowered for this run when it asks for less (a scheduled job)."""
         autonomy = self.runtime.config.autonomy
-        run_autonomy = self.turn.run.autonomy if self.turn is not None else None
-        return autonomy if run_autonomy is None else min(autonomy, run_autonomy)
+        turn_autonomy = self.progress.turn.autonomy if self.progress is not None else None
+        return autonomy if turn_autonomy is None else min(autonomy, turn_autonomy)
 
     @property
     def provider(self) -> OpenAICompatProvider:
@@ -217,7 +217,7 @@ class Loop(sv.StateMachine):
         content = event.content
         if state is LoopState.IDLE:
             match content:
-                case RunAvailable() | _Step.NEXT:
+                case TurnAvailable() | _Step.NEXT:
                     return await self._start(data)
                 case IdleCompact(above_pct, to_pct):
                     await self._idle_compact(data, above_pct, to_pct)
@@ -230,38 +230,42 @@ class Loop(sv.StateMachine):
                 _Step.EXECUTE: self._execute,
                 _Step.FINALIZE: self._finalize,
             }[content]
-            turn = data.turn
-            if turn is None or content is _Step.FINALIZE:
+            progress = data.progress
+            if progress is None or content is _Step.FINALIZE:
                 return await step(data)
-            if turn.run.stop_requested:
+            if progress.turn.stop_requested:
                 return await self._stopped(data)
-            with turn.run.working() as work:  # /stop cancels it: the turn ends where it stands
+            with progress.turn.working() as work:  # /stop cancels it: the turn ends where it stands
                 result = await step(data)
             return await self._stopped(data) if work.cancelled_caught else result
         if state is LoopState.AWAITING_APPROVAL:
             match content:
-                case StopWaiting(run_id) if event.type is sv.CAST and data.turn and run_id == data.turn.run.id:
+                case StopWaiting(turn_id) if (
+                    event.type is sv.CAST and data.progress and turn_id == data.progress.turn.id
+                ):
                     await sv.call(data.session, AwaitingApproval(None))
                     return await self._stopped(data)
                 case ApprovalAnswered(word) if event.type is sv.CAST:
                     return self._resolve(data, word in {"yes", "always"}, f"the user answered {word}")
             if event.type is sv.STATE_TIMEOUT:
                 await sv.call(data.session, AwaitingApproval(None))
-                assert data.turn is not None
-                await tell(data.turn.run.channel.send, "No answer to the approval request; the tool call was denied.")
+                assert data.progress is not None
+                await tell(
+                    data.progress.turn.channel.send, "No answer to the approval request; the tool call was denied."
+                )
                 return self._resolve(data, False, "the approval request timed out")
         return sv.KeepState()  # runs arriving while busy wait in the session's queue
 
     # --- idle -> compacting ---------------------------------------------------------------
 
     async def _start(self, data: _Data) -> Any:
-        run = await sv.call(data.session, TakeRun())
-        if run is None:
+        turn = await sv.call(data.session, TakeTurn())
+        if turn is None:
             return sv.KeepState()
-        data.turn = _Turn(run)
-        await tell(run.channel.send_typing)
+        data.progress = _Progress(turn)
+        await tell(turn.channel.send_typing)
         try:
-            await sv.call(data.session, Append([Message("user", scrub(run.text), images=run.images)]))
+            await sv.call(data.session, Append([Message("user", scrub(turn.text), images=turn.images)]))
         except PersistError as exc:
             text = f"Your message could not be saved, so it was not sent to the model: {exc}"
             return self._fail(data, text, _STORAGE)
@@ -325,27 +329,29 @@ class Loop(sv.StateMachine):
     # --- streaming ------------------------------------------------------------------------
 
     @staticmethod
-    async def _load_tools(turn: _Turn) -> None:
+    async def _load_tools(progress: _Progress) -> None:
         """The tools of this round, read once: the approval and execution steps use the same."""
         try:
-            turn.tools = {t.definition.name: t for t in await list_tools()}
+            progress.tools = {t.definition.name: t for t in await list_tools()}
         except sv.NoProc:
-            turn.tools = {}  # the tools app is not running: the model answers without tools
+            progress.tools = {}  # the tools app is not running: the model answers without tools
 
     async def _call_model(self, data: _Data) -> Any:
-        turn = data.turn
-        assert turn is not None
+        progress = data.progress
+        assert progress is not None
         config = data.runtime.config
-        final_round = turn.rounds >= config.agentic_loop.max_tool_iterations
+        final_round = progress.rounds >= config.agentic_loop.max_tool_iterations
         history = await sv.call(data.session, History())
         messages = [
             Message("system", await system_prompt(data.runtime, data.info.agent_id, data.info.user_id)),
             *history,
         ]
-        await self._load_tools(turn)
+        await self._load_tools(progress)
         autonomy = data.autonomy
         tools = (
-            [] if final_round else [t.definition.to_openai() for t in turn.tools.values() if t.min_autonomy <= autonomy]
+            []
+            if final_round
+            else [t.definition.to_openai() for t in progress.tools.values() if t.min_autonomy <= autonomy]
         )
         estimate = estimate_tokens(messages) + len(json.dumps(tools)) // 4 + config.budget_completion_reserve
         try:
@@ -353,7 +359,7 @@ class Loop(sv.StateMachine):
         except BudgetExceeded as exc:
             return self._fail(data, str(exc), TurnResult("", ok=False, error=TurnError.BUDGET))
         emit("llm_request", session_id=data.info.id, model=data.provider.model, messages=len(messages),
-             tools=len(tools), round=turn.rounds)  # fmt: skip
+             tools=len(tools), round=progress.rounds)  # fmt: skip
         completion = await self._stream(data, reservation, messages, tools)
         if isinstance(completion, ProviderError):
             text = f"I could not get an answer from the model: {completion}"
@@ -363,14 +369,14 @@ class Loop(sv.StateMachine):
     async def _stream(
         self, data: _Data, reservation: Reservation | None, messages: list[Message], tools: list[dict[str, Any]]
     ) -> Completion | ProviderError:
-        turn = data.turn
-        assert turn is not None
-        drafter = Drafter(turn.run.channel, data.runtime.config.agentic_loop.stream_chunk_chars)
+        progress = data.progress
+        assert progress is not None
+        drafter = Drafter(progress.turn.channel, data.runtime.config.agentic_loop.stream_chunk_chars)
         started = time.perf_counter()
 
         async def retrying(attempt: int, attempts: int, delay: float, why: str) -> None:
             note = f"{why}; trying again in {delay:.1f} s (attempt {attempt + 1} of {attempts})"
-            await tell(turn.run.channel.progress, note)
+            await tell(progress.turn.channel.progress, note)
 
         try:
             completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
@@ -385,8 +391,8 @@ class Loop(sv.StateMachine):
         usage = completion.usage
         used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
         await settle(reservation, used)
-        turn.prompt_tokens += usage.prompt_tokens if usage else 0
-        turn.completion_tokens += usage.completion_tokens if usage else 0
+        progress.prompt_tokens += usage.prompt_tokens if usage else 0
+        progress.completion_tokens += usage.completion_tokens if usage else 0
         emit(
             "llm_response", session_id=data.info.id, model=completion.model or data.provider.model, status="ok",
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
@@ -397,8 +403,8 @@ class Loop(sv.StateMachine):
         return completion
 
     async def _after_completion(self, data: _Data, completion: Completion, final_round: bool) -> Any:
-        turn = data.turn
-        assert turn is not None
+        progress = data.progress
+        assert progress is not None
         text = await scrub_async(completion.content)
         calls = list(completion.tool_calls)
         if not calls and not final_round:
@@ -410,65 +416,65 @@ class Loop(sv.StateMachine):
                 await sv.call(data.session, Append([message]))
             except PersistError as exc:
                 return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
-            turn.pending = calls
-            turn.decisions = {}
-            turn.rounds += 1
+            progress.pending = calls
+            progress.decisions = {}
+            progress.rounds += 1
             return sv.NextState(LoopState.AWAITING_APPROVAL, data, sv.NextEvent(_Step.APPROVE))
         if not visible:
             limit = data.runtime.config.agentic_loop.max_tool_iterations
             visible = (
                 f"I stopped after {limit} rounds of tool calls without reaching an answer."
-                if final_round and turn.rounds
+                if final_round and progress.rounds
                 else "The model returned an empty reply."
             )
         try:
             await sv.call(data.session, Append([Message("assistant", visible)]))
         except PersistError as exc:
             return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
-        turn.reply = visible
+        progress.reply = visible
         return sv.NextState(LoopState.FINALIZING, data, sv.NextEvent(_Step.FINALIZE))
 
     # --- awaiting_approval ----------------------------------------------------------------
 
     async def _approve_next(self, data: _Data) -> Any:
-        turn = data.turn
-        assert turn is not None
-        tools = turn.tools
+        progress = data.progress
+        assert progress is not None
+        tools = progress.tools
         allowlist: frozenset[str] | None = None
         context = _tool_context(data)
-        for call in turn.pending:
-            if call.id in turn.decisions:
+        for call in progress.pending:
+            if call.id in progress.decisions:
                 continue
             tool = tools.get(call.name)
             if tool is None:
-                turn.decisions[call.id] = (False, f"there is no tool called {call.name!r}")
+                progress.decisions[call.id] = (False, f"there is no tool called {call.name!r}")
                 continue
             refused = refusal_reason(tool, call.arguments, context)
             if refused is not None:  # no answer could allow it: the user is not asked
-                turn.decisions[call.id] = (False, refused)
+                progress.decisions[call.id] = (False, refused)
                 continue
             if allowlist is None:
                 allowlist = await sv.call(data.session, Allowlist())
             decision, reason = decide(tool, data.autonomy, allowlist, call.arguments)
             if decision is Decision.ASK:
                 return await self._ask(data, call, reason)
-            turn.decisions[call.id] = (decision is Decision.APPROVE, reason)
+            progress.decisions[call.id] = (decision is Decision.APPROVE, reason)
         return sv.NextState(LoopState.EXECUTING_TOOLS, data, sv.NextEvent(_Step.EXECUTE))
 
     async def _ask(self, data: _Data, call: ToolCall, reason: str) -> Any:
         """Ask the user about *call*; *reason* is why this very call asks (a prompt file,
         the simple commands of a bash line), and /always is offered when it can cover it."""
-        turn = data.turn
-        assert turn is not None
-        turn.asking = call
-        tool = turn.tools[call.name]
+        progress = data.progress
+        assert progress is not None
+        progress.asking = call
+        tool = progress.tools[call.name]
         keys = allow_keys(tool, call.arguments)
         await sv.call(data.session, AwaitingApproval(keys))
         emit("approval_requested", session_id=data.info.id, tool=call.name, arguments=_args_preview(call))
         question = f"Approve {call.name} with {_args_preview(call)}?" + (f" ({reason}.)" if reason else "")
         # The whole question is scrubbed: the reason may quote the model's arguments (a path).
         await tell(
-            turn.run.channel.send,
+            progress.turn.channel.send,
             scrub(
                 f"{question} Reply /yes, /no or /always "
                 f"(allow {describe_keys(keys)} for the rest of this conversation)."
@@ -480,46 +486,46 @@ class Loop(sv.StateMachine):
         return sv.KeepState(data, sv.StateTimeout(timeout, "approval"))
 
     def _resolve(self, data: _Data, approved: bool, how: str) -> Any:
-        turn = data.turn
-        assert turn is not None and turn.asking is not None
-        call, turn.asking = turn.asking, None
-        turn.decisions[call.id] = (approved, "" if approved else f"denied: {how}")
+        progress = data.progress
+        assert progress is not None and progress.asking is not None
+        call, progress.asking = progress.asking, None
+        progress.decisions[call.id] = (approved, "" if approved else f"denied: {how}")
         emit("approval_resolved", session_id=data.info.id, tool=call.name, approved=approved, how=how)
         return sv.KeepState(data, [sv.StateTimeout(None), sv.NextEvent(_Step.APPROVE)])
 
     # --- executing_tools -> streaming -----------------------------------------------------
 
     async def _execute(self, data: _Data) -> Any:
-        turn = data.turn
-        assert turn is not None
+        progress = data.progress
+        assert progress is not None
         info = data.info
-        tools = turn.tools
+        tools = progress.tools
         session = ToolSession(info.id, info.agent_id, info.user_id, info.channel)
         # The sandbox app's jails: bash and terminal run in the one they are set to use.
         context = attrs.evolve(_tool_context(data), jails=await session_jails(session))
         context = attrs.evolve(context, call_tool=_script_dispatcher(data, tools, session, context))
         results = []
-        for call in turn.pending:
-            approved, reason = turn.decisions.get(call.id, (False, "not approved"))
+        for call in progress.pending:
+            approved, reason = progress.decisions.get(call.id, (False, "not approved"))
             tool = tools.get(call.name)
             if approved and tool is not None:
                 emit("tool_call_start", session_id=info.id, tool=call.name, arguments=_args_preview(call))
-                await tell(turn.run.channel.tool_started, call.name, _args_preview(call))
+                await tell(progress.turn.channel.tool_started, call.name, _args_preview(call))
                 started = time.perf_counter()
                 result = await run_tool(tool, call.arguments, session, context)
-                await tell(turn.run.channel.tool_finished, call.name, scrub(result.text), result.is_error)
+                await tell(progress.turn.channel.tool_finished, call.name, scrub(result.text), result.is_error)
                 emit("tool_call_result", session_id=info.id, tool=call.name, is_error=result.is_error,
                      duration_ms=round((time.perf_counter() - started) * 1000, 1), chars=len(result.text))  # fmt: skip
             else:
                 result = ToolResult(f"the tool call was not run: {reason}", is_error=True)
-            turn.tool_calls += 1
+            progress.tool_calls += 1
             results.append(Message("tool", scrub(result.text), tool_call_id=call.id, name=call.name))
         await keep_fresh(info.agent_id)  # what the tools wrote is searchable by the next call
         try:
             await sv.call(data.session, Append(results))
         except PersistError as exc:
             return self._fail(data, f"The tool results could not be saved: {exc}", _STORAGE)
-        turn.pending = []
+        progress.pending = []
         return sv.NextState(LoopState.STREAMING, data, sv.NextEvent(_Step.CALL_MODEL))
 
     # --- finalizing -> idle ---------------------------------------------------------------
@@ -531,29 +537,30 @@ class Loop(sv.StateMachine):
 
     def _fail(self, data: _Data, message: str, failure: TurnResult) -> Any:
         """End the turn with *message*, failed as *failure* says (its kind, status, retry)."""
-        assert data.turn is not None
-        data.turn.reply = scrub(message)
-        data.turn.failure = failure
+        assert data.progress is not None
+        data.progress.reply = scrub(message)
+        data.progress.failure = failure
         return sv.NextState(LoopState.FINALIZING, data, sv.NextEvent(_Step.FINALIZE))
 
     async def _finalize(self, data: _Data) -> Any:
-        turn = data.turn
-        assert turn is not None
-        channel = turn.run.channel
-        failure = turn.failure
-        await tell(channel.finalize_draft if failure is None else channel.turn_failed, turn.reply)
+        progress = data.progress
+        assert progress is not None
+        channel = progress.turn.channel
+        failure = progress.failure
+        await tell(channel.finalize_draft if failure is None else channel.turn_failed, progress.reply)
         result = TurnResult(
-            turn.reply, failure is None, turn.prompt_tokens, turn.completion_tokens, turn.tool_calls,
+            progress.reply, failure is None, progress.prompt_tokens, progress.completion_tokens, progress.tool_calls,
             failure.error if failure else None, failure.model_status if failure else None,
             failure.retry_after if failure else None,
         )  # fmt: skip
-        await sv.call(data.session, FinishRun(turn.run, result))
+        await sv.call(data.session, FinishTurn(progress.turn, result))
         if failure is None:
-            remember_exchange(data.info, turn.started, scrub(turn.run.text), turn.reply)
+            remember_exchange(data.info, progress.started, scrub(progress.turn.text), progress.reply)
         emit(
             "turn_complete", session_id=data.info.id, agent_id=data.info.agent_id,
-            outcome=failure.error.value if failure and failure.error else "ok", rounds=turn.rounds,
-            tool_calls=turn.tool_calls, prompt_tokens=turn.prompt_tokens, completion_tokens=turn.completion_tokens,
+            outcome=failure.error.value if failure and failure.error else "ok", rounds=progress.rounds,
+            tool_calls=progress.tool_calls, prompt_tokens=progress.prompt_tokens,
+            completion_tokens=progress.completion_tokens,
         )  # fmt: skip
-        data.turn = None
+        data.progress = None
         return sv.NextState(LoopState.IDLE, data, sv.NextEvent(_Step.NEXT))

@@ -27,8 +27,8 @@ import supervision as sv
 from beamclaw_obs import emit, scrub
 
 from ._history import answered_history
+from ._idle_sleep import tell_sleeper
 from ._messages import Message, scrubbed_all
-from ._run import Run, TurnError, TurnResult
 from ._session_messages import (
     Allowlist,
     AnswerApproval,
@@ -37,25 +37,24 @@ from ._session_messages import (
     AttachLoop,
     AwaitingApproval,
     CloseOpenCalls,
-    FinishRun,
+    FinishTurn,
     History,
     LoopEvent,
     Replace,
     Reset,
-    RunAvailable,
     SessionStatus,
     SleepIfIdle,
     Status,
-    StopRun,
     StopTurn,
     StopWaiting,
     Submit,
     Submitted,
-    TakeRun,
+    TakeTurn,
+    TurnAvailable,
 )
-from ._sleeper import tell_sleeper
 from ._store import StoreError, store_call
 from ._store_requests import AppendMessages, LoadSession, ReplaceHistory, TouchSession
+from ._turn import Turn, TurnError, TurnResult
 from ._workspace import Workspace
 
 APPROVAL_WORDS: Final = {"/yes": "yes", "/no": "no", "/always": "always", "/y": "yes", "/n": "no"}
@@ -87,8 +86,8 @@ class _State:
     persist: bool
     loop_name: sv.ViaName
     history: list[Message] = attrs.field(factory=list)
-    queue: deque[Run] = attrs.field(factory=deque)
-    current: Run | None = None
+    queue: deque[Turn] = attrs.field(factory=deque)
+    current: Turn | None = None
     loop_ref: sv.Ref | None = None
     allowlist: set[str] = attrs.field(factory=set)
     #: What `/always` would allow (see `_approval.allow_keys`) while a call waits for approval.
@@ -96,7 +95,7 @@ class _State:
     #: The channel of the run whose call waits: only a message from there answers it.
     approval_origin: str = ""
     updated_at: float = attrs.field(factory=time.time)
-    #: Set when the session agreed to sleep (see `_sleeper`): its tree is being stopped.
+    #: Set when the session agreed to sleep (see `_idle_sleep`): its tree is being stopped.
     sleeping: bool = False
 
 
@@ -142,25 +141,25 @@ class Session(sv.GenServer):
     async def handle_call(self, request: sv.Request[Any], caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         match request:
             case Status():  # asked by the cleaner and the sleeper: not a use of the conversation
-                runs = len(state.queue) + (state.current is not None)
-                return sv.Reply(SessionStatus(state.info, state.updated_at, runs), state)
+                turns = len(state.queue) + (state.current is not None)
+                return sv.Reply(SessionStatus(state.info, state.updated_at, turns), state)
             case SleepIfIdle(idle):
                 return sv.Reply(self._sleep_if_idle(state, idle), state)
         if state.sleeping:
-            # Going to sleep: the caller starts the conversation again and retries (see `_sleeper`).
+            # Going to sleep: the caller starts the conversation again and retries (see `_idle_sleep`).
             sv.reply_error(caller, sv.NoProc(f"session {state.info.id[:12]} (asleep)"))
             return sv.NoReply(state)
         state.updated_at = time.time()
         match request:
-            case Submit(run):
-                return sv.Reply(self._submit(run, state), state)
-            case TakeRun():
+            case Submit(turn):
+                return sv.Reply(self._submit(turn, state), state)
+            case TakeTurn():
                 if state.current is None and state.queue:
                     state.current = state.queue.popleft()
                 return sv.Reply(state.current, state)
-            case FinishRun(run, result):
-                run.finish(result)
-                if state.current is run:
+            case FinishTurn(turn, result):
+                turn.finish(result)
+                if state.current is turn:
                     state.current = None
                 tell_sleeper(state.info.id)
                 return sv.Reply(bool(state.queue), state)
@@ -195,14 +194,13 @@ class Session(sv.GenServer):
                 return sv.Reply(None, state)
             case AnswerApproval(word):  # an admin's explicit answer (the owner's socket)
                 return sv.Reply(self._answer(state, word), state)
-            case StopRun(run):
-                return sv.Reply(self._stop_run(state, run), state)
+            case StopTurn(turn):
+                turn = turn or state.current
+                return sv.Reply(turn is not None and self._stop_turn(state, turn), state)
             case Allowlist():
                 return sv.Reply(frozenset(state.allowlist), state)
             case Reset():
                 return await self._reset(caller, state)
-            case StopTurn():
-                return sv.Reply(state.current is not None and self._stop_run(state, state.current), state)
             case CloseOpenCalls():
                 await self._close_tool_calls(state)
                 return sv.Reply(None, state)
@@ -220,21 +218,21 @@ class Session(sv.GenServer):
         state.sleeping = True
         return 0.0
 
-    def _submit(self, run: Run, state: _State) -> Submitted:
-        word = APPROVAL_WORDS.get(run.text.strip().lower())
+    def _submit(self, turn: Turn, state: _State) -> Submitted:
+        word = APPROVAL_WORDS.get(turn.text.strip().lower())
         if word is not None:
             if state.pending_approval is None:
-                run.finish(TurnResult("There is nothing waiting for approval.", ok=False))
+                turn.finish(TurnResult("There is nothing waiting for approval.", ok=False))
                 return "no_approval"
-            if run.origin != state.approval_origin:
+            if turn.origin != state.approval_origin:
                 # A /yes through another channel (another client of the same user id, an
                 # MCP host's model) approves nothing: only where the question was asked.
-                run.finish(TurnResult("There is nothing waiting for approval here.", ok=False))
+                turn.finish(TurnResult("There is nothing waiting for approval here.", ok=False))
                 return "no_approval"
-            run.finish(TurnResult(f"approval: {self._answer(state, word)}"))
+            turn.finish(TurnResult(f"approval: {self._answer(state, word)}"))
             return "approval"
-        state.queue.append(run)
-        self._notify_loop(state, RunAvailable())
+        state.queue.append(turn)
+        self._notify_loop(state, TurnAvailable())
         return "queued"
 
     def _answer(self, state: _State, word: str) -> str:
@@ -247,17 +245,17 @@ class Session(sv.GenServer):
         self._notify_loop(state, ApprovalAnswered(word))
         return word
 
-    def _stop_run(self, state: _State, run: Run) -> bool:
+    def _stop_turn(self, state: _State, turn: Turn) -> bool:
         """Stop *run*: the step at work is cancelled, one waiting for approval is told, one
         still queued is answered at once. Whether it was still to be answered."""
-        if run is state.current:
-            run.stop()
+        if turn is state.current:
+            turn.stop()
             if state.pending_approval is not None:
-                self._notify_loop(state, StopWaiting(run.id))
+                self._notify_loop(state, StopWaiting(turn.id))
             return True
-        if run in state.queue:
-            state.queue.remove(run)
-            run.finish(TurnResult("Stopped.", ok=False, error=TurnError.STOPPED))
+        if turn in state.queue:
+            state.queue.remove(turn)
+            turn.finish(TurnResult("Stopped.", ok=False, error=TurnError.STOPPED))
             return True
         return False
 
@@ -311,24 +309,24 @@ class Session(sv.GenServer):
 
     async def _loop_crashed(self, state: _State, reason: Any) -> None:
         await self._close_tool_calls(state)
-        run, state.current = state.current, None
-        if run is None:
+        turn, state.current = state.current, None
+        if turn is None:
             return
         text = scrub(
             "Sorry, something went wrong while I was answering this message "
             f"({_describe(reason)}). "
             "The conversation is intact; please send it again."
         )
-        run.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
+        turn.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
         with trio.move_on_after(10):
             try:
-                await run.channel.turn_failed(text)
+                await turn.channel.turn_failed(text)
             except Exception:  # noqa: BLE001 - the channel failing must not take the session down
                 logger.opt(exception=True).warning("session {}: could not send the error reply", state.info.id[:12])
 
     def terminate(self, reason: Any, state: _State) -> None:
         pending = [*([state.current] if state.current else []), *state.queue]
-        for run in pending:
+        for turn in pending:
             text = "The session stopped before answering this message; please send it again."
-            run.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
-        emit("session_end", session_id=state.info.id, reason=_describe(reason), unanswered_runs=len(pending))
+            turn.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
+        emit("session_end", session_id=state.info.id, reason=_describe(reason), unanswered_turns=len(pending))

@@ -10,7 +10,7 @@ import attrs
 import supervision as sv
 
 from ._messages import Message
-from ._run import Run, TurnResult
+from ._turn import Turn, TurnResult
 
 if TYPE_CHECKING:  # the session module answers these: its info is only a type here
     from ._session import SessionInfo
@@ -30,7 +30,7 @@ class SessionStatus:
 
     info: SessionInfo
     updated_at: float
-    runs: int
+    turns: int
 
 
 @attrs.frozen
@@ -49,19 +49,19 @@ class SleepIfIdle(sv.Request[float | None]):
 class Submit(sv.Request[Submitted]):
     """Queue *run*, or take it as the answer to the waiting approval."""
 
-    run: Run
+    turn: Turn
 
 
 @attrs.frozen
-class TakeRun(sv.Request[Run | None]):
+class TakeTurn(sv.Request[Turn | None]):
     """The run to work on (the current one, else the next queued); None when there is none."""
 
 
 @attrs.frozen
-class FinishRun(sv.Request[bool]):
+class FinishTurn(sv.Request[bool]):
     """*run* ended with *result*; the reply is whether more runs are queued."""
 
-    run: Run
+    turn: Turn
     result: TurnResult
 
 
@@ -107,15 +107,11 @@ class AnswerApproval(sv.Request[str]):
 
 
 @attrs.frozen
-class StopRun(sv.Request[bool]):
-    """Stop *run*, at work or queued; the reply is whether it was still to be answered."""
-
-    run: Run
-
-
-@attrs.frozen
 class StopTurn(sv.Request[bool]):
-    """Stop the run at work; the reply is whether there was one."""
+    """Stop *turn*, at work or queued, or (None) the one at work; the reply is whether
+    there was one still to be answered."""
+
+    turn: Turn | None = None
 
 
 @attrs.frozen
@@ -137,7 +133,7 @@ class CloseOpenCalls(sv.Request[None]):
 
 
 @attrs.frozen
-class RunAvailable:
+class TurnAvailable:
     """A run was queued: an idle loop takes it."""
 
 
@@ -152,7 +148,7 @@ class ApprovalAnswered:
 class StopWaiting:
     """The user stopped the run *run_id* while it waits for approval."""
 
-    run_id: str
+    turn_id: str
 
 
 @attrs.frozen
@@ -165,4 +161,4 @@ class IdleCompact:
 
 
 #: Everything the loop is sent.
-LoopEvent = RunAvailable | ApprovalAnswered | StopWaiting | IdleCompact
+LoopEvent = TurnAvailable | ApprovalAnswered | StopWaiting | IdleCompact

@@ -11,17 +11,17 @@ from beamclaw_tools import keep_registered
 from ._cleaner import cleaner
 from ._config import parse_core_config
 from ._http_client import HttpClientOwner
+from ._idle_sleep import sleeper
 from ._runtime import HTTP_CLIENT, Runtime
 from ._sessions import SESSIONS_SUP, SessionsManager, running_trees, stop_tree
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
-from ._sleeper import sleeper
 from ._store import Store
 from ._workspace_tool import WorkspaceMemoryTool
 
 
 def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     """store, the shared HTTP client, the sessions' dynamic supervisor, the sessions
-    process, the sleeper (idle conversations stop, see `_sleeper`), the skills catalog
+    process, the sleeper (idle conversations stop, see `_idle_sleep`), the skills catalog
     and its watcher, core's own tools, and the cleaner.
 
     rest_for_one: if the store restarts, everything after it restarts too, so no session

@@ -74,10 +74,10 @@ class CoreBackend:
     async def start(self, agent: str, user: str, message: str, pending: Pending, origin: str) -> None:
         handle = await self._open(agent, user)
         text = core.truncated(message, self.config.http.max_user_chars)
-        run = await core.submit(handle, text, _PendingChannel(pending), origin=origin)
+        turn = await core.submit(handle, text, _PendingChannel(pending), origin=origin)
 
         async def finish() -> None:
-            result = await run.wait()
+            result = await turn.wait()
             pending.ended(result.ok, result.text)
 
         self.nursery.start_soon(finish)

@@ -164,18 +164,18 @@ async def _voice(bot: _Bot, message: dict[str, Any]) -> tuple[str | None, str]:
 
 
 def _turn(bot: _Bot, handle: core.SessionHandle, chat_id: int, text: str, images: tuple[str, ...]) -> Effect:
-    async def turn(pending: Pending | None) -> bool:
+    async def take_turn(pending: Pending | None) -> bool:
         channel = TelegramChannel(bot.api, chat_id, bot.config.edit_interval_seconds, bot.notices, pending)
-        run = await core.submit(handle, text, channel, images)
-        channel.run = run
-        if run.result is None or channel.pending is None:
+        turn = await core.submit(handle, text, channel, images)
+        channel.turn = turn
+        if turn.result is None or channel.pending is None:
             return False  # the turn runs; its channel clears the row once the answer is out
         # Settled inside submit, with no turn: an approval word (/yes, /no).
-        if not run.result.ok:
-            await bot.api.call("sendMessage", chat_id=chat_id, text=run.result.text)
+        if not turn.result.ok:
+            await bot.api.call("sendMessage", chat_id=chat_id, text=turn.result.text)
         return True
 
-    return turn
+    return take_turn
 
 
 def _command(bot: _Bot, handle: core.SessionHandle, chat_id: int, command: str) -> Effect:

@@ -70,7 +70,7 @@ class TelegramChannel(core.BaseChannel):
     edit_interval: float = 1.0
     notices: ChatNotices = attrs.field(factory=ChatNotices)
     pending: Pending | None = None  # cleared when the user has the final answer
-    run: core.Run | None = None  # set once the turn is queued
+    turn: core.Turn | None = None  # set once the turn is queued
     _draft_id: int | None = None
     _last_edit: float = -1e9
 
@@ -118,7 +118,7 @@ class TelegramChannel(core.BaseChannel):
         except TelegramError as exc:
             logger.warning("Telegram: a message to chat {} was not delivered: {}", self.chat_id, exc)
             return
-        if self.run is not None and self.run.result is not None:
+        if self.turn is not None and self.turn.result is not None:
             await self._answered()  # the turn ended with this message (the loop crashed, say)
 
     async def send_typing(self) -> None:

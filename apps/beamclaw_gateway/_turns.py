@@ -105,7 +105,7 @@ async def run_events(handle: core.SessionHandle, text: str, origin: str) -> Asyn
     be answered with an error rather than with the error as the assistant's words.
     """
     channel, events = StreamChannel.open()
-    run = await core.submit(handle, text, channel, origin=origin)
+    turn = await core.submit(handle, text, channel, origin=origin)
     async with events:
         while True:
             event = None
@@ -114,10 +114,10 @@ async def run_events(handle: core.SessionHandle, text: str, origin: str) -> Asyn
                 event = await events.receive()
             if event is not None:
                 if event["type"] in {"final", "failed"}:
-                    await run.wait()
+                    await turn.wait()
                     yield event
                     break
                 yield event
-            elif run.ended():
+            elif turn.ended():
                 break  # ended without a final draft: a crash, already reported by a message
-    yield {"type": "done", "result": run.result}
+    yield {"type": "done", "result": turn.result}

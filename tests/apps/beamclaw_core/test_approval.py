@@ -46,7 +46,7 @@ async def _ask_and_answer(run_core: RunCore, answer: str) -> tuple[core.TurnResu
     async with run_core(ECHO, Reply("after")) as r:
         session = await r.open()
         channel = core.CollectingChannel()
-        run = await core.submit(session, "please run it", channel)
+        turn = await core.submit(session, "please run it", channel)
         await wait_for(lambda: bool(channel.sent))
         assert channel.sent[0].startswith(
             'Approve bash with {"command": "echo ran > out; cat out"}? (not in the allow list: `echo ran > out`.) '
@@ -54,7 +54,7 @@ async def _ask_and_answer(run_core: RunCore, answer: str) -> tuple[core.TurnResu
         )
         ack = await core.send_message(session, answer, core.CollectingChannel())
         assert ack.text == f"approval: {answer.strip('/')}"
-        result = await run.wait()
+        result = await turn.wait()
         await r.settle()
         events = [e.name for e in r.events if e.name.startswith("approval")]
         return result, await core.history(session), events
@@ -80,10 +80,10 @@ async def test_always_adds_to_the_session_allowlist(run_core: RunCore) -> None:
     async with run_core(ECHO, Reply("one"), ECHO, Reply("two")) as r:
         session = await r.open()
         channel = core.CollectingChannel()
-        run = await core.submit(session, "first", channel)
+        turn = await core.submit(session, "first", channel)
         await wait_for(lambda: bool(channel.sent))
         await core.send_message(session, "/always", core.CollectingChannel())
-        assert (await run.wait()).text == "one"
+        assert (await turn.wait()).text == "one"
         second = core.CollectingChannel()
         assert (await core.send_message(session, "second", second)).text == "two"
         assert second.sent == []  # not asked again
@@ -95,33 +95,33 @@ async def test_always_allows_what_was_asked_not_every_later_command(run_core: Ru
     async with run_core(ECHO, Reply("one"), other, Reply("two")) as r:
         session = await r.open()
         channel = core.CollectingChannel()
-        run = await core.submit(session, "first", channel)
+        turn = await core.submit(session, "first", channel)
         await wait_for(lambda: bool(channel.sent))
         assert "(allow `echo ran > out` for the rest of this conversation)" in channel.sent[0]
         await core.send_message(session, "/always", core.CollectingChannel())
-        assert (await run.wait()).text == "one"
+        assert (await turn.wait()).text == "one"
         second = core.CollectingChannel()
-        run = await core.submit(session, "second", second)
+        turn = await core.submit(session, "second", second)
         await wait_for(lambda: bool(second.sent))  # another command: asked again
         assert second.sent[0].startswith(
             'Approve bash with {"command": "echo ran > out; make"}? (not in the allow list: `make`.)'
         )
         await core.send_message(session, "/no", core.CollectingChannel())
-        assert (await run.wait()).text == "two"
+        assert (await turn.wait()).text == "two"
 
 
 async def test_yes_through_another_channel_approves_nothing_and_the_owner_may_answer(run_core: RunCore) -> None:
     async with run_core(ECHO, Reply("one")) as r:
         session = await r.open()
         channel = core.CollectingChannel()
-        run = await core.submit(session, "first", channel)
+        turn = await core.submit(session, "first", channel)
         await wait_for(lambda: bool(channel.sent))
         elsewhere = await core.open_session(session.user_id, session.agent_id, "mcp")
         refused = await core.send_message(elsewhere, "/yes", core.CollectingChannel())
         assert (refused.ok, refused.text) == (False, "There is nothing waiting for approval here.")
-        assert run.result is None
+        assert turn.result is None
         assert await core.answer_approval(elsewhere, "yes") == "yes"  # the owner's explicit answer
-        assert (await run.wait()).text == "one"
+        assert (await turn.wait()).text == "one"
         assert await core.answer_approval(elsewhere, "yes") == "none"
 
 

@@ -44,10 +44,10 @@ async def test_a_crash_while_a_tool_runs_leaves_a_valid_history(run_core: RunCor
     steps = [Reply(tool_calls=(Call("bash", {"command": "sleep 30"}, id="slow"),)), Reply("recovered")]
     async with run_core(*steps, autonomy_level="full") as r:
         session = await r.open()
-        run = await core.submit(session, "run something slow", core.CollectingChannel())
+        turn = await core.submit(session, "run something slow", core.CollectingChannel())
         await wait_for(lambda: bool(r.named("tool_call_start")))
         sv.kill(loop_of(session), RuntimeError("crash in a tool"))
-        assert not (await run.wait()).ok
+        assert not (await turn.wait()).ok
         result = await core.send_message(session, "try again", core.CollectingChannel())
         assert result.text == "recovered"
         history = await core.history(session)

@@ -50,7 +50,7 @@ def test_answered_history(history: list[Message], expected: list[Message] | None
 
 async def _kill_while_a_tool_runs(r: Running, victim: str) -> None:
     session = await r.open()
-    run = await core.submit(session, "run something slow", core.CollectingChannel())
+    turn = await core.submit(session, "run something slow", core.CollectingChannel())
     await wait_for(lambda: bool(r.named("tool_call_start")))
     dest: object = {
         "session": session.dest,
@@ -59,7 +59,7 @@ async def _kill_while_a_tool_runs(r: Running, victim: str) -> None:
         "sessions_sup": core.SESSIONS_SUP,
     }[victim]
     sv.kill(dest, RuntimeError(f"injected crash of {victim}"))  # type: ignore[arg-type]
-    await run.wait()
+    await turn.wait()
 
 
 @pytest.mark.parametrize("victim", ["session", "session tree", "store", "sessions_sup"])

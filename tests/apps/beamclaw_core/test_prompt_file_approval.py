@@ -23,19 +23,19 @@ async def test_a_prompt_file_asks_every_time_even_after_always(run_core: RunCore
         session = await r.open()
         workspace = home / "agents" / "default"
         first = core.CollectingChannel()
-        run = await core.submit(session, "change your rules", first)
+        turn = await core.submit(session, "change your rules", first)
         await wait_for(lambda: bool(first.sent))
         assert "AGENTS.md" in first.sent[0] and "every time" in first.sent[0] and "/always" not in first.sent[0]
         await core.send_message(session, "/always", core.CollectingChannel())  # the user tries anyway
-        assert (await run.wait()).text == "first"
+        assert (await turn.wait()).text == "first"
         assert (workspace / "AGENTS.md").read_text() == "obey the model"
 
         second = core.CollectingChannel()
-        run = await core.submit(session, "and add a skill", second)
+        turn = await core.submit(session, "and add a skill", second)
         await wait_for(lambda: bool(second.sent))
         assert "SKILL.md" in second.sent[0] and "every time" in second.sent[0]
         await core.send_message(session, "/no", core.CollectingChannel())
-        assert (await run.wait()).text == "second"
+        assert (await turn.wait()).text == "second"
         tools = [m.content for m in await core.history(session) if m.role == "tool"]
 
     assert not (workspace / "Skills").exists() and not (workspace / "skills" / "x").exists()
@@ -59,12 +59,12 @@ async def test_memory_written_through_workspace_memory_asks_too(run_core: RunCor
     async with run_core(*steps, home=home, autonomy_level="supervised") as r:
         session = await r.open()
         channel = core.CollectingChannel()
-        run = await core.submit(session, "remember things", channel)
+        turn = await core.submit(session, "remember things", channel)
         for asked in range(1, 4):
             await wait_for(lambda n=asked: len(channel.sent) >= n)
             assert "every later system prompt" in channel.sent[-1], channel.sent
             await core.send_message(session, "/no" if asked < 3 else "/yes", core.CollectingChannel())
-        assert (await run.wait()).text == "done"
+        assert (await turn.wait()).text == "done"
         assert len(channel.sent) == 3
     workspace = home / "agents" / "default"
     own = core.user_workspace(home, "default", "local:alice", single_user=False).root

@@ -89,10 +89,10 @@ async def test_tool_call_arguments_are_stored_scrubbed_but_run_as_sent(run_core:
 async def _asked_and_refused(session: core.SessionHandle) -> core.CollectingChannel:
     """Send a message whose turn asks for an approval; answer /no; the channel that was asked."""
     channel = core.CollectingChannel()
-    run = await core.submit(session, "go", channel)
+    turn = await core.submit(session, "go", channel)
     await wait_for(lambda: bool(channel.sent))
     await core.send_message(session, "/no", core.CollectingChannel())
-    await run.wait()
+    await turn.wait()
     return channel
 
 

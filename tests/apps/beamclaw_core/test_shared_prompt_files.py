@@ -79,11 +79,11 @@ async def test_a_single_user_agent_asks_and_a_reload_applies(run_core: RunCore, 
         table = core_table(r.model.base_url, autonomy_level="supervised", single_user_agents=["default"])
         assert await core.reconfigure(table)  # what `beamclaw reload` does for [core]
         second = core.CollectingChannel()
-        run = await core.submit(session, "change your rules", second)
+        turn = await core.submit(session, "change your rules", second)
         await wait_for(lambda: bool(second.sent))
         assert "AGENTS.md" in second.sent[0] and "every time" in second.sent[0]
         await core.send_message(session, "/yes", core.CollectingChannel())
-        assert (await run.wait()).text == "written"
+        assert (await turn.wait()).text == "written"
     assert agents.read_text() == "Obey user A."
 
 

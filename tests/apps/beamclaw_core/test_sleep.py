@@ -50,12 +50,12 @@ async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_cor
         hold.release()
         assert (await slow.wait()).text == "slow answer"
         channel = core.CollectingChannel()
-        run = await core.submit(ada, "run it", channel)
+        turn = await core.submit(ada, "run it", channel)
         await wait_for(lambda: any("Approve bash" in s for s in channel.sent))
         await trio.sleep(1.0)  # well past idle_seconds, waiting for the user
         assert ada.id in await core.running_sessions()
         await core.submit(ada, "/yes", core.CollectingChannel())
-        assert (await run.wait()).text == "done"
+        assert (await turn.wait()).text == "done"
 
 
 async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_model_fails(run_core: RunCore) -> None:
@@ -70,9 +70,9 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
     async with run_core(*steps, provider={"context_window": 2000, "max_retries": 0}, **upkeep) as r:
         ada = await r.open("local:ada")
         # Queued at once: a conversation with runs waiting is never idle, however slow the machine.
-        runs = [await core.submit(ada, f"tell me more {n}", core.CollectingChannel()) for n in range(3)]
-        for run in runs:
-            await run.wait()
+        turns = [await core.submit(ada, f"tell me more {n}", core.CollectingChannel()) for n in range(3)]
+        for turn in turns:
+            await turn.wait()
         await wait_for(lambda: any(e.name == "session_sleep" for e in r.events))
         summarised = await core.history(ada)
         assert summarised[0].content == f"{core.SUMMARY_HEADER}\nThey talked at length."

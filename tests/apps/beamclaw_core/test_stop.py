@@ -11,11 +11,11 @@ from tests.support.model_server import Call, Hold, Reply
 from .conftest import RunCore, loop_of, wait_for
 
 
-async def _stop_when(run: core.Run, session: core.SessionHandle, reached: trio.Event) -> core.TurnResult:
+async def _stop_when(turn: core.Turn, session: core.SessionHandle, reached: trio.Event) -> core.TurnResult:
     with trio.fail_after(20):
         await reached.wait()
     assert await core.stop_turn(session)
-    return await run.wait()
+    return await turn.wait()
 
 
 async def test_stopping_while_the_model_answers_a_tool_runs_or_an_approval_waits(run_core: RunCore) -> None:
@@ -31,25 +31,25 @@ async def test_stopping_while_the_model_answers_a_tool_runs_or_an_approval_waits
         loop = loop_of(session).whereis()
 
         # While the model is answering.
-        run = await core.submit(session, "slow model", core.CollectingChannel())
-        result = await _stop_when(run, session, model_held.reached)
+        turn = await core.submit(session, "slow model", core.CollectingChannel())
+        result = await _stop_when(turn, session, model_held.reached)
         assert (result.text, result.error) == ("Stopped.", core.TurnError.STOPPED)
 
         # While a tool is running: approved, then stopped; its call gets a result.
         channel = core.CollectingChannel()
-        run = await core.submit(session, "a long command", channel)
+        turn = await core.submit(session, "a long command", channel)
         await wait_for(lambda: bool(channel.sent))
         await core.send_message(session, "/yes", core.CollectingChannel())
         await trio.sleep(0.5)
         assert await core.stop_turn(session)
-        assert (await run.wait()).error is core.TurnError.STOPPED
+        assert (await turn.wait()).error is core.TurnError.STOPPED
 
         # While an approval waits.
         channel = core.CollectingChannel()
-        run = await core.submit(session, "ask me", channel)
+        turn = await core.submit(session, "ask me", channel)
         await wait_for(lambda: bool(channel.sent))
         assert await core.stop_turn(session)
-        assert (await run.wait()).error is core.TurnError.STOPPED
+        assert (await turn.wait()).error is core.TurnError.STOPPED
 
         # Nothing crashed or restarted, the history is valid, and the next turn works.
         assert loop_of(session).whereis() == loop
@@ -68,8 +68,8 @@ async def test_many_stops_in_a_row_never_add_up_to_an_escalation(run_core: RunCo
         session = await r.open()
         loop = loop_of(session).whereis()
         for held in holds:
-            run = await core.submit(session, "again", core.CollectingChannel())
-            assert (await _stop_when(run, session, held.reached)).error is core.TurnError.STOPPED
+            turn = await core.submit(session, "again", core.CollectingChannel())
+            assert (await _stop_when(turn, session, held.reached)).error is core.TurnError.STOPPED
         assert loop_of(session).whereis() == loop
         assert (await core.send_message(session, "done?", core.CollectingChannel())).text == "fine"
         tree = sv.inspect_tree(core.SESSIONS_SUP)

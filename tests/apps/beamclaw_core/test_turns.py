@@ -60,8 +60,8 @@ async def test_a_multi_tool_turn_end_to_end(run_core: RunCore) -> None:
 async def test_runs_wait_in_order_while_the_loop_is_busy(run_core: RunCore) -> None:
     async with run_core(Reply("one"), Reply("two"), Reply("three")) as r:
         session = await r.open()
-        runs = [await core.submit(session, f"msg {i}", core.CollectingChannel()) for i in range(3)]
-        results = [await run.wait() for run in runs]
+        turns = [await core.submit(session, f"msg {i}", core.CollectingChannel()) for i in range(3)]
+        results = [await turn.wait() for turn in turns]
         assert [res.text for res in results] == ["one", "two", "three"]
         users = [m.content for m in await core.history(session) if m.role == "user"]
         assert users == ["msg 0", "msg 1", "msg 2"]

@@ -60,7 +60,7 @@ class TurnResult:
 
 @final
 @attrs.define(eq=False)
-class Run:
+class Turn:
     text: str
     channel: Channel
     images: tuple[str, ...] = ()
