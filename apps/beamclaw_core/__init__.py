@@ -1,6 +1,6 @@
 """The agent brain: sessions that survive crashes, the agentic loop, providers and policy.
 
-Each conversation is a `Session` process (history, run queue) and a `Loop` state
+Each conversation is a `Session` process (history, turn queue) and a `Loop` state
 machine under their own rest_for_one supervisor: a crashing loop is restarted and the
 conversation goes on, and every tool call in a history sent to a model is answered.
 History is written to SQLite before it is acknowledged, so it also survives the whole

@@ -107,8 +107,8 @@ async def submit(
     autonomy: Autonomy | None = None,
     origin: str | None = None,
 ) -> Turn:
-    """Queue *text* (and *images*, as data: URLs) as a run and return it at once;
-    ``await run.wait()`` for the answer. *autonomy* lowers the agent's for this run.
+    """Queue *text* (and *images*, as data: URLs) as a turn and return it at once;
+    ``await turn.wait()`` for the answer. *autonomy* lowers the agent's for this turn.
 
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing, when
     it was asked from the same *origin*: the channel and, where a channel has several
@@ -130,7 +130,7 @@ async def send_message(
     as for `submit`.
 
     If the session process is killed outright (it gets no chance to answer its
-    queue), the run ends with an error instead of waiting for ever.
+    queue), the turn ends with an error instead of waiting for ever.
     """
     turn = Turn(text, channel, images, origin=origin or handle.channel)
     await _submit(handle, turn)

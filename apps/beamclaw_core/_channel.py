@@ -9,7 +9,7 @@ import attrs
 
 
 class Channel(Protocol):
-    """A destination for one run's replies (the TUI, a Telegram chat, an HTTP response).
+    """A destination for one turn's replies (the TUI, a Telegram chat, an HTTP response).
 
     ``update_draft`` gets the whole reply so far, about every 80 new characters, so a
     channel can edit one message in place; ``finalize_draft`` gets the final text.
@@ -72,7 +72,7 @@ class BaseChannel(abc.ABC):
 
 class ReplyOnlyChannel(BaseChannel):
     """A base for a channel that shows no drafts and no typing (nobody watches the reply
-    grow): a subclass defines ``send``, and takes the final text from the run's result."""
+    grow): a subclass defines ``send``, and takes the final text from the turn's result."""
 
     __slots__ = ()
 
@@ -83,7 +83,7 @@ class ReplyOnlyChannel(BaseChannel):
         """Nothing: only the final reply counts."""
 
     async def finalize_draft(self, text: str) -> None:
-        """Nothing: the run's result carries the final text."""
+        """Nothing: the turn's result carries the final text."""
 
 
 @attrs.define

@@ -2,13 +2,13 @@
 
 A conversation's tree (supervisor, session, loop) costs tens of KiB while it runs;
 everything it holds is in SQLite already. After ``core.maintenance.idle_seconds``
-without a call, the sleeper asks the session whether it is idle (no run, no queue, no
+without a call, the sleeper asks the session whether it is idle (no turn, no queue, no
 approval waiting); a session that is says so and refuses every later call as if it
 were gone, and the sleeper stops its tree. A message that arrives meanwhile is retried
 by its sender (`_api._session_call`) against the tree started anew, so it wakes the
 conversation with its history, and nothing sent is lost.
 
-Sessions tell the sleeper when they start and when a run ends (a message into an
+Sessions tell the sleeper when they start and when a turn ends (a message into an
 unbounded mailbox: the sleeper never slows them); it keeps one deadline per session in
 a heap, so a thousand sessions cost nothing until one is due. Every `_RESYNC` seconds,
 and when it restarts, it gives each running session it does not know a deadline, so
@@ -47,7 +47,7 @@ class _Active:
 
 
 def tell_sleeper(session_id: str) -> None:
-    """The session was active now (it started, or a run ended): its idle time counts from here."""
+    """The session was active now (it started, or a turn ended): its idle time counts from here."""
     with contextlib.suppress(sv.NoProc, sv.MailboxFull):
         sv.send(SLEEPER, _Active(session_id))
 
@@ -113,7 +113,7 @@ async def sleeper(
             except (sv.NoProc, sv.ProcessExited, sv.CallTimeout):
                 continue  # gone already (stopped, expired), or too busy to ask: it reports when done
             if left is None:
-                continue  # a run is in progress: the session reports when it ends
+                continue  # a turn is in progress: the session reports when it ends
             if left > 0:
                 schedule(sid, left)
                 continue

@@ -1,11 +1,11 @@
-"""The agentic loop: a state machine that turns one run into an answer.
+"""The agentic loop: a state machine that turns one message into an answer.
 
     idle -> compacting -> streaming -> awaiting_approval -> executing_tools -> streaming ...
          -> finalizing -> idle
 
 It is the transient half of the per-session pair, and it keeps nothing the session
 does not also have: it re-reads the history before every model call, and asks the
-session for the next run when it is idle. So when it crashes, the supervisor starts
+session for the next turn when it is idle. So when it crashes, the supervisor starts
 a fresh one that simply carries on with the queue; the session has already told the
 user that the crashed turn failed. Expected failures (the model unreachable, a key
 missing, the budget used up) are not crashes: they end the turn with a clear reply.
@@ -76,7 +76,7 @@ class LoopState(enum.Enum):
 
 @enum.unique
 class _Step(enum.Enum):
-    """The loop's own events: each does one step of the turn (`NEXT`: take the next run)."""
+    """The loop's own events: each does one step of the turn (`NEXT`: take the next turn)."""
 
     NEXT = "next"
     COMPACT = "compact"
@@ -86,13 +86,13 @@ class _Step(enum.Enum):
     FINALIZE = "finalize"
 
 
-#: The answer to a run the user stopped.
+#: The answer to a turn the user stopped.
 STOPPED: Final = "Stopped."
 
 
 @attrs.define
 class _Progress:
-    """What the loop knows about the run in progress."""
+    """What the loop knows about the turn in progress."""
 
     turn: Turn
     started: float = attrs.field(factory=time.time)
@@ -123,7 +123,7 @@ class _Data:
 
     @property
     def autonomy(self) -> Autonomy:
-        """The agent's autonomy, lowered for this run when it asks for less (a scheduled job)."""
+        """The agent's autonomy, lowered for this turn when it asks for less (a scheduled job)."""
         autonomy = self.runtime.config.autonomy
         turn_autonomy = self.progress.turn.autonomy if self.progress is not None else None
         return autonomy if turn_autonomy is None else min(autonomy, turn_autonomy)
@@ -254,7 +254,7 @@ class Loop(sv.StateMachine):
                     data.progress.turn.channel.send, "No answer to the approval request; the tool call was denied."
                 )
                 return self._resolve(data, False, "the approval request timed out")
-        return sv.KeepState()  # runs arriving while busy wait in the session's queue
+        return sv.KeepState()  # turns arriving while busy wait in the session's queue
 
     # --- idle -> compacting ---------------------------------------------------------------
 

@@ -1,11 +1,11 @@
-"""The session process: a conversation's history, its run queue and its metadata.
+"""The session process: a conversation's history, its turn queue and its metadata.
 
-It is the permanent half of the per-session pair: the loop that works on its runs
+It is the permanent half of the per-session pair: the loop that works on its turns
 may crash and be restarted, but the session, and with it the conversation, stays.
 Every history change is written to the store before it is acknowledged. When the
-loop dies in the middle of a run, the session answers that run with an error (the
+loop dies in the middle of a turn, the session answers that turn with an error (the
 user is told, not left waiting), closes any tool call left without a result so the
-history stays valid for the model, and hands the queued runs to the new loop. A
+history stays valid for the model, and hands the queued turns to the new loop. A
 session that starts (after its own crash, a store restart or a `kill -9` of the
 daemon) closes such calls in the history it restores.
 """
@@ -92,7 +92,7 @@ class _State:
     allowlist: set[str] = attrs.field(factory=set)
     #: What `/always` would allow (see `_approval.allow_keys`) while a call waits for approval.
     pending_approval: tuple[str, ...] | None = None
-    #: The channel of the run whose call waits: only a message from there answers it.
+    #: The channel of the turn whose call waits: only a message from there answers it.
     approval_origin: str = ""
     updated_at: float = attrs.field(factory=time.time)
     #: Set when the session agreed to sleep (see `_idle_sleep`): its tree is being stopped.
@@ -208,7 +208,7 @@ class Session(sv.GenServer):
 
     @staticmethod
     def _sleep_if_idle(state: _State, idle: float) -> float | None:
-        """None while a run is in progress or waiting; else the seconds of idleness still
+        """None while a turn is in progress or waiting; else the seconds of idleness still
         to come, 0 when the session now sleeps (it refuses every call from here on)."""
         if state.current is not None or state.queue or state.pending_approval is not None:
             return None
@@ -246,7 +246,7 @@ class Session(sv.GenServer):
         return word
 
     def _stop_turn(self, state: _State, turn: Turn) -> bool:
-        """Stop *run*: the step at work is cancelled, one waiting for approval is told, one
+        """Stop *turn*: the step at work is cancelled, one waiting for approval is told, one
         still queued is answered at once. Whether it was still to be answered."""
         if turn is state.current:
             turn.stop()
@@ -261,7 +261,7 @@ class Session(sv.GenServer):
 
     @staticmethod
     def _notify_loop(state: _State, event: LoopEvent) -> None:
-        # A loop that is restarting asks for the queued runs when it attaches.
+        # A loop that is restarting asks for the queued turns when it attaches.
         with contextlib.suppress(sv.NoProc):
             sv.cast(state.loop_name, event)
 

@@ -15,7 +15,7 @@ from ._turn import Turn, TurnResult
 if TYPE_CHECKING:  # the session module answers these: its info is only a type here
     from ._session import SessionInfo
 
-#: What became of a submitted run: queued, taken as an answer to the waiting approval,
+#: What became of a submitted turn: queued, taken as an answer to the waiting approval,
 #: or refused as an answer when nothing waits (for the sender's channel).
 Submitted = Literal["queued", "approval", "no_approval"]
 
@@ -47,19 +47,19 @@ class SleepIfIdle(sv.Request[float | None]):
 
 @attrs.frozen
 class Submit(sv.Request[Submitted]):
-    """Queue *run*, or take it as the answer to the waiting approval."""
+    """Queue *turn*, or take it as the answer to the waiting approval."""
 
     turn: Turn
 
 
 @attrs.frozen
 class TakeTurn(sv.Request[Turn | None]):
-    """The run to work on (the current one, else the next queued); None when there is none."""
+    """The turn to work on (the current one, else the next queued); None when there is none."""
 
 
 @attrs.frozen
 class FinishTurn(sv.Request[bool]):
-    """*run* ended with *result*; the reply is whether more runs are queued."""
+    """*turn* ended with *result*; the reply is whether more turns are queued."""
 
     turn: Turn
     result: TurnResult
@@ -86,7 +86,7 @@ class History(sv.Request[list[Message]]):
 
 @attrs.frozen
 class AttachLoop(sv.Request[bool]):
-    """The loop *pid* serves the session now; the reply is whether runs wait for it."""
+    """The loop *pid* serves the session now; the reply is whether turns wait for it."""
 
     pid: sv.Pid
 
@@ -134,7 +134,7 @@ class CloseOpenCalls(sv.Request[None]):
 
 @attrs.frozen
 class TurnAvailable:
-    """A run was queued: an idle loop takes it."""
+    """A turn was queued: an idle loop takes it."""
 
 
 @attrs.frozen
@@ -146,7 +146,7 @@ class ApprovalAnswered:
 
 @attrs.frozen
 class StopWaiting:
-    """The user stopped the run *run_id* while it waits for approval."""
+    """The user stopped the turn *turn_id* while it waits for approval."""
 
     turn_id: str
 

@@ -2,7 +2,7 @@
 
     sessions_sup (DynamicSupervisor)
     └── session:<id> (Supervisor, rest_for_one)
-        ├── session (GenServer, permanent): history, run queue, metadata
+        ├── session (GenServer, permanent): history, turn queue, metadata
         └── loop (StateMachine, transient): the agentic loop
 
 rest_for_one: a crashing loop is restarted alone (it is the last child) and the

@@ -1,4 +1,4 @@
-"""A run: one user message waiting for, or getting, the agent's answer."""
+"""A turn: one user message waiting for, or getting, the agent's answer."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from beamclaw_tools import Autonomy
 
 from ._channel import Channel
 
-#: How often a waiter checks that the session holding its run is still alive.
+#: How often a waiter checks that the session holding its turn is still alive.
 _LIVENESS_CHECK: Final = 1.0
 LOST: Final = "The conversation's process stopped before answering; please send your message again."
 
@@ -42,7 +42,7 @@ class TurnError(enum.Enum):
 @final
 @attrs.frozen
 class TurnResult:
-    """How a run ended: the reply text, or the error the user was told (and its kind).
+    """How a turn ended: the reply text, or the error the user was told (and its kind).
 
     *model_status* is the model server's HTTP status when it refused, *retry_after*
     the seconds after which trying again may succeed, when known.
@@ -64,16 +64,16 @@ class Turn:
     text: str
     channel: Channel
     images: tuple[str, ...] = ()
-    #: At most this autonomy for the run (a scheduled job's ``default_autonomy``); None
+    #: At most this autonomy for the turn (a scheduled job's ``default_autonomy``); None
     #: leaves the agent's own.
     autonomy: Autonomy | None = None
     #: Where it came from: the channel (``cli``, ``telegram``...), with the caller where a
     #: channel has several (``http:<principal>``). An approval is answered only from the
-    #: origin of the run that asked.
+    #: origin of the turn that asked.
     origin: str = ""
     id: str = attrs.field(factory=lambda: uuid.uuid4().hex[:16])
     result: TurnResult | None = None
-    #: The session process that accepted the run: if it is killed outright (it gets no
+    #: The session process that accepted the turn: if it is killed outright (it gets no
     #: chance to answer its queue), waiters are told instead of waiting for ever.
     owner: sv.Pid | None = None
     #: Set by the user's /stop: the loop ends the turn where it stands (see `stop`).
@@ -98,13 +98,13 @@ class Turn:
                 self._work = None
 
     def finish(self, result: TurnResult) -> None:
-        """Settle the run once; later calls are ignored (a crash report after the answer, say)."""
+        """Settle the turn once; later calls are ignored (a crash report after the answer, say)."""
         if self.result is None:
             self.result = result
             self._done.set()
 
     def ended(self) -> bool:
-        """Whether the run has its result; one whose session is gone ends with `LOST`."""
+        """Whether the turn has its result; one whose session is gone ends with `LOST`."""
         if self.result is None and self.owner is not None and not sv.is_alive(self.owner):
             self.finish(TurnResult(LOST, ok=False, error=TurnError.INTERRUPTED))
         return self.result is not None
