@@ -15,13 +15,28 @@ from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import attrs
+import trio
 
 import beamclaw_obs as obs
 from beamclaw_base import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
 from ._card import agent_card
 from ._config import A2AConfig
-from ._tasks import STATES, TERMINAL, Client, TaskNotCancelable, TaskNotFound, TaskRecord, task_call
+from ._tasks import (
+    STATES,
+    TERMINAL,
+    CancelTask,
+    Client,
+    CreateTask,
+    GetTask,
+    ListTasks,
+    TaskConfig,
+    TaskNotCancelable,
+    TaskNotFound,
+    TaskRecord,
+    WatchTask,
+    task_call,
+)
 from ._worker import TaskTurn, start_task, stop_task
 
 TASK_NOT_FOUND: Final = -32001
@@ -241,13 +256,15 @@ def _state_filter(params: dict[str, Any]) -> str | None:
 
 async def _get(task_id: str, client: Client) -> TaskRecord:
     try:
-        record: TaskRecord = await task_call("get", task_id, client)
+        record = await task_call(GetTask(task_id, client))
     except TaskNotFound as exc:
         raise RpcError(TASK_NOT_FOUND, str(exc)) from None
     return record
 
 
-async def _events(shape: _Shape, record: TaskRecord, receive: Any) -> AsyncIterator[dict[str, Any]]:
+async def _events(
+    shape: _Shape, record: TaskRecord, receive: trio.MemoryReceiveChannel[TaskRecord]
+) -> AsyncIterator[dict[str, Any]]:
     """The task now, then each change until it ends (with its artifact before the last status)."""
     yield shape.first(record)
     async with receive:
@@ -325,8 +342,8 @@ class A2AService:
                 configuration = _object(params, "configuration")
                 return_at_once = _flag(configuration, "returnImmediately", "params.configuration")
                 blocking = _flag(configuration, "blocking", "params.configuration")
-                record: TaskRecord = await task_call("create", context_id, text, client)
-                _, receive = await task_call("watch", record.id, client)
+                record = await task_call(CreateTask(context_id, text, client))
+                _, receive = await task_call(WatchTask(record.id, client))
                 await start_task(TaskTurn(record.id, client, context_id, self.config.agent, text))
                 if action == "stream":
                     return _events(shape, record, receive)
@@ -347,13 +364,13 @@ class A2AService:
                 state = _state_filter(params)
                 given = params.get("contextId")
                 in_context = None if given in (None, "") else _id(given, "params.contextId")
-                records, total = await task_call("list", client, in_context, state, size, offset)
+                records, total = await task_call(ListTasks(client, in_context, state, size, offset))
                 next_token = str(offset + size) if offset + size < total else ""
                 return {"tasks": [shape.task(r, history=False) for r in records], "nextPageToken": next_token,
                         "pageSize": size, "totalSize": total}  # fmt: skip
             case "cancel":
                 try:
-                    record = await task_call("cancel", _task_id(params), client)
+                    record = await task_call(CancelTask(_task_id(params), client))
                 except TaskNotFound as exc:
                     raise RpcError(TASK_NOT_FOUND, str(exc)) from None
                 except TaskNotCancelable as exc:
@@ -362,7 +379,7 @@ class A2AService:
                 return shape.task(record)
             case "subscribe":
                 try:
-                    record, receive = await task_call("watch", _task_id(params), client)
+                    record, receive = await task_call(WatchTask(_task_id(params), client))
                 except TaskNotFound as exc:
                     raise RpcError(TASK_NOT_FOUND, str(exc)) from None
                 if record.state in TERMINAL:
@@ -388,7 +405,7 @@ async def _wrap(rid: Any, events: AsyncIterator[dict[str, Any]]) -> AsyncIterato
 
 async def a2a_service() -> A2AService:
     """The service of the running A2A app (its configuration comes from the task manager)."""
-    config: A2AConfig = await task_call("config")
+    config = await task_call(TaskConfig())
     try:
         version = importlib.metadata.version("beamclaw")
     except importlib.metadata.PackageNotFoundError:

@@ -23,13 +23,17 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import trio
 
 import beamclaw_obs as obs
 import supervision as sv
+
+from ._config import A2AConfig
+
+R = TypeVar("R")
 
 TASKS: Final = "beamclaw_a2a.tasks"
 #: Seconds a call waits for the task manager while it is being restarted (back in milliseconds).
@@ -140,78 +144,146 @@ def _row(db: sqlite3.Connection, task_id: str, scope: str | None = None) -> Task
     return _scrubbed(row[:-1])
 
 
+# --- what the task manager is asked (each typed with its reply, `supervision.Request`) ---
+
+
+@attrs.frozen
+class CreateTask(sv.Request[TaskRecord]):
+    """A new task of *client*, submitted: *text* to the conversation of *context_id*."""
+
+    context_id: str
+    text: str
+    client: Client
+
+
+@attrs.frozen
+class UpdateTask(sv.Request[TaskRecord]):
+    """The task's turn moved it to *state* with *reply*; a task already ended stays as it is."""
+
+    task_id: str
+    state: str
+    reply: str
+
+
+@attrs.frozen
+class GetTask(sv.Request[TaskRecord]):
+    """The task, if *client* may see it (`TaskNotFound` otherwise)."""
+
+    task_id: str
+    client: Client
+
+
+@attrs.frozen
+class ListTasks(sv.Request[tuple[list[TaskRecord], int]]):
+    """A page of the tasks *client* may see, newest first, and how many there are in all;
+    only those of *context_id* and in *state* when given."""
+
+    client: Client
+    context_id: str | None
+    state: str | None
+    limit: int
+    offset: int
+
+
+@attrs.frozen
+class CancelTask(sv.Request[TaskRecord]):
+    """Cancel the task (`TaskNotCancelable` when it has ended already)."""
+
+    task_id: str
+    client: Client
+
+
+@attrs.frozen
+class WatchTask(sv.Request[tuple[TaskRecord, trio.MemoryReceiveChannel[TaskRecord]]]):
+    """The task now, and a channel of its changes that closes when it ends (closed already
+    for a task that has ended)."""
+
+    task_id: str
+    client: Client
+
+
+@attrs.frozen
+class TaskConfig(sv.Request[A2AConfig]):
+    """The app's configuration, which the gateway's A2A service is built from."""
+
+
+#: Every request the task manager answers.
+TaskRequest = CreateTask | UpdateTask | GetTask | ListTasks | CancelTask | WatchTask | TaskConfig
+
+
 @attrs.define
 class _State:
     db: sqlite3.Connection
-    config: Any
+    config: A2AConfig
     watchers: dict[str, list[trio.MemorySendChannel[TaskRecord]]] = attrs.field(factory=dict)
 
 
 class TaskManager(sv.GenServer):
-    async def init(self, path: Path, config: Any) -> _State:
+    async def init(self, path: Path, config: A2AConfig) -> _State:
         sv.register(TASKS)
         return _State(await trio.to_thread.run_sync(_open, path), config)
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
-        db = state.db
+    async def handle_call(self, request: TaskRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         try:
-            match request:
-                case ("create", str() as context_id, str() as text, Client() as client):
-                    now = time.time()
-                    record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", obs.scrub(text), "", now, now)
-                    db.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               (*attrs.astuple(record), client.owner))  # fmt: skip
-                    return sv.Reply(record, state)
-                case ("update", str() as task_id, str() as new_state, str() as reply):
-                    current = _row(db, task_id)
-                    if current.terminal:  # a canceled task stays canceled when its turn ends
-                        return sv.Reply(current, state)
-                    db.execute("UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ?",
-                               (new_state, obs.scrub(reply), time.time(), task_id))  # fmt: skip
-                    record = _row(db, task_id)
-                    self._notify(state, record)
-                    return sv.Reply(record, state)
-                case ("get", str() as task_id, Client() as client):
-                    return sv.Reply(_row(db, task_id, client.scope), state)
-                case ("list", Client() as client, context_id, task_state, int() as limit, int() as offset):
-                    where, args = ["1 = 1"], []
-                    if client.scope is not None:
-                        where.append("owner = ?")
-                        args.append(client.scope)
-                    if context_id:
-                        where.append("context_id = ?")
-                        args.append(context_id)
-                    if task_state:
-                        where.append("state = ?")
-                        args.append(task_state)
-                    clause = " AND ".join(where)
-                    total = db.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
-                    rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
-                                      "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
-                    return sv.Reply(([_scrubbed(r) for r in rows], total), state)
-                case ("cancel", str() as task_id, Client() as client):
-                    current = _row(db, task_id, client.scope)
-                    if current.terminal:
-                        raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
-                    db.execute(
-                        "UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (time.time(), task_id)
-                    )
-                    record = _row(db, task_id)
-                    self._notify(state, record)
-                    return sv.Reply(record, state)
-                case ("config",):
-                    return sv.Reply(state.config, state)
-                case ("watch", str() as task_id, Client() as client):
-                    current = _row(db, task_id, client.scope)
-                    send, receive = trio.open_memory_channel[TaskRecord](64)
-                    if current.terminal:
-                        send.close()
-                    else:
-                        state.watchers.setdefault(task_id, []).append(send)
-                    return sv.Reply((current, receive), state)
+            return sv.Reply(self._answer(request, state), state)
         except (TaskNotFound, TaskNotCancelable) as exc:
             sv.reply_error(caller, exc)
             return sv.NoReply(state)
+
+    def _answer(self, request: TaskRequest, state: _State) -> object:
+        db = state.db
+        match request:
+            case CreateTask(context_id, text, client):
+                now = time.time()
+                record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", obs.scrub(text), "", now, now)
+                db.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                           (*attrs.astuple(record), client.owner))  # fmt: skip
+                return record
+            case UpdateTask(task_id, new_state, reply):
+                current = _row(db, task_id)
+                if current.terminal:  # a canceled task stays canceled when its turn ends
+                    return current
+                db.execute("UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ?",
+                           (new_state, obs.scrub(reply), time.time(), task_id))  # fmt: skip
+                record = _row(db, task_id)
+                self._notify(state, record)
+                return record
+            case GetTask(task_id, client):
+                return _row(db, task_id, client.scope)
+            case ListTasks(client, context_id, task_state, limit, offset):
+                where, args = ["1 = 1"], []
+                if client.scope is not None:
+                    where.append("owner = ?")
+                    args.append(client.scope)
+                if context_id:
+                    where.append("context_id = ?")
+                    args.append(context_id)
+                if task_state:
+                    where.append("state = ?")
+                    args.append(task_state)
+                clause = " AND ".join(where)
+                total = db.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
+                rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
+                                  "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
+                return [_scrubbed(r) for r in rows], total
+            case CancelTask(task_id, client):
+                current = _row(db, task_id, client.scope)
+                if current.terminal:
+                    raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
+                db.execute("UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (time.time(), task_id))
+                record = _row(db, task_id)
+                self._notify(state, record)
+                return record
+            case TaskConfig():
+                return state.config
+            case WatchTask(task_id, client):
+                current = _row(db, task_id, client.scope)
+                send, receive = trio.open_memory_channel[TaskRecord](64)
+                if current.terminal:
+                    send.close()
+                else:
+                    state.watchers.setdefault(task_id, []).append(send)
+                return current, receive
         raise ValueError(f"unknown task manager request {request!r}")
 
     @staticmethod
@@ -228,5 +300,6 @@ class TaskManager(sv.GenServer):
         state.db.close()
 
 
-async def task_call(*request: Any) -> Any:
+async def task_call(request: sv.Request[R]) -> R:
+    """A request to the task manager, riding through a restart of it."""
     return await sv.call(TASKS, request, timeout=30.0, restart_wait=RESTART_WAIT)

@@ -16,7 +16,7 @@ from loguru import logger
 import beamclaw_core as core
 import supervision as sv
 
-from ._tasks import Client, task_call
+from ._tasks import Client, UpdateTask, task_call
 
 WORKERS: Final = "beamclaw_a2a.workers"
 #: The most a stopped worker waits for its run to be told to stop.
@@ -37,7 +37,7 @@ class TaskTurn:
 async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     task_status.started()
     task_id = task.task_id
-    await task_call("update", task_id, "working", "")
+    await task_call(UpdateTask(task_id, "working", ""))
     handle: core.SessionHandle | None = None
     turn: core.Turn | None = None
     try:
@@ -46,7 +46,7 @@ async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> N
         result = await turn.wait()
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally
         logger.opt(exception=exc).warning("a2a task {} failed", task_id)
-        await task_call("update", task_id, "failed", f"the agent could not answer: {type(exc).__name__}")
+        await task_call(UpdateTask(task_id, "failed", f"the agent could not answer: {type(exc).__name__}"))
         return
     finally:
         if handle is not None and turn is not None and turn.result is None:  # stopped before its answer
@@ -56,7 +56,7 @@ async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> N
                 contextlib.suppress(sv.NoProc, sv.ProcessExited, sv.CallTimeout),
             ):
                 await core.stop_turn(handle, turn)
-    await task_call("update", task_id, "completed" if result.ok else "failed", result.text)
+    await task_call(UpdateTask(task_id, "completed" if result.ok else "failed", result.text))
 
 
 async def start_task(task: TaskTurn) -> None:
