@@ -31,11 +31,17 @@ class ShellConfig:
     matched against every simple command of a line; a list given replaces its default.
     """
 
+    #: A command still running after this long is killed, with everything it started.
     timeout_seconds: float = 30.0
+    #: Bytes kept of each of stdout and stderr (the first ones and the last ones).
     output_limit: int = 16_000
+    #: The jail: "bubblewrap", "docker", or "none" (unjailed, on purpose).
     isolation: Isolation = "bubblewrap"
+    #: Patterns of simple commands that run without asking (also under read_only).
     allow: list[str] = attrs.field(factory=lambda: list(DEFAULT_ALLOW))
+    #: Patterns that ask the user, whatever ``allow`` says.
     ask: list[str] = attrs.field(factory=lambda: list(DEFAULT_ASK))
+    #: Patterns that refuse the whole line, under every autonomy.
     deny: list[str] = attrs.field(factory=lambda: list(DEFAULT_DENY))
 
     def __attrs_post_init__(self) -> None:
@@ -49,9 +55,17 @@ class ShellConfig:
 
 @attrs.frozen
 class CurlConfig:
+    """``[tools.curl]``: HTTP requests, to public addresses only unless ``allowed_hosts`` says."""
+
+    #: The longest a request may take, connecting and reading included.
     timeout_seconds: float = 20.0
+    #: Characters of the response body kept for the model.
     output_limit: int = 16_000
+    #: ``"host"`` or ``"host:port"`` reachable although private or loopback (opened on
+    #: purpose past the SSRF guard).
     allowed_hosts: list[str] = attrs.field(factory=list)
+    #: ``[tools.curl.credentials.NAME]``: a header (``api_key = { env }``, ``hosts``,
+    #: ``header``, ``prefix``) sent to those hosts only.
     credentials: dict[str, Credential] = attrs.field(factory=dict)
 
 
@@ -72,7 +86,11 @@ class JqConfig:
 
 @attrs.frozen
 class WebSearchConfig:
+    """``[tools.web_search]``: the Brave Search API."""
+
+    #: ``{ env = "VAR" }``: the API key, read when the tool is first used.
     api_key: Secret = Secret("BRAVE_API_KEY")
+    #: The search endpoint.
     base_url: str = "https://api.search.brave.com/res/v1/web/search"
 
 
@@ -80,7 +98,9 @@ class WebSearchConfig:
 class ToolsConfig:
     """``[tools]``: ``disabled`` lists built-ins to leave out; one sub-table per tool."""
 
+    #: false leaves the tools app out; core, and every app built on it, needs it.
     enabled: bool = True
+    #: Built-in tools to leave out, by name (``["web_search", "curl"]``).
     disabled: list[str] = attrs.field(factory=list)
     bash: ShellConfig = ShellConfig()
     terminal: ShellConfig = ShellConfig()
