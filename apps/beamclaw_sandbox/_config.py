@@ -46,11 +46,15 @@ def parse_size(text: str, key: str) -> int:
 class PiiConfig:
     """``[sandbox.pii]``: values replaced by stable tokens at every crossing of the sandbox boundary."""
 
+    #: Replace personal data with tokens at the sandbox boundary.
     enabled: bool = True
+    #: The kinds of values replaced.
     patterns: list[Literal["email", "phone", "card_number", "iban", "api_key"]] = attrs.field(
         factory=lambda: list(PII_PATTERNS)
     )
+    #: Tokenize the code sent into the sandbox.
     tokenize_scripts: bool = True
+    #: Tokenize what tools called through the bridge return into the sandbox.
     tokenize_results: bool = True
 
 
@@ -81,7 +85,9 @@ class PolicyConfig:
     The first rule whose ``tool`` pattern matches decides; with none, ``default_action``.
     """
 
+    #: What a tool no rule matches gets.
     default_action: Literal["allow", "deny"] = "allow"
+    #: ``{ action, tool }`` in order; the first whose ``tool`` pattern matches decides.
     rules: list[PolicyRule] = attrs.field(factory=_default_rules)
 
     def allows(self, tool_name: str) -> bool:
@@ -139,23 +145,38 @@ class SandboxConfig:
     """``[sandbox]``. Sizes are Docker's notation (``"512m"``); see the module docstring for
     which backend reads which key."""
 
+    #: Opt in to Docker code execution (the ``exec`` tool); the jail of bash and terminal runs either way.
     enabled: bool = False
+    #: The reference design's key: ``exec`` runs in Docker whatever it says (bash and terminal
+    #: pick their jail with ``[tools.bash] isolation``).
     backend: Literal["bubblewrap", "docker"] = "docker"
+    #: The image ``exec`` runs in (``beamclaw sandbox build`` makes it).
     docker_image: str = "beamclaw-sandbox:latest"
+    #: Who shares a warm container: each conversation, each agent, or everyone.
     scope: Literal["session", "agent", "shared"] = "session"
+    #: The longest one ``exec`` call may run.
     timeout_seconds: float = 60.0
+    #: How often idle containers are looked for.
     reaper_interval_seconds: float = 60.0
     #: A Docker sandbox unused this long is stopped (and its container removed) by the reaper.
     idle_timeout_seconds: float = 1800.0
+    #: Memory of a container, and the heap limit of a jailed command.
     memory_limit: str = "512m"
+    #: CPUs of a container; a jailed command's CPU time is its time limit times this.
     cpu_limit: str = "1.0"
+    #: Processes in a container or a jail.
     pids_limit: int = 256
+    #: "none": no network inside; "bridge": the container's network, or the host's for a jail.
     network: Literal["none", "bridge"] = "none"
+    #: The agent's workspace at /workspace in a container: not at all, read-only or writable.
     workspace_mount: Literal["none", "ro", "rw"] = "ro"
+    #: Bytes of output kept of one command or ``exec`` call.
     max_output_bytes: int = 1_048_576
     pii: PiiConfig = PiiConfig()
     policy: PolicyConfig = PolicyConfig()
+    #: The only environment variables a jail or container gets (then ``env_blocklist`` removes some).
     env_allowlist: list[str] = attrs.field(factory=lambda: ["PATH", "HOME", "LANG", "TERM"])
+    #: Variables never passed in, whatever the allowlist says (fnmatch patterns, any case).
     env_blocklist: list[str] = attrs.field(factory=lambda: list(DEFAULT_ENV_BLOCKLIST))
     bubblewrap: BubblewrapConfig = BubblewrapConfig()
 
