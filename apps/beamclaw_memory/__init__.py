@@ -15,8 +15,8 @@ from ._chunker import Chunk, chunk_text, tokens
 from ._config import EmbeddingConfig, MemoryConfig, SearchConfig, parse_memory_config
 from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder
 from ._hybrid import Scored, merge
-from ._index import Hit, SearchResult
 from ._local import LocalEmbedder, LocalModelMissing
+from ._messages import Hit, SearchResult
 from ._tools import MAX_QUERY_CHARS, format_result
 from ._tree import memory_tree, supervision_tree
 from ._vectors import VectorSet

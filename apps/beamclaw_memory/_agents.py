@@ -19,6 +19,7 @@ import supervision as sv
 
 from ._config import MemoryConfig
 from ._index import INDEXES_SUP, AgentIndex, index_name
+from ._messages import RememberFor, StartedIndexes, StartIndex
 
 AGENTS: Final = "beamclaw_memory.agents"
 #: An agent name as core checks it: the index's folder is named after it.
@@ -48,29 +49,29 @@ class Agents(sv.GenServer):
     def init(self, data_dir: Path, config: MemoryConfig, clock: Callable[[], float]) -> _State:
         return _State(data_dir, config, clock)
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(
+        self, request: StartIndex | StartedIndexes, caller: sv.Caller, state: _State
+    ) -> sv.Reply | sv.NoReply:
         match request:
-            case ("start", agent):
+            case StartIndex(agent):
                 try:
                     await self._start(state, check_agent(agent))
                 except (UnknownMemory, sv.StartError) as exc:
                     sv.reply_error(caller, exc)
                     return sv.NoReply(state)
                 return sv.Reply(index_name(agent), state)
-            case "config":
-                return sv.Reply(state.config, state)
-            case "started":
+            case StartedIndexes():
                 return sv.Reply(sorted(state.started), state)
         raise ValueError(f"unknown memory request {request!r}")
 
-    async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_cast(self, message: RememberFor, state: _State) -> sv.NoReply:
         match message:
-            case ("remember", str() as agent, str() as owner, str() as doc, str() as text):
+            case RememberFor(agent, exchange):
                 try:
                     await self._start(state, check_agent(agent))
                 except (UnknownMemory, sv.StartError):
                     return sv.NoReply(state)
-                sv.cast(index_name(agent), ("remember", owner, doc, text))
+                sv.cast(index_name(agent), exchange)
         return sv.NoReply(state)
 
     @staticmethod

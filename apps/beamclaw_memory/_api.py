@@ -8,12 +8,25 @@ raises `MemoryUnavailable` saying so; callers that only keep memory fresh ignore
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import supervision as sv
 
 from ._agents import AGENTS, UnknownMemory, running_agents
-from ._index import SearchResult, index_name
+from ._index import index_name
+from ._messages import (
+    IndexStatus,
+    ReadLines,
+    Reindex,
+    Remember,
+    RememberFor,
+    Search,
+    SearchResult,
+    StartIndex,
+    Sync,
+)
+
+R = TypeVar("R")
 
 #: Seconds a call waits for an index to start (its first start indexes the workspace).
 _START_TIMEOUT: Final = 120.0
@@ -30,7 +43,7 @@ async def _index(agent: str, timeout: float) -> str:
     if sv.whereis(index_name(agent)) is not None:  # running: no need to queue behind other agents' starts
         return index_name(agent)
     try:
-        name: str = await sv.call(AGENTS, ("start", agent), timeout=timeout, restart_wait=_RESTART_WAIT)
+        name = await sv.call(AGENTS, StartIndex(agent), timeout=timeout, restart_wait=_RESTART_WAIT)
     except UnknownMemory:
         raise
     except sv.NoProc:
@@ -40,7 +53,7 @@ async def _index(agent: str, timeout: float) -> str:
     return name
 
 
-async def _ask(agent: str, request: Any, timeout: float = 60.0) -> Any:
+async def _ask(agent: str, request: sv.Request[R], timeout: float = 60.0) -> R:
     """*request* to the agent's index; a crash in it is answered by one try on the restarted one."""
     for attempt in (1, 2):
         name = await _index(agent, min(timeout, _START_TIMEOUT))
@@ -56,39 +69,35 @@ async def _ask(agent: str, request: Any, timeout: float = 60.0) -> Any:
 
 async def search(agent: str, query: str, *, owner: str | None, limit: int) -> SearchResult:
     """The agent's memory chunks best matching *query* that *owner* may see (None: files only)."""
-    result: SearchResult = await _ask(agent, ("search", query, owner, limit))
-    return result
+    return await _ask(agent, Search(query, owner, limit))
 
 
 async def read_lines(agent: str, path: str, *, owner: str | None, start: int, count: int) -> str:
     """Lines of an indexed document; `LookupError` when it is not one *owner* may see."""
-    text: str = await _ask(agent, ("get", path, owner, start, count))
-    return text
+    return await _ask(agent, ReadLines(path, owner, start, count))
 
 
 async def sync(agent: str, timeout: float = 60.0) -> int:
     """Index what changed in the agent's workspace now; the documents changed."""
-    changed: int = await _ask(agent, ("sync",), timeout)
-    return changed
+    return await _ask(agent, Sync(), timeout)
 
 
 def remember(agent: str, owner: str, doc: str, text: str) -> bool:
     """Keep one exchange of *owner*'s conversation with *agent* (best effort: False if not sent)."""
     try:
-        return sv.cast(AGENTS, ("remember", agent, owner, doc, text))
+        return sv.cast(AGENTS, RememberFor(agent, Remember(owner, doc, text)))
     except sv.NoProc:  # the memory app is off or restarting: this exchange is not indexed
         return False
 
 
 async def remember_now(agent: str, owner: str, doc: str, text: str) -> None:
     """`remember`, waiting until it is stored (`MemoryUnavailable` if it cannot be)."""
-    await _ask(agent, ("remember", owner, doc, text))
+    await _ask(agent, Remember(owner, doc, text))
 
 
 async def reindex(agent: str) -> dict[str, Any]:
     """Index the agent's files from scratch and make every vector again; its new status."""
-    status: dict[str, Any] = await _ask(agent, "reindex", timeout=_START_TIMEOUT)
-    return status
+    return await _ask(agent, Reindex(), timeout=_START_TIMEOUT)
 
 
 async def status(agents: list[str]) -> list[dict[str, Any]]:
@@ -96,4 +105,4 @@ async def status(agents: list[str]) -> list[dict[str, Any]]:
 
     An agent whose index is not running yet is started (and so indexed) to answer.
     """
-    return [await _ask(agent, "status") for agent in sorted(set(agents) | set(running_agents()))]
+    return [await _ask(agent, IndexStatus()) for agent in sorted(set(agents) | set(running_agents()))]

@@ -23,6 +23,7 @@ from ._cache import EmbeddingCache
 from ._config import EmbeddingConfig
 from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder, Vectors
 from ._local import LocalEmbedder, LocalModelMissing
+from ._messages import Embed, Embedded, EmbeddingFailed, EmbedFor
 
 EMBEDDER: Final = "beamclaw_memory.embedder"
 
@@ -65,9 +66,9 @@ class EmbedderServer(sv.GenServer):
         if state.client is not None:
             await state.client.aclose()
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(self, request: Embed, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         match request:
-            case ("embed", list() as texts):
+            case Embed(texts):
                 answer = await self._answer(state, texts)
                 if isinstance(answer, str):
                     sv.reply_error(caller, EmbeddingUnavailable(answer))
@@ -75,15 +76,11 @@ class EmbedderServer(sv.GenServer):
                 return sv.Reply(answer, state)
         raise ValueError(f"unknown embedder request {request!r}")
 
-    async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
-        """``("embed_for", pid, token, texts)``: an index's batch, answered by a message to it,
-        ``("embedded", token, model, vectors)`` or ``("embedded", token, None, why)``."""
+    async def handle_cast(self, message: EmbedFor, state: _State) -> sv.NoReply:
         match message:
-            case ("embed_for", pid, int() as token, list() as texts):
+            case EmbedFor(pid, token, texts):
                 answer = await self._answer(state, texts)
-                sv.send(
-                    pid, ("embedded", token, None, answer) if isinstance(answer, str) else ("embedded", token, *answer)
-                )
+                sv.send(pid, EmbeddingFailed(token, answer) if isinstance(answer, str) else Embedded(token, *answer))
         return sv.NoReply(state)
 
     @classmethod
@@ -128,7 +125,6 @@ class EmbedderServer(sv.GenServer):
 async def embed(texts: Sequence[str], *, timeout: float | None) -> tuple[str, Vectors]:
     """(model, one unit vector per text) from the embedder process; `EmbeddingUnavailable` otherwise."""
     try:
-        result: tuple[str, Vectors] = await sv.call(EMBEDDER, ("embed", list(texts)), timeout=timeout)
+        return await sv.call(EMBEDDER, Embed(list(texts)), timeout=timeout)
     except (sv.NoProc, sv.CallTimeout, sv.ProcessExited) as exc:
         raise EmbeddingUnavailable(f"the embedder is not answering ({type(exc).__name__}); restarting") from None
-    return result

@@ -33,6 +33,20 @@ from ._config import MemoryConfig
 from ._embedder import EMBEDDER, EmbeddingUnavailable, embed
 from ._embedding import Vectors
 from ._hybrid import merge, prefer_own
+from ._messages import (
+    Embedded,
+    EmbeddingFailed,
+    EmbedFor,
+    Hit,
+    IndexRequest,
+    IndexStatus,
+    ReadLines,
+    Reindex,
+    Remember,
+    Search,
+    SearchResult,
+    Sync,
+)
 from ._remembered import RememberedStore
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
@@ -64,23 +78,6 @@ def vector_identity(model: str, dimensions: int) -> str:
 
 def index_name(agent: str) -> str:
     return f"beamclaw_memory.index:{agent}"
-
-
-@attrs.frozen
-class Hit:
-    path: str
-    start_line: int
-    end_line: int
-    score: float
-    text: str
-    kind: str
-
-
-@attrs.frozen
-class SearchResult:
-    hits: list[Hit]
-    #: Said when the search was keyword-only or partial (why), else "".
-    note: str = ""
 
 
 @attrs.define
@@ -134,8 +131,7 @@ def _opened(path: Path) -> Bm25Index:
 
 
 class AgentIndex(sv.GenServer):
-    """Requests: ``("sync",)``, ``("remember", owner, doc, text)``, ``("search", query,
-    owner, limit)``, ``("get", path, owner, start, count)``, ``"status"``, ``"reindex"``."""
+    """Answers an `IndexRequest`; `Sync` and `Remember` come as casts too."""
 
     async def init(self, agent: str, data_dir: Path, config: MemoryConfig, clock: Callable[[], float]) -> _State:
         folder = data_dir / "memory" / agent
@@ -158,48 +154,48 @@ class AgentIndex(sv.GenServer):
             with contextlib.suppress(Exception):
                 part.close()
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
-        if not (isinstance(request, tuple) and request[:1] == ("remember",)):
+    async def handle_call(self, request: IndexRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
+        if not isinstance(request, Remember):
             await self._index_pending(state)  # every answer sees every exchange kept before it
         match request:
-            case ("sync",):
+            case Sync():
                 return sv.Reply(await self._sync(state), state)
-            case ("remember", str() as owner, str() as doc, str() as text):
+            case Remember(owner, doc, text):
                 await self._remember(state, owner, doc, text)
                 return sv.Reply(None, state)
-            case ("search", str() as query, str() | None as owner, int() as limit):
+            case Search(query, owner, limit):
                 return sv.Reply(await self._search(state, query, owner, limit), state)
-            case ("get", str() as path, str() | None as owner, int() as start, int() as count):
+            case ReadLines(path, owner, start, count):
                 try:
                     return sv.Reply(await self._get(state, path, owner, start, count), state)
                 except LookupError as exc:  # the caller's mistake, not this process's
                     sv.reply_error(caller, exc)
                     return sv.NoReply(state)
-            case "status":
+            case IndexStatus():
                 return sv.Reply(self._status(state), state)
-            case "reindex":
+            case Reindex():
                 return sv.Reply(await self._reindex(state), state)
         raise ValueError(f"unknown memory request {request!r}")
 
-    async def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_cast(self, message: Sync | Remember, state: _State) -> sv.NoReply:
         match message:
-            case ("sync",):  # the watcher's tick
+            case Sync():  # the watcher's tick
                 await self._index_pending(state)
                 await self._sync(state)
-            case ("remember", str() as owner, str() as doc, str() as text):
+            case Remember(owner, doc, text):
                 await self._remember(state, owner, doc, text)
         self._want_vectors(state)
         return sv.NoReply(state)
 
-    async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
         match message:
-            case ("embedded", int() as token, str() as model, vectors) if state.embedding:
+            case Embedded(token, model, vectors) if state.embedding:
                 await self._embedded(state, token, model, vectors)
-            case ("embedded", int() as token, None, str() as error) if state.embedding:
+            case EmbeddingFailed(token, why) if state.embedding:
                 if state.embedding[0] == token:
                     state.embedding = None
                     state.embed_after = state.clock() + EMBED_RETRY_SECONDS
-                    state.embed_error = error
+                    state.embed_error = why
         self._want_vectors(state)
         return sv.NoReply(state)
 
@@ -335,7 +331,7 @@ class AgentIndex(sv.GenServer):
         pieces = [(cid, piece) for cid, text in batch for piece in windows(text, WINDOW_TOKENS)]
         token = next(_TOKENS)
         try:
-            sv.cast(EMBEDDER, ("embed_for", sv.self(), token, [piece for _, piece in pieces]))
+            sv.cast(EMBEDDER, EmbedFor(sv.self(), token, [piece for _, piece in pieces]))
         except sv.NoProc:
             state.embed_after = state.clock() + EMBED_RETRY_SECONDS
             state.embed_error = "the embedder is not running (restarting)"

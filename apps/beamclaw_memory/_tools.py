@@ -14,7 +14,7 @@ import attrs
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._api import MemoryUnavailable, read_lines, search
-from ._index import SearchResult
+from ._messages import SearchResult
 
 MAX_LIMIT: Final = 20
 MAX_QUERY_CHARS: Final = 1_000

@@ -17,6 +17,7 @@ import supervision as sv
 
 from ._agents import AGENTS, running_agents
 from ._index import index_name
+from ._messages import StartedIndexes, StartIndex, Sync
 
 
 async def watch(interval: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
@@ -25,9 +26,9 @@ async def watch(interval: float, task_status: Any = trio.TASK_STATUS_IGNORED) ->
         await trio.sleep(interval)
         running = set(running_agents())
         with contextlib.suppress(Exception):
-            for agent in set(await sv.call(AGENTS, "started", timeout=120.0)) - running:
+            for agent in set(await sv.call(AGENTS, StartedIndexes(), timeout=120.0)) - running:
                 # crashed since it was started: start it again (it repairs itself)
                 with contextlib.suppress(Exception):
-                    await sv.call(AGENTS, ("start", agent), timeout=120.0)
+                    await sv.call(AGENTS, StartIndex(agent), timeout=120.0)
         for agent in running:
-            sv.cast(index_name(agent), ("sync",))
+            sv.cast(index_name(agent), Sync())
