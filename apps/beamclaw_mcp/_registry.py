@@ -20,7 +20,7 @@ from beamclaw_tools import list_tools
 
 from ._config import McpConfig, ServerConfig
 from ._names import remote_server
-from ._server import serve_server, withdraw_tools
+from ._server import Connecting, Lost, Ready, ServerReport, serve_server, withdraw_tools
 from ._tool import Link
 
 MCP_REGISTRY: Final = "beamclaw_mcp.registry"
@@ -51,9 +51,21 @@ class _State:
     running: dict[str, sv.Pid] = attrs.field(factory=dict)
 
 
-def _report(name: str, state: str, **fields: Any) -> None:
+@attrs.frozen
+class ListServers(sv.Request[list[ServerStatus]]):
+    """Every configured server and how it is doing (copies)."""
+
+
+@attrs.frozen
+class RestartServer(sv.Request[None]):
+    """Start server *name* again, with a fresh count of restarts (`ValueError`: not one that can be)."""
+
+    name: str
+
+
+def _report(report: ServerReport) -> None:
     """What a server's process tells the registry (a cast: never blocks, lost if it is restarting)."""
-    sv.cast(MCP_REGISTRY, ("report", name, state, fields))
+    sv.cast(MCP_REGISTRY, report)
 
 
 def _describe(server: ServerConfig) -> str:
@@ -98,11 +110,13 @@ class McpRegistry(sv.GenServer):
         state.running[name] = pid
         sv.monitor(pid)
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
+    async def handle_call(
+        self, request: ListServers | RestartServer, caller: sv.Caller, state: _State
+    ) -> sv.Reply | sv.NoReply:
         match request:
-            case "list":
+            case ListServers():
                 return sv.Reply([attrs.evolve(s) for s in state.statuses.values()], state)
-            case ("restart", str() as name):
+            case RestartServer(name):
                 problem = self._cannot_restart(name, state)
                 if problem is not None:
                     sv.reply_error(caller, ValueError(problem))
@@ -124,21 +138,19 @@ class McpRegistry(sv.GenServer):
             return f"the MCP server {name!r} is disabled in the configuration"
         return None
 
-    def handle_cast(self, message: Any, state: _State) -> sv.NoReply:
-        match message:
-            case ("report", str() as name, str() as what, dict() as fields) if name in state.statuses:
-                status = state.statuses[name]
-                if status.state == "failed":
-                    return sv.NoReply(state)  # a last word from a server given up on
-                status.state = "restarting" if what == "error" else what
-                if what == "error":
-                    status.restarts += 1
-                    status.last_error = fields.get("error", "")
-                    status.stderr = fields.get("stderr", "")
-                if what == "ready":
-                    status.tools, status.skipped = fields.get("tools", []), fields.get("skipped", [])
-                elif what == "error":
-                    status.tools = []
+    def handle_cast(self, report: ServerReport, state: _State) -> sv.NoReply:
+        status = state.statuses.get(report.name)
+        if status is None or status.state == "failed":
+            return sv.NoReply(state)  # not configured, or a last word from a server given up on
+        match report:
+            case Connecting():
+                status.state = "connecting"
+            case Ready(_, tools, skipped):
+                status.state, status.tools, status.skipped = "ready", tools, skipped
+            case Lost(_, error, stderr):
+                status.state, status.tools = "restarting", []
+                status.restarts += 1
+                status.last_error, status.stderr = error, stderr
         return sv.NoReply(state)
 
     async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
@@ -156,10 +168,9 @@ class McpRegistry(sv.GenServer):
 
 async def server_statuses() -> list[ServerStatus]:
     """Every configured server and how it is doing."""
-    statuses: list[ServerStatus] = await sv.call(MCP_REGISTRY, "list", restart_wait=2.0)
-    return statuses
+    return await sv.call(MCP_REGISTRY, ListServers(), restart_wait=2.0)
 
 
 async def restart_server(name: str) -> None:
     """Start server *name* again (a failed one too), with a fresh count of restarts."""
-    await sv.call(MCP_REGISTRY, ("restart", name), restart_wait=2.0)
+    await sv.call(MCP_REGISTRY, RestartServer(name), restart_wait=2.0)

@@ -138,7 +138,34 @@ async def withdraw_tools(server: str) -> None:
             await unregister_tool(name)
 
 
-Report = Callable[..., None]
+@attrs.frozen
+class Connecting:
+    """The server's process started and is connecting."""
+
+    name: str
+
+
+@attrs.frozen
+class Ready:
+    """The server's *tools* are registered; *skipped* says which were not, and why."""
+
+    name: str
+    tools: list[str]
+    skipped: list[str]
+
+
+@attrs.frozen
+class Lost:
+    """The connection ended with *error* (and the server's last *stderr* lines): it restarts."""
+
+    name: str
+    error: str
+    stderr: str
+
+
+#: What a server's process tells the registry of itself.
+ServerReport = Connecting | Ready | Lost
+Report = Callable[[ServerReport], None]
 
 
 @attrs.define
@@ -228,7 +255,7 @@ class _Connection:
         await offer_tools(self.name, tools)
         self.relist_at = trio.current_time() + self.link.config.relist_interval_seconds
         self.tools = sorted(tool.definition.name for tool in tools)
-        self.report(self.name, "ready", tools=self.tools, skipped=skipped)
+        self.report(Ready(self.name, self.tools, skipped))
 
     async def _serve(self, session: ClientSession) -> None:
         """Until the connection ends: keep the tools registered and current, and (HTTP) ping."""
@@ -275,7 +302,7 @@ async def serve_server(
     """Own the connection to *name* until it ends (a crash) or the process is stopped."""
     task_status.started()
     connection = _Connection(name, server, link, report)
-    report(name, "connecting")
+    report(Connecting(name))
     try:
         await connection.run()
     except trio.Cancelled:
@@ -285,7 +312,7 @@ async def serve_server(
         # Its tools stay registered, failing at once, until it is back (or given up on).
         stderr = connection.tail.text()
         why = connection.watch.why or _describe(exc)  # the cause, before what it made fail
-        report(name, "error", error=scrub(why), stderr=stderr)
+        report(Lost(name, scrub(why), stderr))
         raise ConnectionLost(why + (f"; its stderr ended with:\n{stderr}" if stderr else "")) from exc
     finally:
         link.detach()
