@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import subprocess
-import time
 import types
 from collections.abc import Callable
 from pathlib import Path
@@ -38,7 +37,7 @@ from beamclaw_obs import StreamScrubber, scrub
 from beamclaw_obs._held_secrets import _alternations, forms_of
 from tests.support.credentials import credential_corpus
 
-from ._cli import quick_flag, save
+from ._cli import best_time, quick_flag, save
 
 ROOT = Path(__file__).parents[1]
 #: The last commit with the old scrubber (patterns in Python ``re``).
@@ -61,18 +60,6 @@ def _old_scrub() -> Callable[[str], str] | None:
     exec(compile(source, "old_scrubber.py", "exec"), module.__dict__)  # our own file, from git
     scrub_old: Callable[[str], str] = module.scrub
     return scrub_old
-
-
-def _timed(function: Callable[[], object], budget: float = 0.5) -> float:
-    """Seconds per call: the best of as many calls as fit in *budget* (at least 1)."""
-    best = float("inf")
-    spent = 0.0
-    while spent < budget or best == float("inf"):
-        started = time.perf_counter()
-        function()
-        elapsed = time.perf_counter() - started
-        best, spent = min(best, elapsed), spent + elapsed
-    return best
 
 
 def _mb_per_s(text: str, seconds: float) -> float:
@@ -107,19 +94,19 @@ def _hostile() -> dict[str, str]:
 def _scrub_section(quick: bool, old: Callable[[str], str] | None) -> dict[str, Any]:
     result: dict[str, Any] = {}
     ordinary = _ordinary()
-    new = _timed(lambda: scrub(ordinary))
+    new = best_time(lambda: scrub(ordinary))
     result["ordinary"] = {"bytes": len(ordinary.encode()), "new_mb_s": _mb_per_s(ordinary, new)}
     if old is not None:
-        before = _timed(lambda: old(ordinary))
+        before = best_time(lambda: old(ordinary))
         result["ordinary"] |= {"old_mb_s": _mb_per_s(ordinary, before), "new_vs_old_time": round(new / before, 2)}
     sizes = {"64KB": 64 * _KB} if quick else {"64KB": 64 * _KB, "1MB": _MB}
     for name, unit in _hostile().items():
         for label, size in sizes.items():
             text = _sized(unit, size)
-            new = _timed(lambda text=text: scrub(text), budget=0.2)  # type: ignore[misc]
+            new = best_time(lambda text=text: scrub(text), budget=0.2)  # type: ignore[misc]
             row: dict[str, Any] = {"new_mb_s": _mb_per_s(text, new), "new_s": round(new, 4)}
             if old is not None and size <= 64 * _KB:
-                before = _timed(lambda text=text: old(text), budget=0.2)  # type: ignore[misc]
+                before = best_time(lambda text=text: old(text), budget=0.2)  # type: ignore[misc]
                 row |= {"old_mb_s": _mb_per_s(text, before), "old_s": round(before, 4)}
                 row["new_vs_old_time"] = round(new / before, 3)
             result[f"{name} x {label}"] = row
@@ -144,15 +131,15 @@ def _stream_section(quick: bool, old: Callable[[str], str] | None) -> dict[str, 
     prose = _ordinary()
     label = "8KB_reply" if quick else "30KB_reply"
     reply = prose[: (8 if quick else 30) * _KB]
-    new = _timed(lambda: _streamed(reply), budget=1.0)
+    new = best_time(lambda: _streamed(reply), budget=1.0)
     result: dict[str, Any] = {label: {"new_s": round(new, 4), "new_mb_s": _mb_per_s(reply, new)}}
     if old is not None:
-        before = _timed(lambda: _drafter_before(reply, old), budget=0.0)
+        before = best_time(lambda: _drafter_before(reply, old), budget=0.0)
         result[label] |= {"old_s": round(before, 3), "new_vs_old_time": round(new / before, 4)}
     if not quick:
         big = (prose * (_MB // len(prose) + 1))[:_MB]
-        whole = _timed(lambda: scrub(big), budget=0.0)
-        streamed = _timed(lambda: _streamed(big), budget=0.0)
+        whole = best_time(lambda: scrub(big), budget=0.0)
+        streamed = best_time(lambda: _streamed(big), budget=0.0)
         result["1MB"] = {
             "stream_mb_s": _mb_per_s(big, streamed),
             "scrub_whole_mb_s": _mb_per_s(big, whole),
@@ -180,7 +167,7 @@ def _held_section(quick: bool) -> dict[str, Any]:
                 while at >= 0:
                     at = text.find(form, at + 1)
 
-        re2_s, find_s = _timed(with_re2, budget=0.3), _timed(with_find, budget=0.3)
+        re2_s, find_s = best_time(with_re2, budget=0.3), best_time(with_find, budget=0.3)
         result[f"{count}_values"] = {
             "forms": len(forms),
             "alternations": len(patterns),

@@ -21,30 +21,16 @@ Figures are printed, and written to bench/results/telegram_format.json.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from telegramify_markdown import RenderConfig, convert, split_entities
 
 from beamclaw_gateway._telegram_format import LIMIT, chunks
 
-from ._cli import quick_flag, save
+from ._cli import best_time, quick_flag, save
 
 _KB = 1024
 _CONFIG = RenderConfig.isolated()
-
-
-def _timed(function: Callable[[], object], budget: float = 0.5) -> float:
-    """Seconds per call: the best of as many calls as fit in *budget* (at least 1)."""
-    best = float("inf")
-    spent = 0.0
-    while spent < budget or best == float("inf"):
-        started = time.perf_counter()
-        function()
-        elapsed = time.perf_counter() - started
-        best, spent = min(best, elapsed), spent + elapsed
-    return best
 
 
 def _ours(markdown: str) -> int:
@@ -99,8 +85,8 @@ def _hostile(quick: bool) -> dict[str, str]:
 def _compare(cases: dict[str, str], budget: float) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for name, markdown in cases.items():
-        ours = _timed(lambda markdown=markdown: _ours(markdown), budget)  # type: ignore[misc]
-        library = _timed(lambda markdown=markdown: _library(markdown), budget)  # type: ignore[misc]
+        ours = best_time(lambda markdown=markdown: _ours(markdown), budget)  # type: ignore[misc]
+        library = best_time(lambda markdown=markdown: _library(markdown), budget)  # type: ignore[misc]
         result[name] = {
             "chars": len(markdown),
             "messages_ours": _ours(markdown),

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from trio_websocket import open_websocket_url
 
+from tests.support.json_mutation import DROP, mutated, paths
 from tests.support.model_server import Reply
 
 from .conftest import Gateway, RunGateway
@@ -206,8 +207,7 @@ _scalars = st.one_of(
 _json = st.recursive(
     _scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4)
 )
-_DROP = object()  # as the bad value: the key is left out
-_bad = st.one_of(_scalars, _json, st.just(_DROP))
+_bad = st.one_of(_scalars, _json, st.just(DROP))
 
 _SEND = {"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"kind": "text", "text": "hi"}],
                      "contextId": "c1"}, "configuration": {"returnImmediately": True}}  # fmt: skip
@@ -229,40 +229,12 @@ _VALID_CHAT = {
 }
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every place in *value* (a JSON tree) where a value sits, the root last."""
-    children: list[tuple[Any, ...]] = []
-    if isinstance(value, dict):
-        for key, child in value.items():
-            children += _paths(child, (*path, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            children += _paths(child, (*path, index))
-    return [*children, path]
-
-
-def _mutated(valid: Any, choice: int, bad: Any) -> Any:
-    """*valid* (copied) with the value at one of its paths replaced by *bad*, or dropped."""
-    value = json.loads(json.dumps(valid))
-    path = _paths(value)[choice % len(_paths(value))]
-    if not path:
-        return {} if bad is _DROP else bad
-    parent = value
-    for step in path[:-1]:
-        parent = parent[step]
-    if bad is _DROP:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = bad
-    return value
-
-
-_chat_requests = st.builds(_mutated, st.just(_VALID_CHAT), st.integers(0, 1000), _bad)
-_a2a_requests = st.builds(_mutated, st.sampled_from(_VALID_RPC), st.integers(0, 1000), _bad)
+_chat_requests = st.builds(mutated, st.just(_VALID_CHAT), st.integers(0, 1000), _bad)
+_a2a_requests = st.builds(mutated, st.sampled_from(_VALID_RPC), st.integers(0, 1000), _bad)
 
 
 #: The values that broke something once, or break parsers often.
-_CLASSIC_BAD = [_DROP, None, True, 0, -1, 2**64, 10**30, 1.5, 1e308, "", "²", "٣", "9" * 30, "x" * 300, "\ud800",
+_CLASSIC_BAD = [DROP, None, True, 0, -1, 2**64, 10**30, 1.5, 1e308, "", "²", "٣", "9" * 30, "x" * 300, "\ud800",
                 "a\x00b", [], [1], {}, {"$ne": 1}, [[[[["deep"]]]]]]  # fmt: skip
 
 
@@ -273,9 +245,9 @@ async def test_every_field_with_every_classic_bad_value(run_gateway: RunGateway)
     table = {"rate_limit": {"requests": 1_000_000}}
     async with run_gateway(repeat=Reply("ok"), gateway_table=table) as g, g.client(headers=JSON) as http:
         for path, valid in requests:
-            for choice in range(len(_paths(valid))):
+            for choice in range(len(paths(valid))):
                 for bad in _CLASSIC_BAD:
-                    body = _mutated(valid, choice, bad)
+                    body = mutated(valid, choice, bad)
                     answer = await http.post(path, content=json.dumps(body))
                     internal = path == "/a2a" and '"code": -32603' in answer.text
                     if answer.status_code >= 500 or internal:

@@ -22,6 +22,7 @@ from trio_websocket import open_websocket_url
 import beamclaw_gateway as gateway
 from beamclaw_gateway._request_models import CHAT_REQUEST, WS_MESSAGE
 from beamclaw_gateway._turns import BadRequest
+from tests.support.json_mutation import DROP, mutated
 from tests.support.model_server import Reply
 
 from .conftest import RunGateway
@@ -51,38 +52,10 @@ _values = st.recursive(
     _scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["type", "text", "role",
                                                                           "content", "x"]), inner, max_size=3),
 )  # fmt: skip
-_DROP = object()
-
-
-def _places(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found: list[tuple[Any, ...]] = []
-    if isinstance(value, dict):
-        for key, child in value.items():
-            found += _places(child, (*path, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            found += _places(child, (*path, index))
-    return [*found, path]
-
-
-def _mutated(valid: Any, choice: int, bad: Any) -> Any:
-    """*valid* with the value at one place replaced by *bad* (or its key dropped)."""
-    value = json.loads(json.dumps(valid))
-    path = _places(value)[choice % len(_places(value))]
-    if not path:
-        return {} if bad is _DROP else bad
-    parent = value
-    for step in path[:-1]:
-        parent = parent[step]
-    if bad is _DROP:
-        del parent[path[-1]]
-    else:
-        parent[path[-1]] = bad
-    return value
 
 
 def _bodies(valid: dict[str, Any]) -> st.SearchStrategy[Any]:
-    return st.builds(_mutated, st.just(valid), st.integers(0, 100), st.one_of(_values, st.just(_DROP)))
+    return st.builds(mutated, st.just(valid), st.integers(0, 100), st.one_of(_values, st.just(DROP)))
 
 
 @settings(max_examples=500, deadline=None, database=None)
