@@ -6,8 +6,8 @@ approvals), and ``agents()`` lists them. Served at ``/mcp`` by the gateway (behi
 token) and over stdio by ``beamclaw mcp serve``.
 
 An agent that asks to approve a tool call cannot wait for the host's user inside one
-tool call: ``chat`` answers with the question at once, and the run waits; the next
-``chat`` with ``/yes``, ``/no`` or ``/always`` answers it, and returns what the run
+tool call: ``chat`` answers with the question at once, and the turn waits; the next
+``chat`` with ``/yes``, ``/no`` or ``/always`` answers it, and returns what the turn
 says next (its reply, or another question).
 """
 
@@ -28,7 +28,7 @@ import beamclaw_core as core
 APPROVALS: Final = frozenset({"/yes", "/no", "/always", "/y", "/n"})
 #: Runs kept between `chat` calls at once: each (agent, user) has one, so a host that
 #: invents users cannot grow the table without end.
-MAX_RUNS: Final = 256
+MAX_TURNS: Final = 256
 _INSTRUCTIONS: Final = (
     "BeamClaw's agents. `chat` sends a message to an agent and returns its reply; the same `user` and `agent` "
     "continue one conversation. When the reply asks to approve a tool call, answer with `chat` again and the "
@@ -38,12 +38,12 @@ _INSTRUCTIONS: Final = (
 
 @attrs.define
 class Pending:
-    """A run in progress: what it says, as it says it (questions, then its last word)."""
+    """A turn in progress: what it says, as it says it (questions, then its last word)."""
 
     send: trio.MemorySendChannel[tuple[bool, str]]
     receive: trio.MemoryReceiveChannel[tuple[bool, str]]
     finished: bool = False
-    #: The run's last word has been handed to a `chat` call: nothing more to keep.
+    #: The turn's last word has been handed to a `chat` call: nothing more to keep.
     told: bool = False
     last_question: str = ""
 
@@ -53,7 +53,7 @@ class Pending:
         return cls(send, receive)
 
     def said(self, text: str) -> None:
-        """A message of the run's (an approval question); the host's user must see it now."""
+        """A message of the turn's (an approval question); the host's user must see it now."""
         self.last_question = text
         self.send.send_nowait((False, text))
 
@@ -71,35 +71,35 @@ class Backend(Protocol):
     """How the MCP server reaches the agents: core itself (the gateway), or the control socket."""
 
     async def start(self, agent: str, user: str, message: str, pending: Pending, origin: str) -> None:
-        """Submit *message* as a run from *origin*; tell *pending* what it says, until its end
+        """Submit *message* as a turn from *origin*; tell *pending* what it says, until its end
         (in the background)."""
 
     async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
-        """Answer the approval the run waits for (from *origin*: only the asking one's counts)."""
+        """Answer the approval the turn waits for (from *origin*: only the asking one's counts)."""
 
     async def agents(self) -> list[str]: ...
 
 
 @attrs.define
 class Conversations:
-    """The runs in progress, one per (agent, user): the state `chat` keeps between calls."""
+    """The turns in progress, one per (agent, user): the state `chat` keeps between calls."""
 
     backend: Backend
     default_agent: str
-    runs: dict[tuple[str, str, str], Pending] = attrs.field(factory=dict)
+    turns: dict[tuple[str, str, str], Pending] = attrs.field(factory=dict)
 
     async def chat(self, message: str, agent: str, user: str, origin: str = "mcp") -> str:
-        """The run's next word for *message* from *origin* (the caller: each has runs of its
+        """The turn's next word for *message* from *origin* (the caller: each has turns of its
         own, and only its own ``/yes`` answers them); a bare *user* is put in the ``mcp:``
         namespace.
 
         Raises `ValueError` (said to the host) for a bad user or agent, or when
-        `MAX_RUNS` conversations are waiting for answers.
+        `MAX_TURNS` conversations are waiting for answers.
         """
         agent = agent or self.default_agent
         user = core.check_user_id(user if ":" in user else f"mcp:{user}")
         key = (agent, user, origin)
-        pending = self.runs.get(key)
+        pending = self.turns.get(key)
         if pending is not None and not pending.finished:
             if message.strip().lower() not in APPROVALS:
                 return (
@@ -109,25 +109,25 @@ class Conversations:
             await self.backend.answer(agent, user, message.strip(), origin)
         else:
             self._make_room()
-            pending = self.runs[key] = Pending.open()
+            pending = self.turns[key] = Pending.open()
             try:
                 await self.backend.start(agent, user, message, pending, origin)
             except BaseException:
-                del self.runs[key]
+                del self.turns[key]
                 raise
         text = await pending.next()
-        if pending.told and self.runs.get(key) is pending:
-            del self.runs[key]
+        if pending.told and self.turns.get(key) is pending:
+            del self.turns[key]
         return text
 
     def _make_room(self) -> None:
-        """Forget finished runs whose caller went away before their end; refuse past `MAX_RUNS`."""
-        if len(self.runs) < MAX_RUNS:
+        """Forget finished turns whose caller went away before their end; refuse past `MAX_TURNS`."""
+        if len(self.turns) < MAX_TURNS:
             return
-        for key in [key for key, pending in self.runs.items() if pending.finished]:
-            del self.runs[key]
-        if len(self.runs) >= MAX_RUNS:
-            raise ValueError(f"{MAX_RUNS} conversations are waiting for an approval; answer one of them first")
+        for key in [key for key, pending in self.turns.items() if pending.finished]:
+            del self.turns[key]
+        if len(self.turns) >= MAX_TURNS:
+            raise ValueError(f"{MAX_TURNS} conversations are waiting for an approval; answer one of them first")
 
 
 #: Who a ``chat`` call speaks as, and from where, from its agent, its ``user`` argument and

@@ -5,7 +5,7 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from beamclaw_gateway._mcp_server import MAX_RUNS, Conversations, Pending
+from beamclaw_gateway._mcp_server import MAX_TURNS, Conversations, Pending
 
 
 @attrs.define
@@ -33,20 +33,20 @@ class _AskingBackend:
 
 async def test_a_told_run_is_forgotten_and_users_are_namespaced() -> None:
     conversations = Conversations(_AskingBackend(ask=False), "default")
-    for n in range(3 * MAX_RUNS):
+    for n in range(3 * MAX_TURNS):
         assert await conversations.chat("hi", "", f"host-{n}") == "echo hi"
-    assert conversations.runs == {}
+    assert conversations.turns == {}
     assert conversations.backend.started[:2] == [("default", "mcp:host-0"), ("default", "mcp:host-1")]
 
 
 async def test_waiting_runs_are_bounded_and_answering_one_makes_room() -> None:
     backend = _AskingBackend(ask=True)
     conversations = Conversations(backend, "default")
-    for n in range(MAX_RUNS):
+    for n in range(MAX_TURNS):
         assert await conversations.chat("go", "", f"u{n}") == f"Approve for mcp:u{n}?"
-    with pytest.raises(ValueError, match=f"{MAX_RUNS} conversations are waiting for an approval"):
+    with pytest.raises(ValueError, match=f"{MAX_TURNS} conversations are waiting for an approval"):
         await conversations.chat("go", "", "one-too-many")
-    assert ("default", "mcp:one-too-many", "mcp") not in conversations.runs
+    assert ("default", "mcp:one-too-many", "mcp") not in conversations.turns
     assert await conversations.chat("/yes", "", "u0") == "answered /yes"
     assert await conversations.chat("go", "", "one-too-many") == "Approve for mcp:one-too-many?"
 

@@ -38,7 +38,7 @@ async def idle(user_id: str, timeout: float = 15.0) -> None:
     """Until the conversation has no run: a reply is on screen before its run is finished."""
     handle = await core.open_session(user_id, "default", "telegram")
     with trio.fail_after(timeout):
-        while (await sv.call(handle.dest, Status())).runs:
+        while (await sv.call(handle.dest, Status())).turns:
             await trio.sleep(0.02)
 
 
