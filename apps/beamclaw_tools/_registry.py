@@ -6,7 +6,9 @@ discovered tools), so core never has to import them.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final, TypeVar
+
+import attrs
 
 import supervision as sv
 from beamclaw_base import RetryPolicy, retry
@@ -19,26 +21,61 @@ RESTART_WAIT: Final = 2.0
 #: A read the registry died during is asked once more, at once (`RESTART_WAIT` covers its restart).
 _READ_AGAIN: Final = RetryPolicy(attempts=2, wait_initial=0.0, wait_max=0.0)
 
+R = TypeVar("R")
+
+
+# --- what the registry is asked (each typed with its reply, `supervision.Request`) ---------
+
+
+@attrs.frozen
+class RegisterTool(sv.Request[None]):
+    """Add *tool*, replacing one of the same name."""
+
+    tool: Tool
+
+
+@attrs.frozen
+class UnregisterTool(sv.Request[bool]):
+    """Remove the tool called *name*; the reply is whether there was one."""
+
+    name: str
+
+
+@attrs.frozen
+class LookupTool(sv.Request[Tool | None]):
+    """The tool called *name*, or None."""
+
+    name: str
+
+
+@attrs.frozen
+class ListTools(sv.Request[list[Tool]]):
+    """Every registered tool."""
+
+
+#: Every request the registry answers.
+RegistryRequest = RegisterTool | UnregisterTool | LookupTool | ListTools
+
 
 class ToolRegistry(sv.GenServer):
     def init(self, tools: tuple[Tool, ...] = ()) -> dict[str, Tool]:
         sv.register(REGISTRY)
         return {tool.definition.name: tool for tool in tools}
 
-    def handle_call(self, request: Any, caller: sv.Caller, tools: dict[str, Tool]) -> sv.Reply:
+    def handle_call(self, request: RegistryRequest, caller: sv.Caller, tools: dict[str, Tool]) -> sv.Reply:
         match request:
-            case ("register", tool):
+            case RegisterTool(tool):
                 return sv.Reply(None, {**tools, tool.definition.name: tool})
-            case ("unregister", name):
+            case UnregisterTool(name):
                 return sv.Reply(name in tools, {k: v for k, v in tools.items() if k != name})
-            case ("lookup", name):
+            case LookupTool(name):
                 return sv.Reply(tools.get(name), tools)
-            case "tools":
+            case ListTools():
                 return sv.Reply(list(tools.values()), tools)
         raise ValueError(f"unknown tool registry request {request!r}")
 
 
-async def _read(request: Any) -> Any:
+async def _read(request: sv.Request[R]) -> R:
     """A read from the registry, asked again (at once) of its replacement if it died
     meanwhile: a read changes nothing, so unlike a write it is safe to repeat."""
     return await retry(
@@ -52,23 +89,20 @@ async def register_tool(tool: Tool) -> None:
     """Add *tool*, replacing one of the same name."""
     if not isinstance(tool, Tool):
         raise TypeError(f"{tool!r} does not implement the Tool protocol")
-    await sv.call(REGISTRY, ("register", tool), restart_wait=RESTART_WAIT)
+    await sv.call(REGISTRY, RegisterTool(tool), restart_wait=RESTART_WAIT)
 
 
 async def unregister_tool(name: str) -> bool:
     """Remove the tool called *name*; return whether there was one."""
-    removed: bool = await sv.call(REGISTRY, ("unregister", name), restart_wait=RESTART_WAIT)
-    return removed
+    return await sv.call(REGISTRY, UnregisterTool(name), restart_wait=RESTART_WAIT)
 
 
 async def lookup_tool(name: str) -> Tool | None:
-    tool: Tool | None = await _read(("lookup", name))
-    return tool
+    return await _read(LookupTool(name))
 
 
 async def list_tools() -> list[Tool]:
-    tools: list[Tool] = await _read("tools")
-    return tools
+    return await _read(ListTools())
 
 
 async def tool_definitions() -> list[ToolDefinition]:
