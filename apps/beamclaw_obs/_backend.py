@@ -31,7 +31,7 @@ class Backend(sv.GenServer):
     def handle_event(self, event: ObsEvent, state: Any) -> Any:
         raise NotImplementedError
 
-    def handle_cast(self, message: Any, state: Any) -> Any:
+    def handle_cast(self, message: object, state: Any) -> sv.NoReply:
         if isinstance(message, ObsEvent):
             new_state = self.handle_event(message, state)
             return sv.NoReply(state if new_state is None else new_state)

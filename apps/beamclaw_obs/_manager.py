@@ -40,12 +40,12 @@ class Manager(sv.GenServer):
         sv.register(MANAGER)
         sv.subscribe(sv.self())
 
-    def handle_cast(self, message: Any, state: None) -> sv.NoReply:
+    def handle_cast(self, message: object, state: None) -> sv.NoReply:
         if isinstance(message, ObsEvent):
             self._fan_out(message)
         return sv.NoReply(state)
 
-    def handle_info(self, message: Any, state: None) -> sv.NoReply:
+    def handle_info(self, message: object, state: None) -> sv.NoReply:
         if isinstance(message, sv.SupervisorEvent):
             self._fan_out(_supervisor_event(message))
         return sv.NoReply(state)

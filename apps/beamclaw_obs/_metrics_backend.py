@@ -7,7 +7,7 @@ process never share counters; the gateway serves `metrics_text()` at /metrics.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Final, final
+from typing import Final, final
 
 import attrs
 import prometheus_client as prom
@@ -73,6 +73,11 @@ class _Metrics:
         )
 
 
+@attrs.frozen
+class MetricsText(sv.Request[str]):
+    """The metrics in Prometheus' text exposition format."""
+
+
 class MetricsBackend(Backend):
     def setup(self) -> _Metrics:
         sv.register(METRICS)
@@ -99,13 +104,13 @@ class MetricsBackend(Backend):
             case _:
                 pass
 
-    def handle_call(self, request: Any, caller: sv.Caller, m: _Metrics) -> sv.Reply:
-        if request == "text":
-            return sv.Reply(prom.generate_latest(m.registry).decode(), m)
+    def handle_call(self, request: MetricsText, caller: sv.Caller, m: _Metrics) -> sv.Reply:
+        match request:
+            case MetricsText():
+                return sv.Reply(prom.generate_latest(m.registry).decode(), m)
         raise ValueError(f"unknown metrics request {request!r}")
 
 
 async def metrics_text() -> str:
     """The Prometheus text exposition of the running metrics backend."""
-    text: str = await sv.call(METRICS, "text")
-    return text
+    return await sv.call(METRICS, MetricsText())
