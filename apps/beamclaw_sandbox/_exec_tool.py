@@ -108,9 +108,7 @@ class ExecTool:
             await tool_definitions(),
         )  # fmt: skip
         try:
-            result: ExecResult = await sv.call(
-                sandbox, ("exec", request), timeout=timeout + _CALL_SLACK, restart_wait=10.0
-            )
+            result = await sv.call(sandbox, request, timeout=timeout + _CALL_SLACK, restart_wait=10.0)
         except sv.CallTimeout:
             raise ToolError(f"the sandbox did not answer within {timeout + _CALL_SLACK:g}s") from None
         except sv.ProcessExited as exc:

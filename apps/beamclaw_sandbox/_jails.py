@@ -15,7 +15,9 @@ from __future__ import annotations
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
+
+import attrs
 
 import supervision as sv
 from beamclaw_base import Jail
@@ -33,8 +35,15 @@ _RESTART_WAIT: Final = 2.0
 JailFactory = Callable[[ToolSession], Jail]
 
 
+@attrs.frozen
+class SessionJails(sv.Request[dict[str, Jail]]):
+    """The jails *session*'s commands may run in, by backend name."""
+
+    session: ToolSession
+
+
 class JailServer(sv.GenServer):
-    """Holds the jails; answers ``("jails", session)`` with ``{backend: Jail}``."""
+    """Holds the jails; answers `SessionJails`."""
 
     def init(self, config: SandboxConfig, factories: Mapping[str, JailFactory]) -> tuple[Jail, dict[str, JailFactory]]:
         sv.register(JAILS)
@@ -43,10 +52,12 @@ class JailServer(sv.GenServer):
         remove_stale_copies(Path(tempfile.gettempdir()))
         return BubblewrapJail(config), dict(factories)
 
-    def handle_call(self, request: Any, caller: sv.Caller, state: tuple[Jail, dict[str, JailFactory]]) -> sv.Reply:
+    def handle_call(
+        self, request: SessionJails, caller: sv.Caller, state: tuple[Jail, dict[str, JailFactory]]
+    ) -> sv.Reply:
         bubblewrap, factories = state
         match request:
-            case ("jails", ToolSession() as session):
+            case SessionJails(session):
                 jails = {"bubblewrap": bubblewrap}
                 jails.update({name: make(session) for name, make in factories.items()})
                 return sv.Reply(jails, state)
@@ -63,7 +74,6 @@ async def session_jails(session: ToolSession) -> dict[str, Jail]:
     """The jails *session*'s commands may run in, by backend name; empty when the sandbox
     app is not running (then ``bash`` and ``terminal`` refuse, naming the fix)."""
     try:
-        jails: dict[str, Jail] = await sv.call(JAILS, ("jails", session), restart_wait=_RESTART_WAIT)
+        return await sv.call(JAILS, SessionJails(session), restart_wait=_RESTART_WAIT)
     except (sv.NoProc, sv.ProcessExited, sv.CallTimeout):
         return {}
-    return jails

@@ -11,7 +11,7 @@ value.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 
@@ -27,9 +27,48 @@ SANDBOX_SHUTDOWN: Final = 5.0
 #: Seconds a caller waits for the registry process while it is being restarted.
 RESTART_WAIT: Final = 2.0
 
+R = TypeVar("R")
+
 
 class SandboxUnavailable(RuntimeError):
     """No sandbox could be started; the message says why and what fixes it."""
+
+
+# --- what the registry is asked (each typed with its reply, `supervision.Request`) ---------
+
+
+@attrs.frozen
+class EnsureSandbox(sv.Request[sv.ViaName]):
+    """The name of *key*'s sandbox, started first (with *workspace* mounted) if none runs."""
+
+    key: str
+    workspace: Path | None
+
+
+@attrs.frozen
+class ListSandboxes(sv.Request[list[dict[str, Any]]]):
+    """Every running sandbox, as `SandboxInfo.as_dict` describes it."""
+
+
+@attrs.frozen
+class KillSandbox(sv.Request[str | None]):
+    """Stop the sandbox whose container name or key is *which*; its name, or None."""
+
+    which: str
+
+
+@attrs.frozen
+class SandboxStatus(sv.Request[dict[str, Any]]):
+    """The Docker backend at a glance (see `sandbox_status`)."""
+
+
+@attrs.frozen
+class RegistryRuntime(sv.Request[SandboxRuntime]):
+    """The runtime the sandboxes are started with (its engine, registry and config)."""
+
+
+#: Every request the registry answers.
+RegistryRequest = EnsureSandbox | ListSandboxes | KillSandbox | SandboxStatus | RegistryRuntime
 
 
 @attrs.define
@@ -55,26 +94,26 @@ class SandboxRegistry(sv.GenServer):
         sv.register(REGISTRY)
         return _State(runtime)
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(self, request: RegistryRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         runtime = state.runtime
         match request:
-            case ("ensure", str() as key, workspace):
+            case EnsureSandbox(key, workspace):
                 try:
                     return sv.Reply(await self._ensure(state, key, workspace), state)
                 except SandboxUnavailable as exc:
                     sv.reply_error(caller, exc)
                     return sv.NoReply(state)
-            case "list":
+            case ListSandboxes():
                 return sv.Reply([info.as_dict() for _, info in live_sandboxes(runtime)], state)
-            case ("kill", str() as which):
+            case KillSandbox(which):
                 for pid, info in live_sandboxes(runtime):
                     if which in (info.name, info.key):
                         await sv.terminate_child(SANDBOXES, pid)
                         return sv.Reply(info.name, state)
                 return sv.Reply(None, state)
-            case "status":
+            case SandboxStatus():
                 return sv.Reply(await _status(runtime), state)
-            case "runtime":
+            case RegistryRuntime():
                 return sv.Reply(runtime, state)
         raise ValueError(f"unknown sandbox registry request {request!r}")
 
@@ -133,32 +172,29 @@ async def _status(runtime: SandboxRuntime) -> dict[str, Any]:
     return status
 
 
-async def registry_call(*request: Any, timeout: float | None = 60.0) -> Any:
-    return await sv.call(REGISTRY, request if len(request) > 1 else request[0], timeout, restart_wait=RESTART_WAIT)
+async def registry_call(request: sv.Request[R], timeout: float | None = 60.0) -> R:
+    """A request to the registry, riding through a restart of it."""
+    return await sv.call(REGISTRY, request, timeout, restart_wait=RESTART_WAIT)
 
 
 async def ensure_sandbox(key: str, workspace: Path | None) -> sv.ViaName:
     """The sandbox of *key*, started (with its container) if none runs; raises
     `SandboxUnavailable` when it cannot be."""
-    via: sv.ViaName = await registry_call("ensure", key, workspace)
-    return via
+    return await registry_call(EnsureSandbox(key, workspace))
 
 
 async def sandbox_status() -> dict[str, Any]:
     """The Docker backend at a glance: engine version (None when it does not answer), image
     built or not, scope, the number of running sandboxes, and ``problem`` with its fix."""
-    status: dict[str, Any] = await registry_call("status")
-    return status
+    return await registry_call(SandboxStatus())
 
 
 async def list_sandboxes() -> list[dict[str, Any]]:
     """Every running sandbox: container name, key, workspace, age, idle time, execs."""
-    found: list[dict[str, Any]] = await registry_call("list")
-    return found
+    return await registry_call(ListSandboxes())
 
 
 async def kill_sandbox(which: str) -> str | None:
     """Stop the sandbox whose container name or key is *which* (its container is removed);
     the container's name, or None if there was none."""
-    name: str | None = await registry_call("kill", which)
-    return name
+    return await registry_call(KillSandbox(which))

@@ -71,18 +71,6 @@ class SandboxHung(RuntimeError):
 
 @final
 @attrs.frozen
-class ExecRequest:
-    """One piece of code to run: what the exec tool sends a sandbox."""
-
-    language: Literal["python", "shell"]
-    code: str
-    timeout: float
-    call_tool: ToolCaller | None = None
-    tools: Sequence[ToolDefinition] = ()
-
-
-@final
-@attrs.frozen
 class ExecResult:
     exit_code: int
     stdout: str
@@ -92,6 +80,18 @@ class ExecResult:
     truncated: bool = False
     bridge_calls: int = 0
     bridge_denied: int = 0
+
+
+@final
+@attrs.frozen
+class ExecRequest(sv.Request[ExecResult]):
+    """One piece of code to run: what the exec tool asks a sandbox (its only request)."""
+
+    language: Literal["python", "shell"]
+    code: str
+    timeout: float
+    call_tool: ToolCaller | None = None
+    tools: Sequence[ToolDefinition] = ()
 
 
 @attrs.define
@@ -161,12 +161,10 @@ class Sandbox(sv.GenServer):
              duration_ms=round((time.perf_counter() - started) * 1000, 1))  # fmt: skip
         return _State(runtime, info, tokenizer, host, listener)
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(self, request: ExecRequest, caller: sv.Caller, state: _State) -> sv.Reply:
         match request:
-            case ("exec", ExecRequest() as exec_request):
-                return sv.Reply(await self._exec(exec_request, state), state)
-            case "info":
-                return sv.Reply(state.info, state)
+            case ExecRequest():
+                return sv.Reply(await self._exec(request, state), state)
         raise ValueError(f"unknown sandbox request {request!r}")
 
     async def _exec(self, request: ExecRequest, state: _State) -> ExecResult:

@@ -20,6 +20,7 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
 import supervision as sv
+from beamclaw_sandbox._registry import RegistryRuntime
 
 ROOT = Path(__file__).resolve().parents[3]
 IMAGE = "beamclaw-sandbox:latest"
@@ -80,7 +81,7 @@ async def sandbox_app(home: Path, events: list[obs.ObsEvent] | None = None, **ov
         name="test_root",
     )
     async with sv.open_supervisor(root):
-        runtime = await sv.call("beamclaw_sandbox.registry", "runtime")
+        runtime = await sv.call("beamclaw_sandbox.registry", RegistryRuntime())
         yield runtime
 
 

@@ -44,8 +44,7 @@ def _context(home: Path, agent: str = "default", call_tool: Any = None) -> ToolC
 async def _exec(runtime: Any, code: str, *, key: str = "session:s1", language: str = "python", **kw: Any) -> ExecResult:
     via = await sandbox.ensure_sandbox(key, kw.pop("workspace", None))
     request = ExecRequest(language, code, kw.pop("timeout", 20.0), kw.pop("call_tool", None), kw.pop("tools", ()))  # type: ignore[arg-type]
-    result: ExecResult = await sv.call(via, ("exec", request), timeout=90)
-    return result
+    return await sv.call(via, request, timeout=90)
 
 
 async def test_the_container_is_locked_down_as_the_reference_says(tmp_path: Path) -> None:
