@@ -12,6 +12,7 @@ import ssl
 from functools import cache
 from typing import Any
 
+import attrs
 import httpx
 
 import supervision as sv
@@ -25,6 +26,11 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+@attrs.frozen
+class OwnedClient(sv.Request[httpx.AsyncClient]):
+    """The owner's client (the owner alone closes it)."""
+
+
 class HttpClientOwner(sv.GenServer):
     """Start it with the name to register; ``trust_env`` as httpx has it."""
 
@@ -32,10 +38,11 @@ class HttpClientOwner(sv.GenServer):
         sv.register(name)
         return httpx.AsyncClient(verify=_ssl_context(), trust_env=trust_env)
 
-    def handle_call(self, request: Any, caller: sv.Caller, client: httpx.AsyncClient) -> sv.Reply:
-        if request != "client":
-            raise ValueError(f"unknown request {request!r}")
-        return sv.Reply(client, client)
+    def handle_call(self, request: OwnedClient, caller: sv.Caller, client: httpx.AsyncClient) -> sv.Reply:
+        match request:
+            case OwnedClient():
+                return sv.Reply(client, client)
+        raise ValueError(f"unknown request {request!r}")
 
     async def terminate(self, reason: Any, client: httpx.AsyncClient) -> None:
         await client.aclose()
@@ -43,5 +50,4 @@ class HttpClientOwner(sv.GenServer):
 
 async def owned_http_client(name: str) -> httpx.AsyncClient:
     """The client of the owner registered as *name*."""
-    client: httpx.AsyncClient = await sv.call(name, "client", restart_wait=RESTART_WAIT)
-    return client
+    return await sv.call(name, OwnedClient(), restart_wait=RESTART_WAIT)

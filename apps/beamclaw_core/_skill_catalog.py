@@ -25,11 +25,39 @@ from ._skills import Skill, discover, skill_places
 SKILLS: Final = "beamclaw_core.skills"
 
 
+#: An agent's skills by name (eligible or not), and the SKILL.md files that could not be read.
+Found = tuple[dict[str, Skill], list[str]]
+
+
+# --- what the catalog is asked and told ------------------------------------------------------
+
+
+@attrs.frozen
+class AgentSkills(sv.Request[Found]):
+    """The skills of *agent_id*, discovered on first use."""
+
+    agent_id: str
+
+
+@attrs.frozen
+class SearchSkills(sv.Request[list[tuple[Skill, float]]]):
+    """At most *limit* eligible skills of *agent_id* best matching *query*, with their scores."""
+
+    agent_id: str
+    query: str
+    limit: int
+
+
+@attrs.frozen
+class Reload:
+    """Cast by the watcher: a SKILL.md changed, so forget what was found."""
+
+
 @attrs.define
 class _Catalog:
     bundled: Path | None
     data_dir: Path
-    found: dict[str, tuple[dict[str, Skill], list[str]]] = attrs.field(factory=dict)
+    found: dict[str, Found] = attrs.field(factory=dict)
     indexes: dict[str, SkillIndex] = attrs.field(factory=dict)
 
 
@@ -38,7 +66,7 @@ class SkillsCatalog(sv.GenServer):
         sv.register(SKILLS)
         return _Catalog(bundled, data_dir)
 
-    async def _skills(self, catalog: _Catalog, agent_id: str) -> tuple[dict[str, Skill], list[str]]:
+    async def _skills(self, catalog: _Catalog, agent_id: str) -> Found:
         if agent_id not in catalog.found:
             catalog.found[agent_id] = await trio.to_thread.run_sync(
                 discover, skill_places(catalog.bundled, catalog.data_dir, agent_id)
@@ -47,11 +75,11 @@ class SkillsCatalog(sv.GenServer):
                 logger.warning("skill skipped: {}", problem)
         return catalog.found[agent_id]
 
-    async def handle_call(self, request: Any, caller: sv.Caller, catalog: _Catalog) -> sv.Reply:
+    async def handle_call(self, request: AgentSkills | SearchSkills, caller: sv.Caller, catalog: _Catalog) -> sv.Reply:
         match request:
-            case ("skills", str() as agent_id):
+            case AgentSkills(agent_id):
                 return sv.Reply(await self._skills(catalog, agent_id), catalog)
-            case ("search", str() as agent_id, str() as query, int() as limit):
+            case SearchSkills(agent_id, query, limit):
                 skills, _ = await self._skills(catalog, agent_id)
                 eligible = [s for s in skills.values() if s.eligible]
                 if agent_id not in catalog.indexes:
@@ -60,10 +88,11 @@ class SkillsCatalog(sv.GenServer):
                 return sv.Reply([(skills[name], score) for name, score in hits if name in skills], catalog)
         raise ValueError(f"unknown skills request {request!r}")
 
-    def handle_cast(self, message: Any, catalog: _Catalog) -> sv.NoReply:
-        if message == "reload":
-            catalog.found.clear()
-            catalog.indexes.clear()
+    def handle_cast(self, message: Reload, catalog: _Catalog) -> sv.NoReply:
+        match message:
+            case Reload():
+                catalog.found.clear()
+                catalog.indexes.clear()
         return sv.NoReply(catalog)
 
 
@@ -82,7 +111,7 @@ async def watch_skills(
         *folders, debounce=debounce_ms, step=50, rust_timeout=100, watch_filter=_is_skill_change
     ):
         logger.info("skills changed ({} file(s)); reloading", len(changes))
-        sv.cast(SKILLS, "reload")
+        sv.cast(SKILLS, Reload())
 
 
 async def tool_names() -> set[str]:
@@ -101,12 +130,9 @@ async def usable_skills(agent_id: str, available: set[str]) -> list[Skill]:
     return [skill for skill in skills.values() if not skill.unmet(available)]
 
 
-async def agent_skills(agent_id: str) -> tuple[dict[str, Skill], list[str]]:
+async def agent_skills(agent_id: str) -> Found:
     """The agent's skills by name (eligible or not), and the SKILL.md files that could not be read."""
-    result: tuple[dict[str, Skill], list[str]] = await sv.call(
-        SKILLS, ("skills", agent_id), timeout=30.0, restart_wait=RESTART_WAIT
-    )
-    return result
+    return await sv.call(SKILLS, AgentSkills(agent_id), timeout=30.0, restart_wait=RESTART_WAIT)
 
 
 @attrs.define
@@ -129,12 +155,8 @@ class SkillSearchTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
-        hits: list[tuple[Skill, float]] = await sv.call(
-            SKILLS,
-            ("search", session.agent_id, args["query"], args.get("limit", 5)),
-            timeout=30.0,
-            restart_wait=RESTART_WAIT,
-        )
+        search = SearchSkills(session.agent_id, args["query"], args.get("limit", 5))
+        hits = await sv.call(SKILLS, search, timeout=30.0, restart_wait=RESTART_WAIT)
         available = await tool_names()
         hits = [(skill, score) for skill, score in hits if not skill.unmet(available)]
         if not hits:
