@@ -23,7 +23,7 @@ import supervision as sv
 from beamclaw_obs import emit
 
 from ._job import Fire
-from ._requests import ClaimedFires, FinishRun, Outcome, RunningRuns, RunStarted
+from ._requests import ClaimedFires, FinishRun, Outcome, Poke, RunningRuns, RunStarted
 from ._store import store_call
 
 JOBS_SUP: Final = "beamclaw_scheduler.jobs"
@@ -103,9 +103,9 @@ class Executor(sv.GenServer):
             assert pid is not None
             self._watch(state, fire.run_id, pid)
 
-    async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
         match message:
-            case "poke":
+            case Poke():
                 await self._take_claims(state)
             case sv.Down(ref=ref, reason=reason) if ref in state.by_ref:
                 run_id = state.by_ref.pop(ref)

@@ -120,6 +120,12 @@ class SyncHeartbeats(sv.Request[None]):
     wanted: dict[str, float]
 
 
+@attrs.frozen
+class Poke:
+    """Sent by the store, not asked: the runner's next wake may be sooner, or claims wait
+    for the executor."""
+
+
 #: Every request the store answers.
 StoreRequest = (
     AddJob | ListJobs | FindJob | ChangeJob | JobRuns | Claim | NextWake | ClaimedFires | RunningRuns | RunStarted

@@ -44,6 +44,7 @@ from ._requests import (
     JobRuns,
     ListJobs,
     NextWake,
+    Poke,
     RunningRuns,
     RunStarted,
     StoreRequest,
@@ -162,7 +163,7 @@ class _State:
 def _poke(name: str) -> None:
     """Tell the runner (its next wake may be sooner) or the executor (claims wait): best effort."""
     with contextlib.suppress(sv.NoProc):
-        sv.send(name, "poke")
+        sv.send(name, Poke())
 
 
 class JobStore(sv.GenServer):
