@@ -55,6 +55,13 @@ _NOTICES: dict[tuple[str, str], ChatNotices] = {}
 Effect = Callable[[Pending | None], Awaitable[bool]]
 
 
+@attrs.frozen
+class _WebhookUpdate:
+    """An update Telegram posted to the webhook, handed to the channel process."""
+
+    update: dict[str, Any]
+
+
 @attrs.define
 class _Bot:
     config: TelegramConfig
@@ -330,9 +337,9 @@ async def _webhook(bot: _Bot, url: str) -> None:
     await _tell_unanswered(bot)
     await _drain(bot)
     while True:
-        message = await sv.receive()
-        if isinstance(message, tuple) and message[0] == "update" and await bot.ledger.receive([message[1]]):
-            await _drain(bot)
+        match await sv.receive():
+            case _WebhookUpdate(update) if await bot.ledger.receive([update]):
+                await _drain(bot)
 
 
 async def telegram_bot(
@@ -389,6 +396,6 @@ def bot_name(token: str) -> str:
 async def webhook_update(token: str, update: dict[str, Any]) -> bool:
     """Hand a webhook update to the channel; False when the channel is not running."""
     try:
-        return sv.send(bot_name(token), ("update", update))
+        return sv.send(bot_name(token), _WebhookUpdate(update))
     except sv.NoProc:
         return False
