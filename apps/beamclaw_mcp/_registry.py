@@ -10,7 +10,7 @@ error and stderr lines), ``failed`` (restarted too often: left so until `restart
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import attrs
 
@@ -153,7 +153,7 @@ class McpRegistry(sv.GenServer):
                 status.last_error, status.stderr = error, stderr
         return sv.NoReply(state)
 
-    async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
         if isinstance(message, sv.Down):
             for name, pid in list(state.running.items()):
                 if pid == message.pid:

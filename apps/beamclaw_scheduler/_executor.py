@@ -114,8 +114,3 @@ class Executor(sv.GenServer):
                     await store_call(FinishRun(run_id, "failed", _describe(reason)))
                 await self._start_more(state)
         return sv.NoReply(state)
-
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
-        if request == "load":
-            return sv.Reply({"running": len(state.running), "waiting": len(state.queue)}, state)
-        raise ValueError(f"unknown executor request {request!r}")

@@ -227,7 +227,7 @@ class JobStore(sv.GenServer):
         else:
             db.execute("UPDATE jobs SET errors = ? WHERE id = ?", (errors, job_id))
 
-    async def handle_call(self, request: Any, caller: sv.Caller, state: _State) -> Any:
+    async def handle_call(self, request: StoreRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         try:
             return sv.Reply(self._answer(request, state), state)
         except JobError as exc:
