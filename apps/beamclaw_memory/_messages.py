@@ -16,6 +16,9 @@ from ._embedding import Vectors
 
 @attrs.frozen
 class Hit:
+    """One chunk found: where it is (a document and its lines), how well it matched, its text
+    and kind (a file, a daily log, a kept conversation)."""
+
     path: str
     start_line: int
     end_line: int
@@ -26,6 +29,8 @@ class Hit:
 
 @attrs.frozen
 class SearchResult:
+    """What a search answers: its hits, best first."""
+
     hits: list[Hit]
     #: Said when the search was keyword-only or partial (why), else "".
     note: str = ""
