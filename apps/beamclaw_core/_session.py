@@ -276,7 +276,7 @@ class Session(sv.GenServer):
         emit("session_reset", session_id=state.info.id, messages=dropped)
         return sv.Reply(dropped, state)
 
-    async def handle_info(self, message: Any, state: _State) -> sv.NoReply:
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
         if isinstance(message, sv.Down) and message.ref == state.loop_ref:
             state.loop_ref = None
             state.pending_approval = None
