@@ -1,10 +1,10 @@
-"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``."""
+"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``."""
 
 from __future__ import annotations
 
 import nox
 
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "lint", "typecheck", "docs"]
 
 
 @nox.session
@@ -25,9 +25,16 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy, strict on supervision/."""
+    """mypy, strict on every package."""
     session.install("-e", ".[test]")
     session.run("mypy")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site, built as CI builds it (warnings are errors)."""
+    session.install("-e", ".[test]")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(session.create_tmp()) + "/site")
 
 
 @nox.session
