@@ -22,6 +22,10 @@ from ._index import INDEXES_SUP, AgentIndex, index_name
 from ._messages import RememberFor, StartedIndexes, StartIndex
 
 AGENTS: Final = "beamclaw_memory.agents"
+#: The name the memory app's (empty) supervisor holds when ``enabled = false``: callers
+#: are told at once that memory is off, where waiting for `AGENTS` to come back would
+#: cost every turn that keeps memory fresh the whole restart wait.
+MEMORY_OFF: Final = "beamclaw_memory.off"
 #: An agent name as core checks it: the index's folder is named after it.
 _AGENT_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_-]{0,31}")
 

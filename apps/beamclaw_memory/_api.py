@@ -12,7 +12,7 @@ from typing import Any, Final, TypeVar
 
 import supervision as sv
 
-from ._agents import AGENTS, UnknownMemory, running_agents
+from ._agents import AGENTS, MEMORY_OFF, UnknownMemory, running_agents
 from ._index import index_name
 from ._messages import (
     IndexStatus,
@@ -42,6 +42,8 @@ async def _index(agent: str, timeout: float) -> str:
     *timeout*: the start goes on without the caller, who is told memory is unavailable)."""
     if sv.whereis(index_name(agent)) is not None:  # running: no need to queue behind other agents' starts
         return index_name(agent)
+    if sv.whereis(MEMORY_OFF) is not None:
+        raise MemoryUnavailable("the memory app is not running ([memory] enabled = false)")
     try:
         name = await sv.call(AGENTS, StartIndex(agent), timeout=timeout, restart_wait=_RESTART_WAIT)
     except UnknownMemory:

@@ -9,7 +9,8 @@
 
 one_for_one: an embedder crash leaves the indexes answering from keywords; an index
 crash loses nothing (it is derived from the files and its own store, see `_index`).
-With ``enabled = false`` the tree is empty: no tools, and core's calls are told so.
+With ``enabled = false`` the tree is empty, under the name `MEMORY_OFF`: no tools, and
+core's calls are told so at once.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 import supervision as sv
 from beamclaw_tools import keep_registered
 
-from ._agents import AGENTS, Agents
+from ._agents import AGENTS, MEMORY_OFF, Agents
 from ._config import MemoryConfig, parse_memory_config
 from ._embedder import EMBEDDER, EmbedderServer
 from ._index import INDEXES_SUP
@@ -31,7 +32,7 @@ from ._watcher import watch
 
 def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) -> sv.Supervisor:
     if not config.enabled:
-        return sv.Supervisor([], name="beamclaw_memory", intensity=10, period=10.0)
+        return sv.Supervisor([], name=MEMORY_OFF, intensity=10, period=10.0)
     return sv.Supervisor(
         [
             sv.ChildSpec(

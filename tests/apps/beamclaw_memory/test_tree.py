@@ -386,6 +386,19 @@ async def test_a_remembered_secret_is_scrubbed(tmp_path: Path) -> None:
         assert key not in await memory.read_lines("default", "conversations/a/1", owner="alice", start=1, count=9)
 
 
+async def test_a_disabled_app_says_so_without_waiting_out_a_restart(tmp_path: Path, autojump_clock: object) -> None:
+    """Memory off is told at once: a call that waited for the agents process to come back
+    (as it does while the app restarts) would cost every turn that keeps memory fresh two
+    seconds. Virtual time shows the wait: the clock jumps over it, and must not move."""
+    workspace(tmp_path)
+    async with running_memory(tmp_path, memory.MemoryConfig(enabled=False)):
+        before = trio.current_time()
+        for _ in range(3):
+            with pytest.raises(memory.MemoryUnavailable, match="enabled = false"):
+                await memory.sync("default", timeout=60.0)
+        assert trio.current_time() == before
+
+
 async def test_a_disabled_app_says_memory_is_unavailable(tmp_path: Path) -> None:
     workspace(tmp_path)
     async with running_memory(tmp_path, memory.MemoryConfig(enabled=False)):
