@@ -27,7 +27,9 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_memory as memory
 import beamclaw_obs as obs
+import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
 import supervision as sv
 from tests.support.model_server import Call, Reply, scripted_model
@@ -47,6 +49,8 @@ def _tree(home: Path, base_url: str) -> sv.Supervisor:
         [
             obs.supervision_tree({"log_file": True}, home).child_spec("obs"),
             tools.supervision_tree({}, home).child_spec("tools"),
+            sandbox.supervision_tree({}, home).child_spec("sandbox"),
+            memory.supervision_tree({"enabled": False}, home).child_spec("memory"),
             core.supervision_tree(core_table, home).child_spec("core"),
         ]
     )
