@@ -83,6 +83,10 @@ async def retry(
     Raises:
         Whatever *call* (or *on_retry*) raised last.
     """
+    try:
+        return await call()  # most calls succeed at once: no retry machinery for them (stamina's costs ~0.2 ms)
+    except Exception as exc:  # noqa: BLE001 - handed to the loop below as its first attempt's failure
+        first: Exception | None = exc
     chosen: list[tuple[BaseException, float]] = []
 
     def backoff(exc: Exception) -> bool | float:
@@ -97,6 +101,9 @@ async def retry(
     ):  # fmt: skip
         with attempt:
             try:
+                if first is not None:  # the first attempt was made above
+                    failure, first = first, None
+                    raise failure
                 return await call()
             except Exception as exc:
                 verdict = on(exc)
