@@ -27,7 +27,9 @@ def _containers(home: Path) -> list[str]:
     client = docker_client()
     try:
         filters = {"label": [f"{LABEL_SANDBOX}=1", f"{LABEL_INSTANCE}={instance_id(home)}"]}
-        return [c.name for c in client.containers.list(all=True, filters=filters)]
+        # The low-level list (one call): containers.list() inspects each container it found,
+        # and one the reaper removes in between makes that a 404.
+        return sorted(c["Id"] for c in client.api.containers(all=True, filters=filters))
     finally:
         client.close()
 

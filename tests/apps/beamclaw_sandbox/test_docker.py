@@ -400,7 +400,7 @@ async def test_the_docker_jail_runs_each_command_in_a_fresh_locked_down_containe
         assert loud.truncated and b"bytes left out" in loud.stdout and len(loud.stdout) < 200
         client = docker_client()
         try:
-            left = client.containers.list(all=True, filters={"label": f"{LABEL_INSTANCE}={runtime.instance}"})
+            left = client.api.containers(all=True, filters={"label": f"{LABEL_INSTANCE}={runtime.instance}"})
         finally:
             client.close()
         assert left == []  # every command's container is gone
