@@ -62,7 +62,7 @@ from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA_VERSION, StoreError, immediate_transaction, open_database
-from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
+from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._turn import Turn, TurnError, TurnResult
 from ._workspace import (
@@ -97,6 +97,7 @@ __all__ = [
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
+    "MAX_TEXT_CALLS",
     "MAX_USER_ID",
     "InvalidUserId",
     "check_user_id",
@@ -150,6 +151,7 @@ __all__ = [
     "reconfigure",
     "SessionInfo",
     "StoreError",
+    "TextToolCalls",
     "ToolCall",
     "Turn",
     "TurnError",

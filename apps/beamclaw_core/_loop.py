@@ -96,6 +96,8 @@ class _Progress:
 
     turn: Turn
     started: float = attrs.field(factory=time.time)
+    #: When the loop took the turn, on the monotonic clock (for ``total_duration_ms``).
+    began: float = attrs.field(factory=time.perf_counter)
     rounds: int = 0
     tool_calls: int = 0
     prompt_tokens: int = 0
@@ -407,8 +409,10 @@ class Loop(sv.StateMachine):
         assert progress is not None
         text = await scrub_async(completion.content)
         calls = list(completion.tool_calls)
+        refused: dict[str, str] = {}
         if not calls and not final_round:
-            calls, text = parse_text_tool_calls(text)
+            written = parse_text_tool_calls(text)
+            calls, text, refused = list(written.calls), written.text, written.refused
         visible = strip_thinking(text)
         if calls and not final_round:
             message = Message("assistant", visible, tool_calls=tuple(calls))
@@ -417,7 +421,8 @@ class Loop(sv.StateMachine):
             except PersistError as exc:
                 return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
             progress.pending = calls
-            progress.decisions = {}
+            # A call written as text that could not be read is answered with why, never run.
+            progress.decisions = {call_id: (False, reason) for call_id, reason in refused.items()}
             progress.rounds += 1
             return sv.NextState(LoopState.AWAITING_APPROVAL, data, sv.NextEvent(_Step.APPROVE))
         if not visible:
@@ -561,6 +566,7 @@ class Loop(sv.StateMachine):
             outcome=failure.error.value if failure and failure.error else "ok", rounds=progress.rounds,
             tool_calls=progress.tool_calls, prompt_tokens=progress.prompt_tokens,
             completion_tokens=progress.completion_tokens,
+            total_duration_ms=round((time.perf_counter() - progress.began) * 1000, 1),
         )  # fmt: skip
         data.progress = None
         return sv.NextState(LoopState.IDLE, data, sv.NextEvent(_Step.NEXT))
