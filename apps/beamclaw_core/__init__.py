@@ -38,7 +38,7 @@ from ._budget import BudgetExceeded, used_today
 from ._channel import BaseChannel, Channel, CollectingChannel, ReplyOnlyChannel
 from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
-from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
+from ._config import AgentConfig, AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
 from ._history import INTERRUPTED, answered_history
 from ._http_client import HttpClientOwner, owned_http_client
 from ._messages import MAX_USER_CHARS, Message, ToolCall, estimate_tokens, truncated
@@ -57,7 +57,15 @@ from ._pairing import (
     request_code,
     revoke,
 )
-from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured, Usage
+from ._provider import (
+    Capabilities,
+    Completion,
+    OpenAICompatProvider,
+    Provider,
+    ProviderError,
+    ProviderNotConfigured,
+    Usage,
+)
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
@@ -127,6 +135,7 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "SCHEMA_VERSION",
     "SUMMARY_HEADER",
+    "AgentConfig",
     "AgenticLoopConfig",
     "BudgetExceeded",
     "Channel",
@@ -139,6 +148,8 @@ __all__ = [
     "MAX_USER_CHARS",
     "Message",
     "OpenAICompatProvider",
+    "Provider",
+    "Capabilities",
     "ProviderConfig",
     "ProviderError",
     "ProviderNotConfigured",

@@ -32,11 +32,12 @@ from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession,
 from ._approval import Decision, allow_keys, decide, describe_keys
 from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
+from ._config import ProviderConfig
 from ._drafts import Drafter, tell
 from ._http_client import owned_http_client
 from ._memory import flush_memory, keep_fresh, remember_exchange
 from ._messages import Message, ToolCall, estimate_tokens
-from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured
+from ._provider import Completion, Provider, ProviderError, ProviderNotConfigured
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._session_messages import (
@@ -117,7 +118,8 @@ class _Data:
     runtime: Runtime
     client: httpx.AsyncClient
     progress: _Progress | None = None
-    _provider: OpenAICompatProvider | None = None
+    _provider: Provider | None = None
+    _chosen: tuple[str, ProviderConfig] | None = None
 
     @property
     def session(self) -> sv.ViaName:
@@ -131,12 +133,22 @@ class _Data:
         return autonomy if turn_autonomy is None else min(autonomy, turn_autonomy)
 
     @property
-    def provider(self) -> OpenAICompatProvider:
-        """The configured provider, as it is now: a reload may have changed it since the last call."""
-        current = self.runtime.config.provider
-        if self._provider is None or self._provider.config is not current:
-            self._provider = self.runtime.provider(self.client)
+    def provider(self) -> Provider:
+        """The agent's provider as configured now: a reload may have changed it since the last call."""
+        chosen = self.runtime.config.provider_for(self.info.agent_id)
+        if self._provider is None or chosen != self._chosen:
+            self._provider, self._chosen = self.runtime.provider(self.client, self.info.agent_id), chosen
         return self._provider
+
+    @property
+    def summariser(self) -> Provider:
+        """The provider of compaction's summary and the memory flush (``compaction_provider``)."""
+        return self.runtime.summariser(self.client, self.info.agent_id)
+
+    def window(self) -> int:
+        """The context window of the agent's model, in tokens."""
+        provider = self.provider
+        return context_window(provider.model, provider.capabilities().context_window)
 
 
 def _model_failure(exc: ProviderError) -> TurnResult:
@@ -278,9 +290,7 @@ class Loop(sv.StateMachine):
         conversation sleeps). Unlike a turn's compaction, a model that fails to summarise
         changes nothing: nothing forces the history shorter now."""
         history = await sv.call(data.session, History())
-        provider = data.provider
-        window = context_window(provider.model, provider.config.context_window)
-        result = await compact(history, provider, window, above_pct, to_pct, flush=self._flusher(data))
+        result = await compact(history, data.summariser, data.window(), above_pct, to_pct, flush=self._flusher(data))
         if result is None or result.method != "summary":
             return
         try:
@@ -304,7 +314,7 @@ class Loop(sv.StateMachine):
         workspace = user_workspace(runtime.data_dir, info.agent_id, info.user_id, single_user=single)
 
         async def flush(older: list[Message]) -> None:
-            await flush_memory(data.info, workspace, data.provider, older, where)
+            await flush_memory(data.info, workspace, data.summariser, older, where)
 
         return flush
 
@@ -312,11 +322,9 @@ class Loop(sv.StateMachine):
 
     async def _compact(self, data: _Data) -> Any:
         history = await sv.call(data.session, History())
-        provider = data.provider
         loop = data.runtime.config.agentic_loop
-        window = context_window(provider.model, provider.config.context_window)
         threshold, target = loop.compaction_threshold_pct, loop.compaction_target_pct
-        result = await compact(history, provider, window, threshold, target, flush=self._flusher(data))
+        result = await compact(history, data.summariser, data.window(), threshold, target, flush=self._flusher(data))
         if result is not None:
             try:
                 await sv.call(data.session, Replace(result.history))

@@ -30,7 +30,7 @@ from beamclaw_base import PathRefused
 from beamclaw_obs import emit, scrub
 
 from ._messages import Message
-from ._provider import OpenAICompatProvider, ProviderError
+from ._provider import Provider, ProviderError
 from ._session import SessionInfo
 from ._workspace import Workspace
 
@@ -81,14 +81,15 @@ def _transcript(messages: list[Message]) -> str:
 
 
 async def flush_memory(
-    info: SessionInfo, workspace: Workspace, provider: OpenAICompatProvider, older: list[Message], where: str
+    info: SessionInfo, workspace: Workspace, provider: Provider, older: list[Message], where: str
 ) -> None:
-    """The memory flush for *older*, the messages compaction is about to drop (see the module)."""
+    """The memory flush for *older*, the messages compaction is about to drop (see the module),
+    written by *provider* (the summariser: ``compaction_provider`` when it is set)."""
     transcript = _transcript(older)
     if not transcript:
         return
     try:
-        with trio.fail_after(provider.config.timeout_seconds):
+        with trio.fail_after(provider.capabilities().timeout_seconds):
             reply = await provider.complete([Message("system", FLUSH_PROMPT), Message("user", transcript)])
     except (ProviderError, trio.TooSlowError) as exc:
         logger.warning("session {}: the memory flush was skipped: {}", info.id[:12], exc)
