@@ -35,7 +35,7 @@ from ._compaction import compact, context_window
 from ._config import ProviderConfig
 from ._drafts import Drafter, tell
 from ._http_client import owned_http_client
-from ._memory import flush_memory, keep_fresh, remember_exchange
+from ._memory import flush_memory, keep_fresh, recall, remember_exchange
 from ._messages import Message, ToolCall, estimate_tokens
 from ._provider import Completion, Provider, ProviderError, ProviderNotConfigured
 from ._runtime import HTTP_CLIENT, Runtime
@@ -108,6 +108,8 @@ class _Progress:
     tools: dict[str, Tool] = attrs.field(factory=dict)
     asking: ToolCall | None = None
     reply: str = ""
+    #: What memory recalled for the turn's message (``auto_context``), once looked up.
+    recalled: str | None = None
     #: Set when the turn failed: what the result reports besides the reply text.
     failure: TurnResult | None = None
 
@@ -346,12 +348,31 @@ class Loop(sv.StateMachine):
         except sv.NoProc:
             progress.tools = {}  # the tools app is not running: the model answers without tools
 
+    @staticmethod
+    async def _with_recall(data: _Data, history: list[Message]) -> list[Message]:
+        """*history* as this call sends it, with what memory recalls for the turn's message
+        (``auto_context``) after that message's text: quoted data, in the model's context
+        for the turn's calls only, never in the stored history."""
+        progress = data.progress
+        assert progress is not None
+        if progress.recalled is None:  # once a turn: its tool rounds send the same
+            limit = data.runtime.config.agentic_loop.auto_context_limit
+            progress.recalled = await recall(data.info, scrub(progress.turn.text), limit)
+        users = [index for index, message in enumerate(history) if message.role == "user"]
+        if not progress.recalled or not users:
+            return history
+        at = users[-1]
+        asked = attrs.evolve(history[at], content=f"{history[at].content}\n\n{progress.recalled}")
+        return [*history[:at], asked, *history[at + 1 :]]
+
     async def _call_model(self, data: _Data) -> Any:
         progress = data.progress
         assert progress is not None
         config = data.runtime.config
         final_round = progress.rounds >= config.agentic_loop.max_tool_iterations
         history = await sv.call(data.session, History())
+        if config.agentic_loop.auto_context:
+            history = await self._with_recall(data, history)
         messages = [
             Message("system", await system_prompt(data.runtime, data.info.agent_id, data.info.user_id)),
             *history,
