@@ -3,10 +3,13 @@ compaction and the memory flush (``compaction_provider``), behind the `Provider`
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 
 import beamclaw_core as core
+from beamclaw_core._compaction import compact
 from tests.support.model_server import Reply, scripted_model
 
 from .conftest import RunCore
@@ -82,3 +85,45 @@ async def test_the_openai_compatible_class_is_a_provider() -> None:
         assert isinstance(provider, core.Provider)
         assert (provider.name, provider.model) == ("p", "m")
         assert provider.capabilities() == core.Capabilities(context_window=9000, timeout_seconds=120.0)
+
+
+class _Canned:
+    """Another API as a `Provider` would wrap it: here one that answers from a list."""
+
+    def __init__(self, *answers: str) -> None:
+        self.answers = list(answers)
+        self.asked: list[list[core.Message]] = []
+
+    @property
+    def name(self) -> str:
+        return "canned"
+
+    @property
+    def model(self) -> str:
+        return "canned-1"
+
+    def capabilities(self) -> core.Capabilities:
+        return core.Capabilities(context_window=1000, timeout_seconds=5.0, tools=False, streaming=False)
+
+    async def complete(
+        self, messages: list[core.Message], tools: list[dict[str, Any]] | None = None
+    ) -> core.Completion:
+        self.asked.append(messages)
+        return core.Completion(self.answers.pop(0), model=self.model)
+
+    async def stream(
+        self, messages: list[core.Message], tools: list[dict[str, Any]] | None, on_text: Any, on_retry: Any = None
+    ) -> core.Completion:
+        completion = await self.complete(messages, tools)
+        await on_text(completion.content)
+        return completion
+
+
+async def test_compaction_needs_only_the_protocol() -> None:
+    history = [core.Message("user" if i % 2 == 0 else "assistant", f"message {i} " + "y" * 400) for i in range(12)]
+    summariser = _Canned("what was said")
+    assert isinstance(summariser, core.Provider)
+    result = await compact(history, summariser, window=1000, threshold_pct=80, target_pct=40)
+    assert result is not None and result.method == "summary"
+    assert result.history[0].content == f"{core.SUMMARY_HEADER}\nwhat was said"
+    assert "message 0" in summariser.asked[0][1].content
