@@ -146,6 +146,11 @@ def _read_element(match: Any) -> ToolCall:
     body = next((group for group in (match.group(1), match.group(2), match.group(4)) if group is not None), "")
     if _OPENING.search(body):
         raise _Unreadable("a tool call written inside another one is not read; write each one on its own")
+    if body.lstrip().startswith("{"):  # a JSON body: a "<name>" inside its strings is not a child
+        call = _from_json(_load(body), "name", ("arguments", "parameters", "args"))
+        if call is None:
+            raise _Unreadable(f"it names no tool; {_FORMAT_HINT}")
+        return call
     named, args = _NAME_CHILD.search(body), _ARGS_CHILD.search(body)
     if named is not None or args is not None:
         name = _checked_name(named.group(1) if named is not None else None)

@@ -30,6 +30,12 @@ def test_each_text_form_gives_the_same_call(text: str) -> None:
     assert written.refused == {} and "jq" not in written.text and "<" not in written.text
 
 
+def test_tags_inside_a_json_body_are_text() -> None:
+    text = '<tool_call>{"name": "write_file", "arguments": {"content": "<name>x</name><args>{}</args>"}}</tool_call>'
+    (call,) = core.parse_text_tool_calls(text).calls
+    assert call.name == "write_file" and json.loads(call.arguments)["content"] == "<name>x</name><args>{}</args>"
+
+
 def test_xml_wins_over_fenced_json() -> None:
     text = '<tool_call><name>a</name></tool_call>\n```json\n{"tool": "b", "args": {}}\n```'
     assert [c.name for c in core.parse_text_tool_calls(text).calls] == ["a"]
