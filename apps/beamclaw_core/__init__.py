@@ -38,7 +38,7 @@ from ._budget import BudgetExceeded, used_today
 from ._channel import BaseChannel, Channel, CollectingChannel, ReplyOnlyChannel
 from ._cleaner import sweep_expired
 from ._compaction import CONTEXT_WINDOWS, SUMMARY_HEADER, context_window
-from ._config import AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
+from ._config import AgentConfig, AgenticLoopConfig, CoreConfig, ProviderConfig, parse_core_config
 from ._history import INTERRUPTED, answered_history
 from ._http_client import HttpClientOwner, owned_http_client
 from ._messages import MAX_USER_CHARS, Message, ToolCall, estimate_tokens, truncated
@@ -57,12 +57,20 @@ from ._pairing import (
     request_code,
     revoke,
 )
-from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured, Usage
+from ._provider import (
+    Capabilities,
+    Completion,
+    OpenAICompatProvider,
+    Provider,
+    ProviderError,
+    ProviderNotConfigured,
+    Usage,
+)
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA_VERSION, StoreError, immediate_transaction, open_database
-from ._tool_parsing import ThinkingFilter, parse_text_tool_calls, strip_thinking
+from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._turn import Turn, TurnError, TurnResult
 from ._workspace import (
@@ -97,6 +105,7 @@ __all__ = [
     "SESSIONS_SUP",
     "InstallStep",
     "InvalidAgentName",
+    "MAX_TEXT_CALLS",
     "MAX_USER_ID",
     "InvalidUserId",
     "check_user_id",
@@ -126,6 +135,7 @@ __all__ = [
     "CONTEXT_WINDOWS",
     "SCHEMA_VERSION",
     "SUMMARY_HEADER",
+    "AgentConfig",
     "AgenticLoopConfig",
     "BudgetExceeded",
     "Channel",
@@ -138,6 +148,8 @@ __all__ = [
     "MAX_USER_CHARS",
     "Message",
     "OpenAICompatProvider",
+    "Provider",
+    "Capabilities",
     "ProviderConfig",
     "ProviderError",
     "ProviderNotConfigured",
@@ -150,6 +162,7 @@ __all__ = [
     "reconfigure",
     "SessionInfo",
     "StoreError",
+    "TextToolCalls",
     "ToolCall",
     "Turn",
     "TurnError",

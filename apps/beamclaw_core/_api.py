@@ -224,7 +224,7 @@ async def context_usage(handle: SessionHandle) -> ContextUsage:
     runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
     messages = await history(handle)
     prompt = await system_prompt(runtime, handle.agent_id, handle.user_id)
-    provider = runtime.config.provider
+    _, provider = runtime.config.provider_for(handle.agent_id)
     used = estimate_tokens([Message("system", prompt), *messages])
     return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
 

@@ -18,7 +18,7 @@ import trio
 from beamclaw_obs import scrub
 
 from ._messages import Message, estimate_tokens
-from ._provider import OpenAICompatProvider, ProviderError
+from ._provider import Provider, ProviderError
 
 SUMMARY_HEADER: Final = "[Conversation summary]"
 DEFAULT_WINDOW: Final = 32_768
@@ -105,7 +105,7 @@ def _transcript(messages: list[Message]) -> str:
 
 async def compact(
     history: list[Message],
-    provider: OpenAICompatProvider,
+    summariser: Provider,
     window: int,
     threshold_pct: int,
     target_pct: int,
@@ -113,6 +113,9 @@ async def compact(
     flush: Callable[[list[Message]], Awaitable[None]] | None = None,
 ) -> Compacted | None:
     """The compacted history, or None when it is still below the threshold.
+
+    *window* is the conversation's model's; *summariser* writes the summary (the
+    conversation's own provider, or the cheaper ``compaction_provider``).
 
     *flush*, when given, is awaited with the messages about to be dropped first (the
     memory flush: the model keeps what should last before they go).
@@ -126,8 +129,8 @@ async def compact(
     if flush is not None:
         await flush(older)
     try:
-        with trio.fail_after(provider.config.timeout_seconds):
-            reply = await provider.complete([Message("system", _SUMMARY_PROMPT), Message("user", _transcript(older))])
+        with trio.fail_after(summariser.capabilities().timeout_seconds):
+            reply = await summariser.complete([Message("system", _SUMMARY_PROMPT), Message("user", _transcript(older))])
         summary = scrub(reply.content.strip())
         if not summary:
             raise ProviderError("the model returned an empty summary")

@@ -74,6 +74,28 @@ class AgenticLoopConfig:
     #: the user's daily log of today (read into that user's prompts; the agent's own daily
     #: log for a single-user agent), or "off" (see `_memory`).
     memory_flush: str = "private"
+    #: The ``[core.providers.NAME]`` table that writes compaction's summary and the memory
+    #: flush (a cheaper model does); empty: the conversation's own provider.
+    compaction_provider: str = ""
+    #: The model name sent for compaction and the memory flush; empty: that provider's
+    #: ``model`` (the conversation's own model when ``compaction_provider`` is empty too).
+    compaction_model: str = ""
+    #: Before each model call, the top memory hits for the user's message (their own
+    #: memory, and the agent's shared files) are given to the model with it, quoted as
+    #: recalled data, never stored in the history. Off by default: a search per turn.
+    auto_context: bool = False
+    #: The most memory hits ``auto_context`` gives the model.
+    auto_context_limit: int = 3
+
+
+@attrs.frozen
+class AgentConfig:
+    """``[core.agents.NAME]``: the model one agent runs on, where it is not the default."""
+
+    #: The ``[core.providers.NAME]`` table the agent's turns use; empty: ``default_provider``.
+    provider: str = ""
+    #: The model name sent for the agent; empty: that provider's own ``model``.
+    model: str = ""
 
 
 @attrs.frozen
@@ -106,6 +128,8 @@ class CoreConfig:
     providers: dict[str, ProviderConfig] = attrs.field(factory=lambda: dict(_DEFAULT_PROVIDERS))
     agentic_loop: AgenticLoopConfig = AgenticLoopConfig()
     maintenance: MaintenanceConfig = MaintenanceConfig()
+    #: Per-agent models by agent name: ``[core.agents.NAME]`` with ``provider`` and ``model``.
+    agents: dict[str, AgentConfig] = attrs.field(factory=dict)
     #: ``read_only`` (no tool that changes anything), ``supervised`` (ask first) or ``full`` (never ask).
     autonomy_level: str = "supervised"
     #: The prompt used before an agent's own files (AGENTS.md, SOUL.md...) are added.
@@ -140,6 +164,22 @@ class CoreConfig:
     def provider(self) -> ProviderConfig:
         return self.providers[self.default_provider]
 
+    def provider_for(self, agent_id: str) -> tuple[str, ProviderConfig]:
+        """The provider *agent_id*'s turns use, by name, with its model (``[core.agents.NAME]``)."""
+        agent = self.agents.get(agent_id, AgentConfig())
+        name = agent.provider or self.default_provider
+        return name, _with_model(self.providers[name], agent.model)
+
+    def summariser_for(self, agent_id: str) -> tuple[str, ProviderConfig]:
+        """The provider that summarises *agent_id*'s conversations and keeps their memory
+        flush (``compaction_provider`` and ``compaction_model``; the agent's own by default)."""
+        loop = self.agentic_loop
+        if loop.compaction_provider:
+            name, config = loop.compaction_provider, self.providers[loop.compaction_provider]
+        else:
+            name, config = self.provider_for(agent_id)
+        return name, _with_model(config, loop.compaction_model)
+
     def single_user(self, agent_id: str) -> bool:
         """Whether what one user of *agent_id* writes reaches every user's prompt (see ``single_user_agents``)."""
         return agent_id in self.single_user_agents
@@ -147,6 +187,16 @@ class CoreConfig:
     def budget_for(self, agent_id: str) -> int:
         """The agent's daily token budget; 0 means none."""
         return self.budgets.get(agent_id, self.daily_token_budget)
+
+
+def _with_model(config: ProviderConfig, model: str) -> ProviderConfig:
+    return attrs.evolve(config, model=model) if model and model != config.model else config
+
+
+def _check_provider_name(key: str, name: str, config: CoreConfig) -> None:
+    if name and name not in config.providers:
+        known = ", ".join(config.providers) or "none"
+        raise ValueError(f"{key} is {name!r}, but [core.providers.{name}] is not configured (configured: {known})")
 
 
 def _check_base_url(key: str, url: str) -> None:
@@ -174,6 +224,9 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
         _check_base_url(f"core.providers.{name}.base_url", provider.base_url)
         if provider.max_reply_chars < 1000:
             raise ValueError(f"core.providers.{name}.max_reply_chars must be at least 1000")
+    _check_provider_name("core.agentic_loop.compaction_provider", config.agentic_loop.compaction_provider, config)
+    for agent, choice in config.agents.items():
+        _check_provider_name(f"core.agents.{agent}.provider", choice.provider, config)
     config.autonomy  # noqa: B018 - parse now, so a typo fails at start, not at the first tool call
     loop = config.agentic_loop
     if not 0 < loop.compaction_target_pct < loop.compaction_threshold_pct <= 100:
@@ -185,6 +238,8 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
         raise ValueError("core.maintenance: need 0 < compact_to_pct < compact_above_pct <= 100")
     if loop.max_tool_iterations < 0:
         raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
+    if not 1 <= loop.auto_context_limit <= 20:
+        raise ValueError("core.agentic_loop.auto_context_limit must be between 1 and 20")
     if loop.memory_flush not in FLUSH_MODES:
         raise ValueError(
             f"core.agentic_loop.memory_flush must be one of {', '.join(FLUSH_MODES)}, not {loop.memory_flush!r}"

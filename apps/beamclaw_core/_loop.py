@@ -32,11 +32,12 @@ from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession,
 from ._approval import Decision, allow_keys, decide, describe_keys
 from ._budget import BudgetExceeded, Reservation, reserve, settle
 from ._compaction import compact, context_window
+from ._config import ProviderConfig
 from ._drafts import Drafter, tell
 from ._http_client import owned_http_client
-from ._memory import flush_memory, keep_fresh, remember_exchange
+from ._memory import flush_memory, keep_fresh, recall, remember_exchange
 from ._messages import Message, ToolCall, estimate_tokens
-from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured
+from ._provider import Completion, Provider, ProviderError, ProviderNotConfigured
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import PersistError, SessionInfo
 from ._session_messages import (
@@ -96,6 +97,8 @@ class _Progress:
 
     turn: Turn
     started: float = attrs.field(factory=time.time)
+    #: When the loop took the turn, on the monotonic clock (for ``total_duration_ms``).
+    began: float = attrs.field(factory=time.perf_counter)
     rounds: int = 0
     tool_calls: int = 0
     prompt_tokens: int = 0
@@ -105,6 +108,8 @@ class _Progress:
     tools: dict[str, Tool] = attrs.field(factory=dict)
     asking: ToolCall | None = None
     reply: str = ""
+    #: What memory recalled for the turn's message (``auto_context``), once looked up.
+    recalled: str | None = None
     #: Set when the turn failed: what the result reports besides the reply text.
     failure: TurnResult | None = None
 
@@ -115,7 +120,8 @@ class _Data:
     runtime: Runtime
     client: httpx.AsyncClient
     progress: _Progress | None = None
-    _provider: OpenAICompatProvider | None = None
+    _provider: Provider | None = None
+    _chosen: tuple[str, ProviderConfig] | None = None
 
     @property
     def session(self) -> sv.ViaName:
@@ -129,12 +135,22 @@ class _Data:
         return autonomy if turn_autonomy is None else min(autonomy, turn_autonomy)
 
     @property
-    def provider(self) -> OpenAICompatProvider:
-        """The configured provider, as it is now: a reload may have changed it since the last call."""
-        current = self.runtime.config.provider
-        if self._provider is None or self._provider.config is not current:
-            self._provider = self.runtime.provider(self.client)
+    def provider(self) -> Provider:
+        """The agent's provider as configured now: a reload may have changed it since the last call."""
+        chosen = self.runtime.config.provider_for(self.info.agent_id)
+        if self._provider is None or chosen != self._chosen:
+            self._provider, self._chosen = self.runtime.provider(self.client, self.info.agent_id), chosen
         return self._provider
+
+    @property
+    def summariser(self) -> Provider:
+        """The provider of compaction's summary and the memory flush (``compaction_provider``)."""
+        return self.runtime.summariser(self.client, self.info.agent_id)
+
+    def window(self) -> int:
+        """The context window of the agent's model, in tokens."""
+        provider = self.provider
+        return context_window(provider.model, provider.capabilities().context_window)
 
 
 def _model_failure(exc: ProviderError) -> TurnResult:
@@ -276,9 +292,7 @@ class Loop(sv.StateMachine):
         conversation sleeps). Unlike a turn's compaction, a model that fails to summarise
         changes nothing: nothing forces the history shorter now."""
         history = await sv.call(data.session, History())
-        provider = data.provider
-        window = context_window(provider.model, provider.config.context_window)
-        result = await compact(history, provider, window, above_pct, to_pct, flush=self._flusher(data))
+        result = await compact(history, data.summariser, data.window(), above_pct, to_pct, flush=self._flusher(data))
         if result is None or result.method != "summary":
             return
         try:
@@ -302,7 +316,7 @@ class Loop(sv.StateMachine):
         workspace = user_workspace(runtime.data_dir, info.agent_id, info.user_id, single_user=single)
 
         async def flush(older: list[Message]) -> None:
-            await flush_memory(data.info, workspace, data.provider, older, where)
+            await flush_memory(data.info, workspace, data.summariser, older, where)
 
         return flush
 
@@ -310,11 +324,9 @@ class Loop(sv.StateMachine):
 
     async def _compact(self, data: _Data) -> Any:
         history = await sv.call(data.session, History())
-        provider = data.provider
         loop = data.runtime.config.agentic_loop
-        window = context_window(provider.model, provider.config.context_window)
         threshold, target = loop.compaction_threshold_pct, loop.compaction_target_pct
-        result = await compact(history, provider, window, threshold, target, flush=self._flusher(data))
+        result = await compact(history, data.summariser, data.window(), threshold, target, flush=self._flusher(data))
         if result is not None:
             try:
                 await sv.call(data.session, Replace(result.history))
@@ -336,12 +348,31 @@ class Loop(sv.StateMachine):
         except sv.NoProc:
             progress.tools = {}  # the tools app is not running: the model answers without tools
 
+    @staticmethod
+    async def _with_recall(data: _Data, history: list[Message]) -> list[Message]:
+        """*history* as this call sends it, with what memory recalls for the turn's message
+        (``auto_context``) after that message's text: quoted data, in the model's context
+        for the turn's calls only, never in the stored history."""
+        progress = data.progress
+        assert progress is not None
+        if progress.recalled is None:  # once a turn: its tool rounds send the same
+            limit = data.runtime.config.agentic_loop.auto_context_limit
+            progress.recalled = await recall(data.info, scrub(progress.turn.text), limit)
+        users = [index for index, message in enumerate(history) if message.role == "user"]
+        if not progress.recalled or not users:
+            return history
+        at = users[-1]
+        asked = attrs.evolve(history[at], content=f"{history[at].content}\n\n{progress.recalled}")
+        return [*history[:at], asked, *history[at + 1 :]]
+
     async def _call_model(self, data: _Data) -> Any:
         progress = data.progress
         assert progress is not None
         config = data.runtime.config
         final_round = progress.rounds >= config.agentic_loop.max_tool_iterations
         history = await sv.call(data.session, History())
+        if config.agentic_loop.auto_context:
+            history = await self._with_recall(data, history)
         messages = [
             Message("system", await system_prompt(data.runtime, data.info.agent_id, data.info.user_id)),
             *history,
@@ -407,8 +438,10 @@ class Loop(sv.StateMachine):
         assert progress is not None
         text = await scrub_async(completion.content)
         calls = list(completion.tool_calls)
+        refused: dict[str, str] = {}
         if not calls and not final_round:
-            calls, text = parse_text_tool_calls(text)
+            written = parse_text_tool_calls(text)
+            calls, text, refused = list(written.calls), written.text, written.refused
         visible = strip_thinking(text)
         if calls and not final_round:
             message = Message("assistant", visible, tool_calls=tuple(calls))
@@ -417,7 +450,8 @@ class Loop(sv.StateMachine):
             except PersistError as exc:
                 return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
             progress.pending = calls
-            progress.decisions = {}
+            # A call written as text that could not be read is answered with why, never run.
+            progress.decisions = {call_id: (False, reason) for call_id, reason in refused.items()}
             progress.rounds += 1
             return sv.NextState(LoopState.AWAITING_APPROVAL, data, sv.NextEvent(_Step.APPROVE))
         if not visible:
@@ -561,6 +595,7 @@ class Loop(sv.StateMachine):
             outcome=failure.error.value if failure and failure.error else "ok", rounds=progress.rounds,
             tool_calls=progress.tool_calls, prompt_tokens=progress.prompt_tokens,
             completion_tokens=progress.completion_tokens,
+            total_duration_ms=round((time.perf_counter() - progress.began) * 1000, 1),
         )  # fmt: skip
         data.progress = None
         return sv.NextState(LoopState.IDLE, data, sv.NextEvent(_Step.NEXT))

@@ -7,6 +7,9 @@
 - So is each of the user's own files (USER.md, MEMORY.md, a daily log) when it is
   written: the memory app indexes the agent's workspace, and these are kept apart from
   it (see `user_workspace`), so they are searchable by their user alone.
+- With ``auto_context`` on, before the model is called the user's message is searched in
+  memory (what that user may see: their own memory and the agent's files) and the top
+  hits go with the message for the turn's calls, quoted as recalled data (see `recall`).
 - Before compaction drops old messages, the memory flush: a hidden model call (no tools)
   is asked what in them should last. By default ("private") its answer is kept in the
   user's own memory, searchable by that user alone; with "daily_log" it goes into the
@@ -22,6 +25,7 @@ from __future__ import annotations
 import datetime
 from typing import Final
 
+import attrs
 import trio
 from loguru import logger
 
@@ -30,13 +34,15 @@ from beamclaw_base import PathRefused
 from beamclaw_obs import emit, scrub
 
 from ._messages import Message
-from ._provider import OpenAICompatProvider, ProviderError
+from ._provider import Provider, ProviderError
 from ._session import SessionInfo
 from ._workspace import Workspace
 
 #: How long a tool round waits for the index to catch up: past it, the watcher's next
 #: look does it, and the turn goes on.
 KEEP_FRESH_SECONDS: Final = 5.0
+#: The longest a turn waits for its recall; past it the turn goes on without.
+RECALL_SECONDS: Final = 5.0
 #: The flush model's answer when nothing should last.
 NOTHING: Final = "NOTHING"
 #: The most of a flush that is written (a model that rambles does not fill the log).
@@ -55,6 +61,27 @@ async def keep_fresh(agent_id: str) -> None:
         await memory.sync(agent_id, timeout=KEEP_FRESH_SECONDS)
     except memory.MemoryUnavailable as exc:
         logger.debug("memory not refreshed for agent {}: {}", agent_id, exc)
+
+
+async def recall(info: SessionInfo, query: str, limit: int) -> str:
+    """What memory holds for *query* that the conversation's user may see, as the model is
+    to read it: each line quoted under a header saying it is recalled data, not
+    instructions (a note may hold anything, a planted "ignore your instructions" too).
+    "" when nothing matched, or memory is off, failing or slower than `RECALL_SECONDS`."""
+    query = query.strip()[: memory.MAX_QUERY_CHARS]
+    if not query:
+        return ""
+    try:
+        with trio.fail_after(RECALL_SECONDS):
+            found = await memory.search(info.agent_id, query, owner=info.user_id, limit=limit)
+    except (memory.MemoryUnavailable, trio.TooSlowError) as exc:
+        logger.debug("session {}: nothing recalled: {}", info.id[:12], exc or "too slow")
+        return ""
+    if not found.hits:
+        return ""
+    emit("auto_context", session_id=info.id, agent_id=info.agent_id, hits=len(found.hits))
+    # Without the search's own note (keyword-only...): the model did not ask for a search.
+    return scrub(memory.format_result(attrs.evolve(found, hits=found.hits[:limit], note=""), query))
 
 
 def remember_exchange(info: SessionInfo, started: float, question: str, answer: str) -> None:
@@ -81,14 +108,15 @@ def _transcript(messages: list[Message]) -> str:
 
 
 async def flush_memory(
-    info: SessionInfo, workspace: Workspace, provider: OpenAICompatProvider, older: list[Message], where: str
+    info: SessionInfo, workspace: Workspace, provider: Provider, older: list[Message], where: str
 ) -> None:
-    """The memory flush for *older*, the messages compaction is about to drop (see the module)."""
+    """The memory flush for *older*, the messages compaction is about to drop (see the module),
+    written by *provider* (the summariser: ``compaction_provider`` when it is set)."""
     transcript = _transcript(older)
     if not transcript:
         return
     try:
-        with trio.fail_after(provider.config.timeout_seconds):
+        with trio.fail_after(provider.capabilities().timeout_seconds):
             reply = await provider.complete([Message("system", FLUSH_PROMPT), Message("user", transcript)])
     except (ProviderError, trio.TooSlowError) as exc:
         logger.warning("session {}: the memory flush was skipped: {}", info.id[:12], exc)

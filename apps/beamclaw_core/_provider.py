@@ -1,11 +1,16 @@
-"""The OpenAI-compatible provider: OpenRouter, OpenAI, Ollama, llama.cpp... by base_url.
+"""Model providers: the `Provider` protocol the loop calls, and the OpenAI-compatible one.
 
-It retries 429 and 5xx answers (and connection failures) with backoff, honouring
-Retry-After (`beamclaw_base.retry`, the one retry helper), and turns every other
-failure (a missing key, a refusal, a malformed reply, a stream cut short) into a
-`ProviderError` whose message a user can act on. A streamed reply is read with
-httpx-sse, over a body cut off past a bound (httpx-sse holds a line whole until its
-newline comes). Only metadata is logged (status, duration, model, tokens), never a body.
+The loop, compaction and the memory flush know a provider only through `Provider`
+(``complete``, ``stream``, ``capabilities``), so another API is added by writing a class
+that has these and choosing it in `Runtime`, without touching the loop.
+
+`OpenAICompatProvider` serves OpenRouter, OpenAI, Ollama, llama.cpp... by base_url. It
+retries 429 and 5xx answers (and connection failures) with backoff, honouring Retry-After
+(`beamclaw_base.retry`, the one retry helper), and turns every other failure (a missing
+key, a refusal, a malformed reply, a stream cut short) into a `ProviderError` whose
+message a user can act on. A streamed reply is read with httpx-sse, over a body cut off
+past a bound (httpx-sse holds a line whole until its newline comes). Only metadata is
+logged (status, duration, model, tokens), never a body.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import contextlib
 import json
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
-from typing import Any, Final, cast, final
+from typing import Any, Final, Protocol, cast, final, runtime_checkable
 
 import attrs
 import httpx
@@ -74,6 +79,54 @@ class Completion:
     usage: Usage | None = None
     finish_reason: str | None = None
     model: str = ""
+
+
+@final
+@attrs.frozen
+class Capabilities:
+    """What a provider's model can do, for the callers that must know."""
+
+    #: The model's context window in tokens when the provider knows it; None: guessed
+    #: from the model's name (`context_window`).
+    context_window: int | None
+    #: The longest wait for the server's next bytes: it also bounds a hidden call whose
+    #: reply nobody watches (a summary, the memory flush).
+    timeout_seconds: float
+    #: Whether the model is offered tools natively (else it writes calls as text).
+    tools: bool = True
+    #: Whether a reply can be streamed as it is written.
+    streaming: bool = True
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """A model API as the loop uses it; failures are `ProviderError` with a message fit for the user."""
+
+    @property
+    def name(self) -> str:
+        """The ``[core.providers.NAME]`` it was configured as."""
+        ...
+
+    @property
+    def model(self) -> str:
+        """The model name it asks for."""
+        ...
+
+    def capabilities(self) -> Capabilities: ...
+
+    async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
+        """One whole reply."""
+        ...
+
+    async def stream(
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]] | None,
+        on_text: OnText,
+        on_retry: OnRetry | None = None,
+    ) -> Completion:
+        """A streamed reply: *on_text* gets each piece of text as it arrives, *on_retry* each retry."""
+        ...
 
 
 def _error_text(body: bytes) -> str:
@@ -158,17 +211,24 @@ def _retryable(exc: Exception) -> bool | float:
 
 
 class OpenAICompatProvider:
-    """One configured endpoint, over a caller-owned `httpx.AsyncClient`."""
+    """One configured endpoint, over a caller-owned `httpx.AsyncClient` (a `Provider`)."""
 
     def __init__(self, name: str, config: ProviderConfig, client: httpx.AsyncClient) -> None:
-        self.name = name
+        self._name = name
         self.config = config
         self._client = client
         self._url = config.base_url.rstrip("/") + "/chat/completions"
 
     @property
+    def name(self) -> str:
+        return self._name
+
+    @property
     def model(self) -> str:
         return self.config.model
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(self.config.context_window, self.config.timeout_seconds)
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", **self.config.headers}

@@ -10,8 +10,8 @@ import httpx
 
 import supervision as sv
 
-from ._config import CoreConfig
-from ._provider import OpenAICompatProvider
+from ._config import CoreConfig, ProviderConfig
+from ._provider import OpenAICompatProvider, Provider
 
 HTTP_CLIENT: Final = "beamclaw_core.http"
 #: Seconds a call to a process of core's (by its name) waits for it while it is being
@@ -39,6 +39,15 @@ class Runtime:
     def workspace(self, agent_id: str) -> Path:
         return self.data_dir / "agents" / agent_id
 
-    def provider(self, client: httpx.AsyncClient) -> OpenAICompatProvider:
-        name = self.config.default_provider
-        return OpenAICompatProvider(name, self.config.providers[name], client)
+    def provider(self, client: httpx.AsyncClient, agent_id: str) -> Provider:
+        """The provider *agent_id*'s turns use now (``[core.agents.NAME]``, else the default)."""
+        return _connect(*self.config.provider_for(agent_id), client)
+
+    def summariser(self, client: httpx.AsyncClient, agent_id: str) -> Provider:
+        """The provider that writes compaction's summaries and the memory flush for *agent_id*."""
+        return _connect(*self.config.summariser_for(agent_id), client)
+
+
+def _connect(name: str, config: ProviderConfig, client: httpx.AsyncClient) -> Provider:
+    """The provider for a ``[core.providers.NAME]`` table: where another API's class is chosen."""
+    return OpenAICompatProvider(name, config, client)

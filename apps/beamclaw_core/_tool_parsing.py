@@ -1,9 +1,18 @@
 """Reading tool calls out of a reply, for models that do not use native ``tool_calls``.
 
-The order is fixed: native tool calls; then ``<tool_call>``, ``<toolcall>`` or
-``<invoke>`` XML; then fenced ```json blocks; then nothing. JSON is never picked out
-of free text, because prose that merely shows an example would run a tool.
-Thinking and reasoning blocks are stripped from what the user sees.
+The order is fixed, the first step that finds anything wins: native tool calls; then
+``<tool_call>``, ``<toolcall>`` or ``<invoke>`` elements, with ``<name>`` and ``<args>``
+children (or, as models also write them, a JSON body ``{"name": ..., "arguments": ...}``
+or ``<invoke name="...">`` with ``<parameter name="...">`` children); then fenced
+```json blocks holding ``{"tool": ..., "args": {...}}`` (or ``{"name": ...,
+"arguments": ...}``); then nothing. JSON is never picked out of free text, because prose
+that merely shows an example would run a tool.
+
+A block that is plainly meant as a call but cannot be read (a tag left open, a call
+inside a call, args that are not a JSON object, a name no tool could have, more calls
+than a reply may make) is not dropped in silence: it becomes a refused call, which the
+loop answers with the reason, so the model learns what to write instead. Thinking and
+reasoning blocks are stripped from what the user sees.
 
 The patterns run on model output, which a hostile model shapes at will: they are RE2
 patterns (linear time), so a reply of ``<tool_call>`` repeated 20,000 times costs
@@ -13,8 +22,9 @@ milliseconds where a backtracking engine took 20 s with the event loop held.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import Any, Final, final
 
+import attrs
 import re2
 
 from ._messages import ToolCall
@@ -29,11 +39,56 @@ def _either_tag(*names: str, body: str) -> str:
 _THINKING: Final = re2.compile(
     r"(?is)(?:" + _either_tag("think", "thinking", "reasoning", body=".*?") + r")\s*|<(?:think|thinking|reasoning)>.*"
 )
-_TAGGED: Final = re2.compile(r"(?is)" + _either_tag("tool_call", "toolcall", body=r"\s*(.*?)\s*"))
-_INVOKE: Final = re2.compile(r"(?is)<invoke\s+name=\"([^\"]+)\"\s*>(.*?)</invoke>")
+#: A call element; its body is in group 1 or 2, or, for ``<invoke>``, its attributes in 3 and its body in 4.
+_ELEMENT: Final = re2.compile(
+    r"(?is)<tool_call>(.*?)</tool_call>|<toolcall>(.*?)</toolcall>|<invoke(\s[^>]*)?>(.*?)</invoke>"
+)
+#: An element's opening tag; one left in the text after the closed ones were read was never closed.
+_OPENING: Final = re2.compile(r"(?i)<(?:tool_call|toolcall)>|<invoke[\s>]")
+#: Closing tags left over (a call nested in another leaves its outer one) and ``<function_calls>`` wrappers.
+_LEFTOVER: Final = re2.compile(r"(?i)</(?:tool_call|toolcall|invoke)>|</?(?:antml:)?function_calls>")
+_NAME_CHILD: Final = re2.compile(r"(?is)<name>(.*?)</name>")
+_ARGS_CHILD: Final = re2.compile(r"(?is)" + _either_tag("args", "arguments", body="(.*?)"))
+_NAME_ATTRIBUTE: Final = re2.compile(r"(?i)\bname\s*=\s*\"([^\"]*)\"")
 _PARAMETER: Final = re2.compile(r"(?is)<parameter\s+name=\"([^\"]+)\"\s*>(.*?)</parameter>")
-_FUNCTION_CALLS: Final = re2.compile(r"(?i)</?(?:antml:)?function_calls>")
 _FENCED: Final = re2.compile(r"(?is)```json\s*\n(.*?)\n?```")
+#: What a tool's name may be (OpenAI's rule, with the dots and colons of some MCP names).
+_VALID_NAME: Final = re2.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+#: The most calls one reply may write as text; the rest are refused with one reason.
+MAX_TEXT_CALLS: Final = 20
+#: The name of a refused call whose own name could not be read.
+UNREADABLE: Final = "unreadable_tool_call"
+_FORMAT_HINT: Final = (
+    "write a tool call as <tool_call><name>TOOL</name><args>{...}</args></tool_call>, with args a JSON object"
+)
+
+
+@final
+@attrs.frozen
+class TextToolCalls:
+    """The calls a reply wrote as text, in order, and the text without them.
+
+    Each call in ``refused`` could not be read: it must not run, and the loop answers it
+    with the reason given, so the model can write it again properly.
+    """
+
+    calls: tuple[ToolCall, ...] = ()
+    text: str = ""
+    refused: dict[str, str] = attrs.field(factory=dict)
+
+    @property
+    def runnable(self) -> list[ToolCall]:
+        return [call for call in self.calls if call.id not in self.refused]
+
+
+class _Unreadable(Exception):
+    """A call block that cannot be read; ``str()`` says why, for the model. *name* is
+    the tool it names, when that much could be read."""
+
+    def __init__(self, reason: str, name: str = UNREADABLE) -> None:
+        super().__init__(reason)
+        self.name = name
 
 
 def strip_thinking(text: str) -> str:
@@ -41,60 +96,158 @@ def strip_thinking(text: str) -> str:
     return _THINKING.sub("", text).strip() if "<" in text else text.strip()
 
 
-def _call_from_json(value: Any, index: int) -> ToolCall | None:
-    if not isinstance(value, dict) or not isinstance(value.get("name"), str):
-        return None
-    args = value.get("arguments", value.get("parameters", {}))
+def _load(text: str) -> Any:
+    """JSON, or `_Unreadable` (deep nesting included: json recurses once per level)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise _Unreadable(f"it is not valid JSON; {_FORMAT_HINT}") from None
+
+
+def _checked_name(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _Unreadable(f"it names no tool; {_FORMAT_HINT}")
+    name = value.strip()
+    if not _VALID_NAME.fullmatch(name):
+        shown = name if len(name) <= 60 else name[:60] + "..."
+        raise _Unreadable(f"{shown!r} is not a tool name (letters, digits, _ . : - and at most 128 of them)")
+    return name
+
+
+def _arguments(name: str, args: Any) -> str:
+    """*args* as the JSON object text a tool takes; a string holding one is accepted too."""
     if isinstance(args, str):
-        raw = args
-    elif isinstance(args, dict):
-        raw = json.dumps(args)
-    else:
+        args = _load(args) if args.strip() else {}
+    if not isinstance(args, dict):
+        raise _Unreadable(f"the args of {name} must be a JSON object, not {type(args).__name__}", name)
+    return json.dumps(args)
+
+
+def _from_json(value: Any, name_key: str, args_keys: tuple[str, ...]) -> ToolCall | None:
+    """The call in a decoded JSON object (id left empty), or None when it is not one."""
+    if not isinstance(value, dict) or name_key not in value:
         return None
-    return ToolCall(id=f"call_text_{index}", name=value["name"], arguments=raw)
+    name = _checked_name(value[name_key])
+    args: Any = next((value[key] for key in args_keys if key in value), {})
+    return ToolCall("", name, _arguments(name, args))
 
 
 def _parameter_value(text: str) -> Any:
     text = text.strip()
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 
-def parse_text_tool_calls(text: str) -> tuple[list[ToolCall], str]:
-    """Tool calls written in the reply's text, and the text without them."""
-    calls: list[ToolCall] = []
-    for match in _TAGGED.finditer(text):
+def _read_element(match: Any) -> ToolCall:
+    """The call one ``<tool_call>``/``<toolcall>``/``<invoke>`` element holds (id left empty)."""
+    attributes = match.group(3) or ""
+    body = next((group for group in (match.group(1), match.group(2), match.group(4)) if group is not None), "")
+    if _OPENING.search(body):
+        raise _Unreadable("a tool call written inside another one is not read; write each one on its own")
+    if body.lstrip().startswith("{"):  # a JSON body: a "<name>" inside its strings is not a child
+        call = _from_json(_load(body), "name", ("arguments", "parameters", "args"))
+        if call is None:
+            raise _Unreadable(f"it names no tool; {_FORMAT_HINT}")
+        return call
+    named, args = _NAME_CHILD.search(body), _ARGS_CHILD.search(body)
+    if named is not None or args is not None:
+        name = _checked_name(named.group(1) if named is not None else None)
+        raw = next((group for group in args.groups() if group is not None), "") if args else ""
+        return ToolCall("", name, _arguments(name, raw))
+    attribute = _NAME_ATTRIBUTE.search(attributes)
+    if attribute is not None:  # <invoke name="..."> with <parameter name="..."> children
+        name = _checked_name(attribute.group(1))
+        params = {key: _parameter_value(value) for key, value in _PARAMETER.findall(body)}
+        return ToolCall("", name, json.dumps(params))
+    call = _from_json(_load(body), "name", ("arguments", "parameters", "args"))
+    if call is None:
+        raise _Unreadable(f"it names no tool; {_FORMAT_HINT}")
+    return call
+
+
+class _Reading:
+    """The calls found so far, numbered in order, with the reasons of the refused ones."""
+
+    def __init__(self) -> None:
+        self.calls: list[ToolCall] = []
+        self.refused: dict[str, str] = {}
+        self.dropped = 0
+
+    def add(self, call: ToolCall) -> None:
+        if len(self.calls) >= MAX_TEXT_CALLS:
+            self.dropped += 1
+            return
+        self.calls.append(attrs.evolve(call, id=f"call_text_{len(self.calls)}"))
+
+    def refuse(self, problem: _Unreadable) -> None:
+        if len(self.calls) >= MAX_TEXT_CALLS:
+            self.dropped += 1
+            return
+        call_id = f"call_text_{len(self.calls)}"
+        self.calls.append(ToolCall(call_id, problem.name, "{}"))
+        self.refused[call_id] = f"it could not be read: {problem}"
+
+    def result(self, text: str) -> TextToolCalls:
+        if self.dropped:
+            call_id = f"call_text_{len(self.calls)}"
+            self.calls.append(ToolCall(call_id, UNREADABLE, "{}"))
+            self.refused[call_id] = (
+                f"a reply may write at most {MAX_TEXT_CALLS} tool calls as text; "
+                f"{self.dropped} more were not read, send them in your next reply"
+            )
+        return TextToolCalls(tuple(self.calls), text.strip(), self.refused)
+
+
+def _read_elements(text: str) -> TextToolCalls | None:
+    reading = _Reading()
+    for match in _ELEMENT.finditer(text):
         try:
-            body = next(group for group in match.groups() if group is not None)
-            call = _call_from_json(json.loads(body), len(calls))
-        except ValueError:
-            call = None
-        if call is not None:
-            calls.append(call)
-    if calls:
-        return calls, _TAGGED.sub("", text).strip()
-    for match in _INVOKE.finditer(text):
-        params = {name: _parameter_value(value) for name, value in _PARAMETER.findall(match.group(2))}
-        calls.append(ToolCall(id=f"call_text_{len(calls)}", name=match.group(1), arguments=json.dumps(params)))
-    if calls:
-        return calls, _FUNCTION_CALLS.sub("", _INVOKE.sub("", text)).strip()
-    fenced_spans = []
+            reading.add(_read_element(match))
+        except _Unreadable as problem:
+            reading.refuse(problem)
+    closed = bool(reading.calls)
+    rest = _LEFTOVER.sub("", _ELEMENT.sub("", text)) if closed else text
+    if _OPENING.search(rest):
+        reading.refuse(
+            _Unreadable(f"a <tool_call>, <toolcall> or <invoke> tag was opened and never closed; {_FORMAT_HINT}")
+        )
+    return reading.result(rest) if reading.calls else None
+
+
+def _read_fenced(text: str) -> TextToolCalls:
+    reading = _Reading()
+    spans = []
     for match in _FENCED.finditer(text):
         try:
             value = json.loads(match.group(1))
-        except ValueError:
-            continue
+        except (ValueError, RecursionError):
+            continue  # a code block that is not JSON is just code
+        found = False
         for item in value if isinstance(value, list) else [value]:
-            call = _call_from_json(item, len(calls))
+            try:  # only {"tool": ...} or {"name": ..., "arguments": ...} is a call; other JSON is just data
+                call = _from_json(item, "tool", ("args",))
+                if call is None and isinstance(item, dict) and ("arguments" in item or "parameters" in item):
+                    call = _from_json(item, "name", ("arguments", "parameters"))
+            except _Unreadable as problem:
+                reading.refuse(problem)
+                found = True
+                continue
             if call is not None:
-                calls.append(call)
-                fenced_spans.append(match.span())
+                reading.add(call)
+                found = True
+        if found:
+            spans.append(match.span())
     rest = text
-    for start, end in reversed(sorted(set(fenced_spans))):
+    for start, end in reversed(spans):
         rest = rest[:start] + rest[end:]
-    return calls, rest.strip()
+    return reading.result(rest)
+
+
+def parse_text_tool_calls(text: str) -> TextToolCalls:
+    """Tool calls written in the reply's text (see the module for the formats), and the text without them."""
+    return _read_elements(text) or _read_fenced(text)
 
 
 _THINKING_TAGS: Final = ("think", "thinking", "reasoning")

@@ -14,6 +14,10 @@ import beamclaw_core as core
 @pytest.mark.parametrize(
     "text",
     [
+        'Sure. <tool_call><name>jq</name><args>{"filter": "."}</args></tool_call>',
+        '<toolcall>\n  <name> jq </name>\n  <args>{"filter": "."}</args>\n</toolcall>',
+        '<invoke><name>jq</name><args>{"filter": "."}</args></invoke>',
+        'Here:\n```json\n{"tool": "jq", "args": {"filter": "."}}\n```',
         'Sure. <tool_call>{"name": "jq", "arguments": {"filter": "."}}</tool_call>',
         '<toolcall>{"name": "jq", "arguments": "{\\"filter\\": \\".\\"}"}</toolcall>',
         '<function_calls><invoke name="jq"><parameter name="filter">.</parameter></invoke></function_calls>',
@@ -21,28 +25,71 @@ import beamclaw_core as core
     ],
 )
 def test_each_text_form_gives_the_same_call(text: str) -> None:
-    calls, rest = core.parse_text_tool_calls(text)
-    assert [(c.name, json.loads(c.arguments)) for c in calls] == [("jq", {"filter": "."})]
-    assert "jq" not in rest
+    written = core.parse_text_tool_calls(text)
+    assert [(c.name, json.loads(c.arguments)) for c in written.calls] == [("jq", {"filter": "."})]
+    assert written.refused == {} and "jq" not in written.text and "<" not in written.text
+
+
+def test_tags_inside_a_json_body_are_text() -> None:
+    text = '<tool_call>{"name": "write_file", "arguments": {"content": "<name>x</name><args>{}</args>"}}</tool_call>'
+    (call,) = core.parse_text_tool_calls(text).calls
+    assert call.name == "write_file" and json.loads(call.arguments)["content"] == "<name>x</name><args>{}</args>"
 
 
 def test_xml_wins_over_fenced_json() -> None:
-    text = '<tool_call>{"name": "a", "arguments": {}}</tool_call>\n```json\n{"name": "b", "arguments": {}}\n```'
-    assert [c.name for c in core.parse_text_tool_calls(text)[0]] == ["a"]
+    text = '<tool_call><name>a</name></tool_call>\n```json\n{"tool": "b", "args": {}}\n```'
+    assert [c.name for c in core.parse_text_tool_calls(text).calls] == ["a"]
 
 
 @pytest.mark.parametrize(
     "text",
     [
         'I could call {"name": "bash", "arguments": {"command": "ls"}} if you like.',
+        'Or {"tool": "bash", "args": {"command": "ls"}}, written in a sentence.',
         '```json\n{"not": "a call"}\n```',
+        '```json\n{"name": "Alice", "age": 3}\n```',
         "```json\n{broken\n```",
-        '```python\n{"name": "bash", "arguments": {}}\n```',
-        "<tool_call>not json</tool_call>",
+        '```python\n{"tool": "bash", "args": {}}\n```',
+        '```\n{"tool": "bash", "args": {}}\n```',
     ],
 )
 def test_nothing_is_picked_out_of_free_text_or_other_blocks(text: str) -> None:
-    assert core.parse_text_tool_calls(text)[0] == []
+    written = core.parse_text_tool_calls(text)
+    assert written.calls == () and written.text == text.strip()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("<tool_call>not json</tool_call>", "not valid JSON"),
+        ("<tool_call><args>{}</args></tool_call>", "names no tool"),
+        ("<tool_call><name>jq</name><args>[1, 2]</args></tool_call>", "the args of jq must be a JSON object, not list"),
+        ('<invoke><name>jq</name><args>"."</args></invoke>', "the args of jq must be a JSON object, not str"),
+        ("<toolcall><name>jq</name><args>{oops</args></toolcall>", "not valid JSON"),
+        ("<tool_call><name>jq</name><args>" + "[" * 100_000 + "</args></tool_call>", "not valid JSON"),
+        ('```json\n{"tool": "jq", "args": 7}\n```', "the args of jq must be a JSON object, not int"),
+        ('```json\n{"tool": 7}\n```', "names no tool"),
+        ("<tool_call><name>rm -rf /</name></tool_call>", "is not a tool name"),
+        ("<tool_call><name>" + "a" * 5000 + "</name></tool_call>", "is not a tool name"),
+        ("<tool_call><tool_call><name>jq</name></tool_call></tool_call>", "inside another one"),
+        ('Let me run it: <tool_call><name>jq</name><args>{"filter": "."}', "opened and never closed"),
+        ('<invoke name="jq"><parameter name="filter">.</parameter>', "opened and never closed"),
+    ],
+)
+def test_a_call_that_cannot_be_read_is_refused_with_the_reason(text: str, reason: str) -> None:
+    written = core.parse_text_tool_calls(text)
+    assert written.runnable == [] and len(written.calls) == 1
+    (why,) = written.refused.values()
+    assert reason in why and len(why) < 400
+
+
+def test_a_reply_may_write_only_so_many_calls() -> None:
+    text = "<tool_call><name>jq</name></tool_call>" * (core.MAX_TEXT_CALLS + 5)
+    written = core.parse_text_tool_calls(text)
+    assert len(written.runnable) == core.MAX_TEXT_CALLS
+    (why,) = written.refused.values()
+    assert "5 more were not read" in why
+    assert len({call.id for call in written.calls}) == core.MAX_TEXT_CALLS + 1
 
 
 @pytest.mark.parametrize(
@@ -100,11 +147,13 @@ _FRAGMENTS = (
 @given(st.lists(st.sampled_from(_FRAGMENTS), max_size=60))
 def test_any_mix_of_tags_parses_and_hides_every_thinking_block(parts: list[str]) -> None:
     text = "".join(parts)
-    calls, rest = core.parse_text_tool_calls(text)
+    written = core.parse_text_tool_calls(text)
     visible = core.strip_thinking(text)
+    calls = written.runnable
     assert all(call.name == "jq" and isinstance(json.loads(call.arguments), dict) for call in calls)
     assert len(calls) <= text.count('"name": "jq"') + text.count('name="jq"')
-    assert len(rest) <= len(text)
+    assert all(call.name in ("jq", "unreadable_tool_call") for call in written.calls)
+    assert len(written.text) <= len(text)
     # Whatever follows an opening thinking tag is hidden, closed or not.
     lowered = visible.lower()
     assert "<think>" not in lowered and "<thinking>" not in lowered and "<reasoning>" not in lowered
@@ -121,9 +170,10 @@ def test_any_mix_of_tags_parses_and_hides_every_thinking_block(parts: list[str])
     ],
 )
 def test_hostile_megabyte_replies_are_parsed_in_one_pass(text: str) -> None:
-    calls, rest = core.parse_text_tool_calls(text)
-    assert calls == []
-    assert rest == text.strip()
+    written = core.parse_text_tool_calls(text)
+    assert written.runnable == []  # an unclosed tag is one refused call, the text left as it was
+    assert len(written.refused) == len(written.calls) <= 1
+    assert written.text == text.strip()
     assert core.strip_thinking(text) in ("", text.strip())
 
 

@@ -54,7 +54,11 @@ async def test_a_multi_tool_turn_end_to_end(run_core: RunCore) -> None:
         assert assistant[0]["tool_calls"][0]["function"]["name"] == "write_file"
         await r.settle()
         assert [e.data["tool"] for e in r.named("tool_call_result")] == ["write_file", "jq", "read_file"]
-        assert r.named("turn_complete")[-1].data["outcome"] == "ok"
+        done = r.named("turn_complete")[-1].data
+        assert done["outcome"] == "ok"
+        # The whole turn: its three model calls and three tools, and what lay between.
+        model_time = sum(e.data["duration_ms"] for e in r.named("llm_response"))
+        assert isinstance(done["total_duration_ms"], float) and done["total_duration_ms"] >= model_time
 
 
 async def test_runs_wait_in_order_while_the_loop_is_busy(run_core: RunCore) -> None:
@@ -76,6 +80,35 @@ async def test_text_tool_calls_are_parsed_when_the_model_has_no_native_ones(run_
         assert result.text == "a is 1"
         tool = [m for m in await core.history(session) if m.role == "tool"]
         assert tool[0].content == "1"
+
+
+async def test_calls_written_in_the_spec_formats_run_and_bad_ones_are_answered_with_why(run_core: RunCore) -> None:
+    hostile = (
+        '<tool_call><name>jq</name><args>["not", "an", "object"]</args></tool_call>'
+        "<tool_call><name>no_such_tool</name><args>{}</args></tool_call>"
+        "<toolcall><toolcall><name>jq</name></toolcall></toolcall>"
+        "<invoke><name>jq</name><args>" + "[" * 50_000 + "</args></invoke>"
+        "<tool_call><name>jq</name><args>{"
+    )
+    fenced = '```json\n{"tool": "jq", "args": {"filter": ".a", "input": "{\\"a\\": 2}"}}\n```'
+    steps = [Reply(hostile), Reply(f"Trying again.\n{fenced}"), Reply("a is 2")]
+    async with run_core(*steps) as r:
+        session = await r.open()
+        result = await core.send_message(session, "what is a?", core.CollectingChannel())
+        assert result.text == "a is 2"
+        second = r.model.requests[1]["messages"]
+        answers = [m["content"] for m in second if m["role"] == "tool"]
+        assert len(answers) == 5 and all(a.startswith("the tool call was not run: ") for a in answers)
+        assert "the args of jq must be a JSON object, not list" in answers[0]
+        assert "there is no tool called 'no_such_tool'" in answers[1]
+        assert "inside another one" in answers[2]
+        assert "not valid JSON" in answers[3]
+        assert "opened and never closed" in answers[4]
+        third = r.model.requests[2]["messages"]
+        assert [m["content"] for m in third if m["role"] == "tool"][-1] == "2"
+        assert third[-2]["content"] == "Trying again."  # the block is the call, not text
+        await r.settle()
+        assert [e.data["tool"] for e in r.named("tool_call_result")] == ["jq"]
 
 
 async def test_tool_rounds_are_capped_then_a_final_answer_is_asked_for(run_core: RunCore) -> None:
