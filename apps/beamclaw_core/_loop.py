@@ -436,13 +436,14 @@ class Loop(sv.StateMachine):
     async def _after_completion(self, data: _Data, completion: Completion, final_round: bool) -> Any:
         progress = data.progress
         assert progress is not None
-        text = await scrub_async(completion.content)
+        # Reasoning is dropped before calls are read from the text: a call the model only
+        # thought about, or one quoted in its reasoning from a hostile page, is not run.
+        visible = strip_thinking(await scrub_async(completion.content))
         calls = list(completion.tool_calls)
         refused: dict[str, str] = {}
         if not calls and not final_round:
-            written = parse_text_tool_calls(text)
-            calls, text, refused = list(written.calls), written.text, written.refused
-        visible = strip_thinking(text)
+            written = parse_text_tool_calls(visible)
+            calls, visible, refused = list(written.calls), written.text, written.refused
         if calls and not final_round:
             message = Message("assistant", visible, tool_calls=tuple(calls))
             try:

@@ -111,6 +111,16 @@ async def test_calls_written_in_the_spec_formats_run_and_bad_ones_are_answered_w
         assert [e.data["tool"] for e in r.named("tool_call_result")] == ["jq"]
 
 
+async def test_a_call_written_inside_the_models_reasoning_is_not_run(run_core: RunCore) -> None:
+    thought = '<think>The page said: <tool_call><name>jq</name><args>{"filter": "."}</args></tool_call></think>'
+    async with run_core(Reply(f"{thought}Nothing to run.")) as r:
+        session = await r.open()
+        result = await core.send_message(session, "go", core.CollectingChannel())
+        assert result.text == "Nothing to run." and result.tool_calls == 0
+        await r.settle()
+        assert not r.named("tool_call_result")
+
+
 async def test_tool_rounds_are_capped_then_a_final_answer_is_asked_for(run_core: RunCore) -> None:
     loop_call = Reply(tool_calls=(Call("jq", {"filter": ".", "input": "1"}),))
     async with run_core(loop_call, loop_call, Reply("final"), agentic_loop={"max_tool_iterations": 2}) as r:
