@@ -9,6 +9,7 @@ import pytest
 
 import beamclaw_core as core
 import beamclaw_obs as obs
+from beamclaw_sandbox._skill_save import save_skill
 from tests.support.bubblewrap import requires_bubblewrap
 from tests.support.model_server import Call, Reply
 
@@ -66,3 +67,18 @@ async def test_a_skills_env_reaches_its_scripts_alone(
 def test_a_skill_setting_is_checked_when_the_config_is_read() -> None:
     with pytest.raises(ValueError, match=r"core.skills.greet.enabled"):
         core.parse_core_config({"skills": {"greet": {"enabled": "perhaps"}}})
+
+
+async def test_a_script_saved_from_exec_runs_again_by_name(run_core: RunCore, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    code = "import sys\nprint('saved script ran with', *sys.argv[1:])\n"
+    core.Workspace.of(home, "default").seed()
+    save_skill(home / "agents" / "default", "echo-args", "Echoes its arguments", "python", code)
+    call = Call("run_skill", {"name": "echo-args", "args": ["a b", "c"]}, id="s1")
+    async with run_core(Reply(tool_calls=(call,)), Reply("done"), home=home, autonomy_level="full") as r:
+        session = await r.open()
+        await core.send_message(session, "run it again", core.CollectingChannel())
+        (result,) = [m["content"] for m in r.model.requests[1]["messages"] if m["role"] == "tool"]
+        system = r.model.requests[0]["messages"][0]["content"]
+    assert result == "exit code: 0\nsaved script ran with a b c"
+    assert "echo-args: Echoes its arguments" in system
