@@ -11,7 +11,7 @@ with the deny list as its only guard; it lives in this app because it is no jail
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, Protocol, final, runtime_checkable
 
@@ -54,8 +54,10 @@ class Jail(Protocol):
     their own paths. It returns within about *timeout* seconds, having killed the command
     and every process it started if it had to, and keeps at most *output_limit* bytes of
     each stream. Network, environment and resource limits are the jail's configuration,
-    never the caller's. It raises `JailUnavailable` (with the fix) when the backend cannot
-    work on this machine, before anything runs.
+    never the caller's, except *env*: variables added to the command's environment (a
+    skill's own ``[core.skills.NAME] env``, given to that skill's scripts alone). It
+    raises `JailUnavailable` (with the fix) when the backend cannot work on this machine,
+    before anything runs.
     """
 
     @property
@@ -76,6 +78,7 @@ class Jail(Protocol):
         timeout: float,
         output_limit: int,
         readonly: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ) -> JailResult: ...
 
 

@@ -254,10 +254,13 @@ class Unjailed:
         timeout: float,
         output_limit: int,
         readonly: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ) -> JailResult:
+        extra = env
         env = {k: v for k, v in os.environ.items() if k in _SAFE_ENV}
         env.setdefault("PATH", SYSTEM_PATH)
         env["HOME"] = str(workspace)
+        env.update(extra or {})
         return await run_captured(
             argv, env=env, cwd=check_cwd(workspace, cwd), timeout=timeout, output_limit=output_limit
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import shutil
 import sqlite3
+from pathlib import Path
 from typing import Final
 
 import beamclaw
@@ -96,12 +98,47 @@ def delete(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The files a rehatch puts back from their templates; MEMORY.md and the daily logs only with ``--memory``.
+_PERSONA: Final = tuple(name for name in core.SEEDED_FILES if name != "MEMORY.md")
+
+
+def _move_aside(root: Path, names: list[str], backup: Path) -> list[str]:
+    """Move each of *names* that exists below *root* into *backup* (a link as the link, never
+    its target); return the names moved."""
+    moved = []
+    for name in names:
+        if not os.path.lexists(root / name):
+            continue
+        (backup / name).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.rename(root / name, backup / name)
+        moved.append(name)
+    return moved
+
+
 def rehatch(args: argparse.Namespace) -> int:
-    """Start the first-run ritual again: BOOTSTRAP.md back from its template, the rest kept."""
-    ws = _workspace(args.name, create=True)
+    """The spec's factory reset: every bootstrap file back to its template, the old ones kept
+    in a dated backup folder outside the workspace (where no jailed command reaches them);
+    memory (MEMORY.md, the daily logs, each user's own notes) is kept unless ``--memory``."""
+    ws = _workspace(args.name)
+    if not ws.exists():
+        print(f"beamclaw: there is no agent {args.name!r} (create it with `beamclaw agent create {args.name}`)")
+        return 1
+    data = beamclaw.data_dir(create=True)  # owner-only, as every file there
+    stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%S.%fZ")
+    backup = data / "backups" / "agents" / ws.name / stamp
+    backup.mkdir(mode=0o700, parents=True)
+    names = [*_PERSONA, *(["MEMORY.md", "memory"] if args.memory else [])]
+    moved = _move_aside(ws.root, names, backup)
+    users = data / "users" / ws.name
+    if args.memory and os.path.lexists(users):
+        os.rename(users, backup / "users")
+        moved.append(f"{users.relative_to(data)}/")
     ws.seed()
-    ws.write("BOOTSTRAP.md", core.template("BOOTSTRAP.md"))
-    print(f"agent {ws.name}: BOOTSTRAP.md restored; the next conversation starts with the first-run ritual")
+    print(f"agent {ws.name}: {', '.join(_PERSONA)} back to their templates")
+    kept = "kept (MEMORY.md, daily logs, each user's notes; --memory resets it)"
+    print(f"  memory {'reset too' if args.memory else kept}")
+    print(f"  the old files are in {backup}" if moved else "  there were no old files to keep")
+    print("  the next conversation starts with the first-run ritual")
     return 0
 
 
@@ -123,8 +160,12 @@ _ACTIONS: Final = {
                  "and its name.", ["beamclaw agent show default"]),
     "delete": Help("delete an agent, its workspace and its conversations", "Delete an agent's workspace and its "
                    "stored conversations (asks for --yes).", ["beamclaw agent delete ops --yes"]),
-    "rehatch": Help("start an agent's first-run ritual again", "Put BOOTSTRAP.md back, so the next conversation "
-                    "starts with the first-run ritual; the other files are kept.", ["beamclaw agent rehatch default"]),
+    "rehatch": Help("reset an agent to its templates (factory reset)", "Put every bootstrap file (IDENTITY.md, "
+                    "SOUL.md, USER.md, TOOLS.md, AGENTS.md, BOOTSTRAP.md, HEARTBEAT.md) back to its template, so "
+                    "the next conversation starts with the first-run ritual; the old files are moved to "
+                    "backups/agents/NAME/<UTC time>/ in the data dir. Memory (MEMORY.md, the daily logs, each "
+                    "user's own notes) is kept unless --memory.",
+                    ["beamclaw agent rehatch default", "beamclaw agent rehatch ops --memory"]),
 }  # fmt: skip
 
 
@@ -133,6 +174,7 @@ def add_parser(commands: Commands) -> None:
     for action in ("create", "show", "delete", "rehatch"):
         actions[action].add_argument("name")
     actions["delete"].add_argument("--yes", action="store_true", help="really delete it")
+    actions["rehatch"].add_argument("--memory", action="store_true", help="reset memory too (kept in the backup)")
 
 
 def run(args: argparse.Namespace) -> int:

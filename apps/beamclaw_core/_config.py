@@ -7,7 +7,7 @@ from typing import Any, Final, Literal
 import attrs
 import httpx
 
-from beamclaw_base import Secret, structure_config
+from beamclaw_base import Secret, TextOrSecret, structure_config
 from beamclaw_tools import Autonomy
 
 DEFAULT_SYSTEM_PROMPT = (
@@ -115,6 +115,17 @@ class MaintenanceConfig:
 
 
 @attrs.frozen
+class SkillConfig:
+    """``[core.skills.NAME]``: one skill's settings, for every agent that has it."""
+
+    #: false leaves the skill out: not in prompts, not found, its scripts not run.
+    enabled: bool = True
+    #: Variables given to this skill's scripts alone (``run_skill``): plain text or
+    #: ``{ env = "VAR" }``, read from the daemon's environment when a script runs.
+    env: dict[str, TextOrSecret] = attrs.field(factory=dict)
+
+
+@attrs.frozen
 class CoreConfig:
     """``[core]``: models, agents, autonomy and the conversations' lifetime."""
 
@@ -155,6 +166,8 @@ class CoreConfig:
     bundled_skills_dir: str = ""
     #: Skill file changes within this many milliseconds are read as one.
     skills_watch_debounce_ms: int = 500
+    #: Per-skill settings by skill name: ``[core.skills.NAME]`` (``enabled``, ``env``).
+    skills: dict[str, SkillConfig] = attrs.field(factory=dict)
 
     @property
     def autonomy(self) -> Autonomy:

@@ -7,6 +7,7 @@ are picked up without a restart.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,6 +19,7 @@ from loguru import logger
 import supervision as sv
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, list_tools, object_schema
 
+from ._config import SkillConfig
 from ._runtime import RESTART_WAIT
 from ._skill_index import SkillIndex
 from ._skills import Skill, discover, skill_places
@@ -27,6 +29,12 @@ SKILLS: Final = "beamclaw_core.skills"
 
 #: An agent's skills by name (eligible or not), and the SKILL.md files that could not be read.
 Found = tuple[dict[str, Skill], list[str]]
+#: A skill's ``[core.skills.NAME]`` settings, as the configuration says now.
+Settings = Callable[[str], SkillConfig]
+
+
+def _default_settings(name: str) -> SkillConfig:
+    return SkillConfig()
 
 
 # --- what the catalog is asked and told ------------------------------------------------------
@@ -57,16 +65,23 @@ class Reload:
 class _Catalog:
     bundled: Path | None
     data_dir: Path
+    settings: Settings
     found: dict[str, Found] = attrs.field(factory=dict)
     indexes: dict[str, SkillIndex] = attrs.field(factory=dict)
 
 
 class SkillsCatalog(sv.GenServer):
-    def init(self, bundled: Path | None, data_dir: Path) -> _Catalog:
+    def init(self, bundled: Path | None, data_dir: Path, settings: Settings = _default_settings) -> _Catalog:
         sv.register(SKILLS)
-        return _Catalog(bundled, data_dir)
+        return _Catalog(bundled, data_dir, settings)
 
     async def _skills(self, catalog: _Catalog, agent_id: str) -> Found:
+        """The agent's skills, without those ``[core.skills.NAME] enabled = false`` leaves out
+        (asked at every call, so a reload of the configuration applies at once)."""
+        skills, problems = await self._discovered(catalog, agent_id)
+        return {n: s for n, s in skills.items() if catalog.settings(n).enabled}, problems
+
+    async def _discovered(self, catalog: _Catalog, agent_id: str) -> Found:
         if agent_id not in catalog.found:
             catalog.found[agent_id] = await trio.to_thread.run_sync(
                 discover, skill_places(catalog.bundled, catalog.data_dir, agent_id)

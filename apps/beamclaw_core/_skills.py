@@ -21,6 +21,11 @@ over SKILL_LIMIT bytes is skipped with the reason among the problems (shown by
       install: [{kind: apt, package: git}]
     ---
     Run `{baseDir}/digest.sh PATH` ...
+
+A skill saved from a script that worked in ``exec`` says ``type: sandbox_script``, with
+``script`` (its file, in the skill's folder) and ``language`` (python or shell): the
+``run_skill`` tool runs it again by name. Any skill's script may be run that way, in
+the jail bash uses, with the skill's own ``[core.skills.NAME] env``.
 """
 
 from __future__ import annotations
@@ -46,7 +51,13 @@ INLINE_MAX_TOKENS: Final = 3_500
 #: RE2, linear time: a SKILL.md may be written by the agent, so by a hostile model.
 _FRONT_MATTER: Final = re2.compile(r"(?s)\A---\s*\n(.*?)\n---\s*(?:\n|\z)(.*)\z")
 _NAME: Final = re2.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+#: A script's file name in its skill's folder: no folder, no leading dot.
+_SCRIPT: Final = re2.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]{0,63}")
 _INSTALL_KINDS: Final = {"pip": "python -m pip install {}", "apt": "apt-get install -y {}", "npm": "npm install -g {}"}
+#: A skill's ``type``: instructions for the model (the default), or a saved ``exec`` script.
+SKILL_TYPES: Final = ("instructions", "sandbox_script")
+#: The languages a skill's script is run with, and the program that runs it.
+SCRIPT_LANGUAGES: Final = {"python": "python3", "shell": "bash"}
 
 
 class SkillError(ValueError):
@@ -88,6 +99,11 @@ class Skill:
     #: MCP servers (``[mcp.servers.NAME]``) and tools (by the name the agent sees) it needs.
     mcp: tuple[str, ...] = ()
     tools: tuple[str, ...] = ()
+    #: One of `SKILL_TYPES`.
+    type: str = "instructions"
+    #: The script ``run_skill`` runs when none is named (a file in the skill's folder), and its language.
+    script: str = ""
+    language: str = "shell"
 
     def unmet(self, tools: Collection[str] | None = None) -> list[str]:
         """Why the skill cannot be used here (empty when it can). Its MCP servers and tools
@@ -185,6 +201,13 @@ def _parse(text: str, skill_md: Path, source: str) -> Skill:
         requires = extra.get("requires") or {} if isinstance(extra, dict) else {}
         if not isinstance(requires, dict):
             raise SkillError("'metadata.requires' must be a mapping")
+        kind, script, language = meta.get("type", "instructions"), meta.get("script", ""), meta.get("language", "shell")
+        if kind not in SKILL_TYPES:
+            raise SkillError(f"'type' must be one of {', '.join(SKILL_TYPES)}")
+        if not isinstance(script, str) or not (_SCRIPT.fullmatch(script) or (not script and kind == "instructions")):
+            raise SkillError("'script' must be a file name in the skill's folder (a sandbox_script skill needs one)")
+        if language not in SCRIPT_LANGUAGES:
+            raise SkillError(f"'language' must be one of {', '.join(SCRIPT_LANGUAGES)}")
         folder = skill_md.parent
         return Skill(
             name=name,
@@ -200,6 +223,9 @@ def _parse(text: str, skill_md: Path, source: str) -> Skill:
             mcp=_strings(requires.get("mcp"), "metadata.requires.mcp"),
             tools=_strings(requires.get("tools"), "metadata.requires.tools"),
             install=_install(extra.get("install") if isinstance(extra, dict) else None, "metadata.install"),
+            type=kind,
+            script=script,
+            language=language,
         )
     except SkillError as exc:
         if str(exc).startswith(str(skill_md)):

@@ -9,12 +9,13 @@ import supervision as sv
 from beamclaw_tools import keep_registered
 
 from ._cleaner import cleaner
-from ._config import parse_core_config
+from ._config import SkillConfig, parse_core_config
 from ._http_client import HttpClientOwner
 from ._idle_sleep import sleeper
 from ._runtime import HTTP_CLIENT, Runtime
 from ._sessions import SESSIONS_SUP, SessionsManager, running_trees, stop_tree
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
+from ._skill_run import RunSkillTool
 from ._store import Store
 from ._workspace_tool import WorkspaceMemoryTool
 
@@ -35,6 +36,9 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
     def single_user(agent_id: str) -> bool:
         return runtime.config.single_user(agent_id)  # the config of now: a reload replaces it
 
+    def skill_settings(name: str) -> SkillConfig:
+        return runtime.config.skills.get(name, SkillConfig())
+
     bundled = Path(config.bundled_skills_dir) if config.bundled_skills_dir else None
     watched = (*([bundled] if bundled and bundled.is_dir() else []), data_dir / "skills", data_dir / "agents")
     return sv.Supervisor(
@@ -44,9 +48,12 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
             sv.DynamicSupervisor(intensity=20, period=10.0, name=SESSIONS_SUP).child_spec("sessions_sup"),
             sv.ChildSpec("sessions", SessionsManager.start, args=(runtime,)),
             sv.ChildSpec("sleeper", sleeper, args=(runtime, running_trees, stop_tree)),
-            sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir)),
+            sv.ChildSpec("skills", SkillsCatalog.start, args=(bundled, data_dir, skill_settings)),
             sv.ChildSpec("skills_watcher", watch_skills, args=(watched, config.skills_watch_debounce_ms)),
-            keep_registered("tools", [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool()]),
+            keep_registered(
+                "tools",
+                [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool(), RunSkillTool(skill_settings)],
+            ),
             sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
         ],
         strategy=sv.REST_FOR_ONE,

@@ -40,6 +40,8 @@ BOOTSTRAP: Final = "BOOTSTRAP.md"
 MEMORY: Final = "MEMORY.md"
 USER: Final = "USER.md"
 HEARTBEAT: Final = "HEARTBEAT.md"
+#: The files that shape the agent's system prompt, by the name `workspace_memory`'s ``file`` gives them.
+BOOTSTRAP_FILES: Final = ("IDENTITY.md", "USER.md", "SOUL.md", "TOOLS.md", "AGENTS.md", BOOTSTRAP)
 #: The files each user of an agent that is not single-user has of their own (and daily logs).
 USER_FILES: Final = (USER, MEMORY, HEARTBEAT)
 #: The bytes a user's folder name keeps as they are; every other byte is written %XX.
@@ -186,6 +188,11 @@ class Workspace:
     def append(self, name: str, text: str) -> None:
         with self._open(create=True) as root:
             root.append(self._check(name), text.encode(), parents=True)
+
+    def delete(self, name: str) -> bool:
+        """Delete *name* (never a link's target); return whether there was one."""
+        with self._open() as root:
+            return root.remove(self._check(name), missing_ok=True) is not None
 
     @staticmethod
     def daily_name(day: datetime.date) -> str:

@@ -2,21 +2,24 @@
 
 The workspace comes from the session's agent and user (the tool context), never from
 the arguments, and only named files are reachable: the user's MEMORY.md, USER.md,
-HEARTBEAT.md and daily logs, and the agent's BOOTSTRAP.md. Where the agent serves several
-users each has these files of their own (see `user_workspace`): what user A has written
-goes into A's prompt and heartbeat alone, never into B's. For an agent the operator lists
-in ``core.single_user_agents`` they are the agent's own files, in every user's prompt.
-BOOTSTRAP.md is the agent's, shared by every user: any user may end the first-run
-ritual (an empty BOOTSTRAP.md only takes text out, and does not ask), and only in a
-single-user agent may the model write it.
+HEARTBEAT.md and daily logs, and the agent's bootstrap files (``file``: IDENTITY, SOUL,
+TOOLS, AGENTS, BOOTSTRAP; USER is the user's own). Where the agent serves several
+users each has their own files (see `user_workspace`): what user A has written goes
+into A's prompt and heartbeat alone, never into B's. For an agent the operator lists in
+``core.single_user_agents`` they are the agent's own files, in every user's prompt.
+IDENTITY, SOUL, TOOLS, AGENTS and BOOTSTRAP are the agent's, shared by every user: any
+user may end the first-run ritual (an empty BOOTSTRAP.md only takes text out, and does
+not ask), and only in a single-user agent may the model write them.
 
-Reading needs no approval, at every autonomy level. Each written file enters every later
-system prompt (or heartbeat) of its user, so a write asks the user every time under
-``supervised`` (as ``write_file`` of them does): a hostile model cannot plant a lasting
-prompt injection as "memory" unasked. These files are read-only to jailed commands, so
-this tool is the one way the model changes them. The files are reached without following
-links (see `Workspace`): a ``memory`` folder or MEMORY.md replaced by a symlink is
-refused with an error, never written through.
+Reading needs no approval, at every autonomy level. Nor do MEMORY.md and the daily
+logs, as the spec says: an agent must be able to remember unattended (a scheduled job
+has nobody to ask), and in an agent with several users those notes are the user's
+own. A file that shapes the system prompt (the bootstrap files, HEARTBEAT.md) asks the
+user every time under ``supervised``, a deliberate departure from the spec (which
+asks for nothing): a hostile model cannot rewrite the agent's rules unasked. These
+files are read-only to jailed commands, so this tool is the one way the model changes
+them. The files are reached without following links (see `Workspace`): a ``memory``
+folder or MEMORY.md replaced by a symlink is refused with an error, never written through.
 """
 
 from __future__ import annotations
@@ -32,19 +35,32 @@ from beamclaw_base import PathRefused
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolSession, object_schema
 
 from ._memory import remember_user_file
-from ._workspace import BOOTSTRAP, HEARTBEAT, MEMORY, USER, Workspace, parse_day, user_workspace
+from ._workspace import (
+    BOOTSTRAP,
+    BOOTSTRAP_FILES,
+    HEARTBEAT,
+    MEMORY,
+    USER,
+    Workspace,
+    parse_day,
+    user_workspace,
+)
 
 _ACTIONS: Final = (
-    "read", "append", "replace", "read_daily", "append_daily", "list_daily", "read_user", "update_user",
-    "read_heartbeat", "update_heartbeat", "read_bootstrap", "update_bootstrap",
+    "read", "append", "replace", "read_daily", "append_daily", "list_daily", "delete_daily", "read_user",
+    "update_user", "read_heartbeat", "update_heartbeat", "read_bootstrap", "update_bootstrap",
 )  # fmt: skip
+#: The ``file`` of read_bootstrap / update_bootstrap: a bootstrap file by its name without ``.md``.
+_FILES: Final = {name.removesuffix(".md"): name for name in BOOTSTRAP_FILES}
 _NEEDS_CONTENT: Final = frozenset({"append", "replace", "append_daily", "update_user", "update_heartbeat",
                                    "update_bootstrap"})  # fmt: skip
-#: The actions that write, and the file each writes.
+#: The actions that write the user's own files, and the file each writes (update_bootstrap: see `_target`).
 _WRITES: Final = {
-    "append": MEMORY, "replace": MEMORY, "append_daily": "memory/DAY.md", "update_user": USER,
-    "update_heartbeat": HEARTBEAT, "update_bootstrap": BOOTSTRAP,
+    "append": MEMORY, "replace": MEMORY, "append_daily": "memory/DAY.md", "delete_daily": "memory/DAY.md",
+    "update_user": USER, "update_heartbeat": HEARTBEAT,
 }  # fmt: skip
+#: The actions that write a file read into the system prompt, so ask (see the module).
+_ASKING: Final = frozenset({"update_user", "update_heartbeat", "update_bootstrap"})
 #: What the replacing actions write.
 _UPDATES: Final = {"replace": MEMORY, "update_user": USER, "update_heartbeat": HEARTBEAT}
 
@@ -65,7 +81,20 @@ class _Files:
         return self.agent == self.user
 
 
-def _run(files: _Files, action: str, content: str | None, day: datetime.date) -> str:
+def _target(args: dict[str, Any]) -> str:
+    """The bootstrap file read_bootstrap / update_bootstrap names (BOOTSTRAP.md unless ``file`` says)."""
+    return _FILES[args.get("file", "BOOTSTRAP")]
+
+
+def _shared_refusal(name: str, content: str | None) -> str | None:
+    """Why the model of an agent serving several users may not write the agent's *name*."""
+    if name == USER or (name == BOOTSTRAP and not str(content or "").strip()):
+        return None
+    ending = " (you may end the first-run ritual: update_bootstrap with empty content)" if name == BOOTSTRAP else ""
+    return f"{name} is shared by every user of this agent: only the operator changes it{ending}"
+
+
+def _run(files: _Files, action: str, content: str | None, day: datetime.date, name: str) -> str:
     if action in _NEEDS_CONTENT and content is None:
         raise ToolError(f"action {action!r} needs 'content'")
     user = files.user
@@ -90,17 +119,21 @@ def _run(files: _Files, action: str, content: str | None, day: datetime.date) ->
             return f"appended to memory/{day.isoformat()}.md"
         case "list_daily":
             return "\n".join(user.daily_logs()) or "(no daily logs yet)"
+        case "delete_daily":
+            if not user.delete(Workspace.daily_name(day)):
+                raise ToolError(f"there is no daily log for {day.isoformat()}")
+            return f"deleted memory/{day.isoformat()}.md"
         case "read_bootstrap":
-            return files.agent.read(BOOTSTRAP) or "(BOOTSTRAP.md is empty: the first-run ritual is over)"
+            if name == BOOTSTRAP:
+                return files.agent.read(BOOTSTRAP) or "(BOOTSTRAP.md is empty: the first-run ritual is over)"
+            return (user if name == USER else files.agent).read(name) or f"({name} is empty)"
         case "update_bootstrap":
-            ending = not f"{content}".strip()
-            if not ending and not files.single_user:
-                raise ToolError(
-                    "BOOTSTRAP.md is shared by every user of this agent: only the operator changes it "
-                    "(you may end the ritual: update_bootstrap with empty content)"
-                )
-            files.agent.write(BOOTSTRAP, f"{content}")
-            return "BOOTSTRAP.md emptied: the first-run ritual is over" if ending else "updated"
+            if not files.single_user and (refusal := _shared_refusal(name, content)):
+                raise ToolError(refusal)
+            (user if name == USER else files.agent).write(name, f"{content}")
+            if name == BOOTSTRAP and not f"{content}".strip():
+                return "BOOTSTRAP.md emptied: the first-run ritual is over"
+            return f"replaced {name}"
     raise ToolError(f"unknown action {action!r}")  # pragma: no cover - the schema allows only _ACTIONS
 
 
@@ -117,25 +150,41 @@ class WorkspaceMemoryTool:
         return ToolDefinition(
             "workspace_memory",
             "Read and write your own memory of this user: MEMORY.md (long-term), daily logs "
-            "memory/YYYY-MM-DD.md, USER.md (who the user is), HEARTBEAT.md (checks your heartbeat runs "
-            "for this user); and BOOTSTRAP.md (write it empty to end the first-run ritual).",
+            "memory/YYYY-MM-DD.md (delete_daily removes one), USER.md (who the user is), HEARTBEAT.md "
+            "(checks your heartbeat runs for this user); and your bootstrap files with read_bootstrap / "
+            "update_bootstrap and 'file' (IDENTITY, USER, SOUL, TOOLS, AGENTS, BOOTSTRAP; write BOOTSTRAP "
+            "empty to end the first-run ritual). Memory and daily logs are written unasked; a bootstrap "
+            "file or HEARTBEAT.md may need the user's approval.",
             object_schema(
                 {
                     "action": {"enum": list(_ACTIONS)},
                     "content": {"type": "string"},
                     "date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$", "description": "default: today"},
+                    "file": {
+                        "enum": list(_FILES),
+                        "description": "read_bootstrap / update_bootstrap: which file (default BOOTSTRAP)",
+                    },
                 },
                 ("action",),
             ),
         )
 
     def approval_reason(self, args: dict[str, Any]) -> str | None:
-        """A write of a file that enters the system prompt asks every time (see the module)."""
-        action, content = args["action"], args.get("content")
-        if action not in _WRITES or (action == "update_bootstrap" and not str(content or "").strip()):
+        """A write of a file that shapes the system prompt asks every time; memory and daily logs
+        do not (see the module)."""
+        action = args["action"]
+        if action not in _ASKING:
             return None
-        name = _WRITES[action].replace("DAY", args.get("date") or datetime.date.today().isoformat())
+        name = _target(args) if action == "update_bootstrap" else _WRITES[action]
+        if name == BOOTSTRAP and not str(args.get("content") or "").strip():
+            return None  # ending the first-run ritual only takes text out
         return f"{name} is read into every later system prompt: changing it needs the user's approval every time"
+
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """The agent's own files of an agent serving several users are the operator's: refused before asking."""
+        if args["action"] != "update_bootstrap" or context.single_user:
+            return None
+        return _shared_refusal(_target(args), args.get("content"))
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
         agent = Workspace(session.agent_id, context.workspace)
@@ -143,13 +192,16 @@ class WorkspaceMemoryTool:
         user = (
             agent if single else user_workspace(context.data_dir, session.agent_id, session.user_id, single_user=False)
         )
-        action = args["action"]
+        action, name = args["action"], _target(args)
+        if action == "delete_daily" and "date" not in args:
+            raise ToolError("delete_daily needs 'date' (YYYY-MM-DD): the log to delete")
         day = parse_day(args["date"]) if "date" in args else datetime.date.today()
         try:
-            said = await trio.to_thread.run_sync(_run, _Files(agent, user), action, args.get("content"), day)
-            if action in _WRITES and action != "update_bootstrap":
-                written = _WRITES[action].replace("DAY", day.isoformat())
-                await remember_user_file(session.agent_id, session.user_id, user, written)
+            said = await trio.to_thread.run_sync(_run, _Files(agent, user), action, args.get("content"), day, name)
+            written = _WRITES.get(action) or (name if action == "update_bootstrap" and name == USER else None)
+            if written is not None:
+                day_name = written.replace("DAY", day.isoformat())
+                await remember_user_file(session.agent_id, session.user_id, user, day_name)
         except PathRefused as exc:
             raise ToolError(str(exc)) from None
         return said

@@ -50,7 +50,7 @@ import math
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, final
 
@@ -326,6 +326,7 @@ class BubblewrapJail:
         timeout: float,
         output_limit: int,
         readonly: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ) -> JailResult:
         """Run *argv* in a new jail (see the module docstring); `JailUnavailable` if bwrap cannot work here."""
         if not argv:
@@ -340,7 +341,7 @@ class BubblewrapJail:
             raise JailUnavailable(problem)
         limit = min(output_limit, self._config.max_output_bytes)
         return await self._run_bwrap(
-            argv, workspace=workspace, cwd=cwd, timeout=timeout, output_limit=limit, readonly=readonly
+            argv, workspace=workspace, cwd=cwd, timeout=timeout, output_limit=limit, readonly=readonly, env=env
         )
 
     async def _run_bwrap(
@@ -352,6 +353,7 @@ class BubblewrapJail:
         timeout: float,
         output_limit: int,
         readonly: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ) -> JailResult:
         assert self._bwrap is not None
         home = str(workspace) if workspace is not None else "/"
@@ -363,7 +365,7 @@ class BubblewrapJail:
             etc = await self._etc.path()
             guarded = await trio.to_thread.run_sync(guarded_names, workspace) if workspace is not None else []
             options = self._options_for(
-                workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1], guarded=guarded
+                workspace, cwd, readonly, etc, passwd_fd=fds[0], group_fd=fds[1], guarded=guarded, env=env
             )
             if self._seccomp is not None:
                 options += ["--seccomp", str(fds[2])]
@@ -434,7 +436,7 @@ class BubblewrapJail:
 
     def _options_for(
         self, workspace: Path | None, cwd: Path, readonly: Sequence[Path], etc: Path, *, passwd_fd: int,
-        group_fd: int, guarded: Sequence[str] = (),
+        group_fd: int, guarded: Sequence[str] = (), env: Mapping[str, str] | None = None,
     ) -> list[str]:  # fmt: skip
         """bwrap's options, given to it through ``--args`` (the command follows on its command line)."""
         args = [*self._fixed_options(), "--ro-bind", str(etc), "/etc"]
@@ -450,7 +452,8 @@ class BubblewrapJail:
             for name in guarded:  # read-only over the writable workspace: see `_prompt_guard`
                 args += ["--ro-bind", os.path.join(real, name), str(workspace / name)]
         args += ["--remount-ro", "/", "--chdir", str(cwd), "--clearenv", *self._fixed_environment()]
-        return [*args, "--setenv", "HOME", str(workspace or "/")]
+        extra = [word for name, value in sorted((env or {}).items()) for word in ("--setenv", name, value)]
+        return [*args, *extra, "--setenv", "HOME", str(workspace or "/")]
 
     def _limits(self, timeout: float) -> list[str]:
         """``ulimit`` values: processes, data and address space (KiB), CPU seconds, file size (KiB)."""

@@ -16,7 +16,7 @@ removed when the command ends; one left by a ``kill -9`` of the daemon is the re
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Final, final
 
@@ -83,6 +83,7 @@ class DockerJail:
         timeout: float,
         output_limit: int,
         readonly: Sequence[Path] = (),
+        env: Mapping[str, str] | None = None,
     ) -> JailResult:
         runtime = self._runtime
         config = runtime.config
@@ -98,7 +99,10 @@ class DockerJail:
                 LABEL_BOOT: runtime.boot,
                 LABEL_KEY: JAIL_KEY,
             },
-            environment=container_environment(config, os.environ, {"PATH": SYSTEM_PATH, "HOME": str(workspace)}),
+            environment={
+                **container_environment(config, os.environ, {"PATH": SYSTEM_PATH, "HOME": str(workspace)}),
+                **(env or {}),
+            },
             mounts=(
                 Mount(workspace, str(workspace), read_only=False),
                 *(Mount(workspace / name, str(workspace / name)) for name in guarded),  # see `_prompt_guard`

@@ -4,6 +4,12 @@ Instead of many tool calls through the context window, the model writes one scri
 that finds tools (``search_tools``, ``/tools``), calls them locally through the bridge
 (``call_tool``) and prints only what matters. Registered by the sandbox app itself
 (with `keep_registered`) when Docker code execution is enabled.
+
+A script that worked can be saved as a skill of the agent (``save_as``: see
+`_skill_save`) and run again by name (``skill``). Saving adds a skill, whose
+description enters every later system prompt: like ``write_file`` of a skill it asks
+every time under ``supervised``, and is refused in an agent that serves several users
+(the agent's skills are then the operator's).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from ._config import SandboxConfig
 from ._registry import SandboxUnavailable, ensure_sandbox
 from ._runtime import sandbox_key
 from ._sandbox import ExecRequest, ExecResult
+from ._skill_save import SKILL_NAME, Language, SkillNotSaved, load_skill, save_skill
 
 #: Seconds beyond the script's own timeout that a call waits for its sandbox: a queue of
 #: execs before it, a cold start.
@@ -63,7 +70,23 @@ class ExecTool:
             _DESCRIPTION.format(mount=mount, scope=self.config.scope),
             object_schema(
                 {
-                    "code": {"type": "string", "description": "The whole script."},
+                    "code": {"type": "string", "description": "The whole script (or give 'skill')."},
+                    "skill": {
+                        "type": "string",
+                        "pattern": SKILL_NAME,
+                        "description": "Run a script saved earlier with save_as, by its skill name, instead of code.",
+                    },
+                    "save_as": {
+                        "type": "object",
+                        "properties": {
+                            "name": {"type": "string", "pattern": SKILL_NAME},
+                            "description": {"type": "string", "minLength": 1, "maxLength": 300},
+                        },
+                        "required": ["name", "description"],
+                        "additionalProperties": False,
+                        "description": "If the code runs successfully (exit 0), save it as a skill of this "
+                        "name, to run again by name later.",
+                    },
                     "language": {
                         "type": "string",
                         "enum": ["python", "shell"],
@@ -77,7 +100,6 @@ class ExecTool:
                         "description": f"Stop the script after this long (at most {self.config.timeout_seconds:g}).",
                     },
                 },
-                required=("code",),
             ),
         )
 
@@ -93,10 +115,53 @@ class ExecTool:
     def min_autonomy(self) -> Autonomy:
         return Autonomy.SUPERVISED
 
+    def approval_reason(self, args: dict[str, Any]) -> str | None:
+        """Saving a skill asks every time: its description enters every later system prompt."""
+        if "save_as" not in args:
+            return None
+        return f"saving the skill {args['save_as']['name']!r} adds it to every later system prompt: it needs approval"
+
+    def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
+        """An agent serving several users has the operator's skills only."""
+        if "save_as" not in args or context.single_user:
+            return None
+        return (
+            "this agent serves several users, so its skills are its operator's: a script cannot be saved as one "
+            "(run it without save_as)"
+        )
+
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
+        if ("code" in args) == ("skill" in args):
+            raise ToolError("give either 'code' (a script) or 'skill' (the name of a saved one)")
+        try:
+            language, code = (
+                load_skill(context.workspace, args["skill"])
+                if "skill" in args
+                else (args.get("language", "python"), args["code"])
+            )
+        except SkillNotSaved as exc:
+            raise ToolError(str(exc)) from None
+        save = args.get("save_as")
+        if save is not None and (refusal := self.refusal_reason(args, context)):
+            raise ToolError(refusal)
+        if save is not None and (context.workspace / "skills" / save["name"]).exists():
+            raise ToolError(f"there is already a skill folder skills/{save['name']}: choose another name")
+        result = await self._run(language, code, args.get("timeout_seconds"), session, context)
+        if save is None or result.is_error:
+            return result
+        try:
+            folder = save_skill(context.workspace, save["name"], save["description"], language, code)
+        except SkillNotSaved as exc:
+            return ToolResult(f"{result.text}\n[{exc}]", is_error=True)
+        note = f"saved as the skill {save['name']!r} ({folder}/): run it again by name with run_skill, or exec skill"
+        return ToolResult(f"{result.text}\n[{note}]")
+
+    async def _run(
+        self, language: Language, code: str, seconds: float | None, session: ToolSession, context: ToolContext
+    ) -> ToolResult:
+        """Run *code* in the caller's sandbox for at most *seconds* (the configured limit by default)."""
         config = self.config
-        timeout = float(args.get("timeout_seconds") or config.timeout_seconds)
-        timeout = min(timeout, config.timeout_seconds)
+        timeout = min(float(seconds or config.timeout_seconds), config.timeout_seconds)
         shared = config.scope == "shared"
         workspace = None if shared or config.workspace_mount == "none" else context.workspace
         try:
@@ -104,7 +169,7 @@ class ExecTool:
         except SandboxUnavailable as exc:
             raise ToolError(str(exc)) from None
         request = ExecRequest(
-            args.get("language", "python"), args["code"], timeout, context.call_tool,
+            language, code, timeout, context.call_tool,
             await tool_definitions(),
         )  # fmt: skip
         try:

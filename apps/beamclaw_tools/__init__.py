@@ -17,13 +17,14 @@ from ._jq import JqTool
 from ._net_guard import is_public
 from ._registration import keep_registered
 from ._registry import REGISTRY, list_tools, lookup_tool, register_tool, tool_definitions, unregister_tool
-from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool
+from ._shell import ISOLATIONS, BashTool, Isolation, TerminalTool, jail_report
 from ._shell_rules import Pattern, ShellRules, SimpleCommand, Verdict, exact_pattern
 from ._tool import Autonomy, Tool, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession, object_schema
 from ._tree import ToolsConfig, builtin_tools, supervision_tree
 from ._web_search import WebSearchTool
 
 __all__ = [
+    "jail_report",
     "ISOLATIONS",
     "REGISTRY",
     "Autonomy",

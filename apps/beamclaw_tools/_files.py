@@ -237,8 +237,11 @@ class ReadFileTool:
 
 @attrs.define
 class WriteFileTool:
+    """Asks under ``supervised`` before it writes (ADR-011: a write replaces without
+    confirmation); ``/always`` allows it for the conversation, except for a prompt file."""
+
     max_bytes: int = 2_000_000
-    requires_approval: bool = False
+    requires_approval: bool = True
     min_autonomy: Autonomy = Autonomy.SUPERVISED
 
     @property

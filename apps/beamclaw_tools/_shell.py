@@ -44,7 +44,8 @@ def _exit_text(code: int) -> str:
     return f"exit code: {code} (killed by {name})"
 
 
-def _report(result: JailResult, timeout: float) -> ToolResult:
+def jail_report(result: JailResult, timeout: float) -> ToolResult:
+    """What the model reads of a jailed command: how it ended, then stdout and stderr."""
     stdout = result.stdout.decode(errors="replace").rstrip("\n")
     stderr = result.stderr.decode(errors="replace").rstrip("\n")
     if result.timed_out:
@@ -103,7 +104,7 @@ class BashTool:
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
         command, timeout = await self._checked(args)
-        return _report(await self._run(command, context, timeout), timeout)
+        return jail_report(await self._run(command, context, timeout), timeout)
 
     def refusal_reason(self, args: dict[str, Any], context: ToolContext) -> str | None:
         """Why no answer may let this command run: a simple command of it matches ``deny``."""
@@ -129,7 +130,8 @@ class BashTool:
             raise ToolError(f"command refused: {verdict.denied}")
         return command, min(float(args.get("timeout_seconds", self.timeout)), self.timeout)
 
-    def _jail(self, context: ToolContext) -> Jail:
+    def jail(self, context: ToolContext) -> Jail:
+        """The jail this tool's commands run in (skill scripts run in the same one)."""
         if self.isolation == "none":
             return _UNJAILED
         jail = context.jails.get(self.isolation)
@@ -138,7 +140,7 @@ class BashTool:
         return jail
 
     async def _run(self, script: str, context: ToolContext, timeout: float) -> JailResult:
-        jail = self._jail(context)
+        jail = self.jail(context)
         context.workspace.mkdir(parents=True, exist_ok=True)
         try:
             return await jail.run(
@@ -184,4 +186,4 @@ class TerminalTool(BashTool):
         if found and new_cwd:
             self._cwd[session.id] = new_cwd
             result = attrs.evolve(result, stdout=stdout.encode())
-        return _report(result, timeout)
+        return jail_report(result, timeout)

@@ -17,7 +17,7 @@ from ._registry import ToolRegistry
 from ._shell import BashTool, Isolation, TerminalTool
 from ._shell_rules import DEFAULT_ALLOW, DEFAULT_ASK, DEFAULT_DENY, Pattern, ShellRules
 from ._tool import Tool
-from ._web_search import WebSearchTool
+from ._web_search import BRAVE_MAX_RESULTS, WebSearchTool
 
 
 @attrs.frozen
@@ -92,6 +92,12 @@ class WebSearchConfig:
     api_key: Secret = Secret("BRAVE_API_KEY")
     #: The search endpoint.
     base_url: str = "https://api.search.brave.com/res/v1/web/search"
+    #: The most results one search may return (the model asks for up to this many; 1 to 20).
+    max_results: int = 10
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= self.max_results <= BRAVE_MAX_RESULTS:
+            raise ValueError(f"max_results must be 1 to {BRAVE_MAX_RESULTS}, not {self.max_results}")
 
 
 @attrs.frozen
@@ -141,7 +147,7 @@ def builtin_tools(config: ToolsConfig) -> list[Tool]:
         ReadFileTool(),
         WriteFileTool(),
         DeleteFileTool(),
-        WebSearchTool(config.web_search.api_key, config.web_search.base_url),
+        WebSearchTool(config.web_search.api_key, config.web_search.base_url, max_results=config.web_search.max_results),
     ]
     names = {tool.definition.name for tool in tools}
     unknown = sorted(set(config.disabled) - names)

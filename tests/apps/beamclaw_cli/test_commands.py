@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,42 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, out.out + out.err
 
 
+def test_rehatch_is_a_factory_reset_with_a_dated_backup(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "agent", "create", "ada")
+    ada = home / "agents" / "ada"
+    written = {name: f"ada's own {name}\n" for name in core.SEEDED_FILES}
+    for name, text in written.items():
+        (ada / name).write_text(text)
+    (ada / "memory" / "2026-11-20.md").write_text("- met Bob\n")
+    (ada / "notes.txt").write_text("not a bootstrap file")
+    own = core.user_workspace(home, "ada", "tg:42", single_user=False)
+    own.write("MEMORY.md", "tg:42 likes tea")
+
+    code, out = run(capsys, "agent", "rehatch", "ada")
+    assert code == 0 and "memory kept" in out
+    for name in core.SEEDED_FILES:
+        expected = written[name] if name == "MEMORY.md" else core.template(name)
+        assert (ada / name).read_text() == expected, name
+    assert (ada / "memory" / "2026-11-20.md").exists() and (ada / "notes.txt").exists()
+    assert own.read("MEMORY.md") == "tg:42 likes tea"
+    (first,) = (home / "backups" / "agents" / "ada").iterdir()
+    assert f"the old files are in {first}" in out and first.name.startswith(f"{datetime.date.today():%Y}-")
+    assert {p.name: p.read_text() for p in first.iterdir()} == {n: t for n, t in written.items() if n != "MEMORY.md"}
+
+    code, out = run(capsys, "agent", "rehatch", "ada", "--memory")
+    assert code == 0 and "memory reset too" in out
+    assert (ada / "MEMORY.md").read_text() == core.template("MEMORY.md")
+    assert list((ada / "memory").iterdir()) == [] and not (home / "users" / "ada").exists()
+    second = max((home / "backups" / "agents" / "ada").iterdir())
+    assert (second / "MEMORY.md").read_text() == written["MEMORY.md"]
+    assert (second / "memory" / "2026-11-20.md").read_text() == "- met Bob\n"
+    assert (second / "users" / own.root.name / "MEMORY.md").read_text() == "tg:42 likes tea"
+    assert run(capsys, "agent", "rehatch", "bob") == (
+        1,
+        "beamclaw: there is no agent 'bob' (create it with `beamclaw agent create bob`)\n",
+    )
+
+
 def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys, "agent", "create", "ada")
     assert code == 0 and "created IDENTITY.md" in out
@@ -37,8 +74,7 @@ def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name: Ada\n")
     core.Workspace.of(home, "ada").write("BOOTSTRAP.md", "")
     assert run(capsys, "agent", "list")[1] == "ada\n"
-    assert "restored" in run(capsys, "agent", "rehatch", "ada")[1]
-    assert (home / "agents" / "ada" / "IDENTITY.md").read_text() == "- Name: Ada\n"  # kept
+    assert "back to their templates" in run(capsys, "agent", "rehatch", "ada")[1]
     code, out = run(capsys, "agent", "delete", "ada")
     assert code == 1 and "--yes" in out and (home / "agents" / "ada").exists()
     assert run(capsys, "agent", "delete", "ada", "--yes")[0] == 0 and not (home / "agents" / "ada").exists()

@@ -6,7 +6,7 @@ import pytest
 
 import beamclaw_core as core
 from beamclaw_core._approval import allow_keys
-from beamclaw_tools import Autonomy, BashTool, JqTool
+from beamclaw_tools import Autonomy, BashTool, JqTool, WriteFileTool
 from tests.support.model_server import Call, Reply
 
 from .conftest import RunCore, wait_for
@@ -32,6 +32,15 @@ def test_the_policy_order() -> None:
     )
     decision, reason = core.decide(bash, Autonomy.FULL, set(), {"command": "ls; rm -rf ~"})
     assert decision is core.Decision.DENY and "matches the deny rule 'rm * ~ *'" in reason
+
+
+def test_write_file_asks_under_supervised_as_adr_011_says() -> None:
+    write, note = WriteFileTool(), {"path": "notes/plan.md", "content": "x"}
+    assert core.decide(write, Autonomy.SUPERVISED, set(), note) == (core.Decision.ASK, "")
+    assert core.decide(write, Autonomy.SUPERVISED, {"write_file"}, note)[0] is core.Decision.APPROVE  # /always
+    assert core.decide(write, Autonomy.FULL, set(), note)[0] is core.Decision.APPROVE
+    assert core.decide(write, Autonomy.READ_ONLY, set(), note)[0] is core.Decision.DENY
+    assert allow_keys(write, note) == ("write_file",)
 
 
 def test_always_adds_the_exact_simple_commands_that_asked() -> None:

@@ -80,11 +80,12 @@ def test_a_prompt_file_asks_even_when_the_tool_is_allowlisted(tool: Any, path: s
 def test_ordinary_writes_keep_the_tool_setting() -> None:
     write, delete = WriteFileTool(), DeleteFileTool()
     note = {"path": "notes.md", "content": "x"}
-    assert core.decide(write, Autonomy.SUPERVISED, set(), note) == (APPROVE, "")
+    assert core.decide(write, Autonomy.SUPERVISED, set(), note) == (ASK, "")  # ADR-011
+    assert core.decide(write, Autonomy.SUPERVISED, {"write_file"}, note) == (APPROVE, "")
     assert core.decide(delete, Autonomy.SUPERVISED, set(), {"path": "notes.md"}) == (ASK, "")
     assert core.decide(delete, Autonomy.SUPERVISED, {"delete_file"}, {"path": "notes.md"}) == (APPROVE, "")
     # Without arguments (an old caller) the decision is the tool's own, as before.
-    assert core.decide(write, Autonomy.SUPERVISED, set()) == (APPROVE, "")
+    assert core.decide(write, Autonomy.SUPERVISED, set()) == (ASK, "")
 
 
 def test_reading_a_prompt_file_needs_nothing() -> None:

@@ -67,7 +67,7 @@ async def test_tool_call_arguments_are_stored_scrubbed_but_run_as_sent(run_core:
         Reply(tool_calls=(Call("write_file", {"path": "creds.env", "content": f"api_key={SECRET}\n"}, id="w"),)),
         Reply("saved"),
     ]
-    async with run_core(*steps, home=home) as r:
+    async with run_core(*steps, home=home, autonomy_level="full") as r:  # write_file asks under supervised
         session = await r.open()
         result = await core.send_message(session, "keep my key", core.CollectingChannel())
         history = await core.history(session)

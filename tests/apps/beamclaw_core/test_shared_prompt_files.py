@@ -44,7 +44,7 @@ async def test_a_multi_user_agent_refuses_prompt_files_without_asking(
 ) -> None:
     home = tmp_path / "home"
     calls = tuple(_call(tool, path, f"c{n}") for n, (tool, path) in enumerate(_ATTACKS))
-    ordinary = _call("write_file", "notes.md", "ok")  # an ordinary file is written as before
+    ordinary = _call("write_file", "notes.md", "ok")  # an ordinary file is written as before (full)
     steps = (Reply(tool_calls=(*calls, ordinary)), Reply("done"))
     async with run_core(*steps, home=home, autonomy_level=autonomy, agentic_loop=_UNANSWERED) as r:
         session = await r.open()
@@ -54,14 +54,19 @@ async def test_a_multi_user_agent_refuses_prompt_files_without_asking(
         result = await core.send_message(session, "remember that I am in charge", channel)
         tools = [m.content for m in await core.history(session) if m.role == "tool"]
 
-    assert result.text == "done" and channel.sent == []  # nobody was asked
+    # Nobody was asked about the prompt files; under supervised only the ordinary write asked
+    # (write_file asks, ADR-011), and the unanswered question was a no.
+    questions = [text for text in channel.sent if text.startswith("Approve")]
+    assert result.text == "done" and len(questions) == (autonomy == "supervised")
+    assert all('"path": "notes.md"' in question for question in questions)
     after = _files(workspace)
-    assert after.pop("notes.md") == b"Obey user A."
+    if autonomy == "full":
+        assert after.pop("notes.md") == b"Obey user A."
+        assert tools[-1] == "wrote 12 characters to notes.md"
     assert after == before and not (workspace / "skills" / "x").exists()
     for (tool, path), text in zip(_ATTACKS, tools[:-1], strict=True):
         assert text.startswith(f"the tool call was not run: {path} is read into the system prompt of every user")
         assert f"{tool} may not change it" in text and "workspace_memory" in text and "operator" in text
-    assert tools[-1] == "wrote 12 characters to notes.md"
 
 
 async def test_a_single_user_agent_asks_and_a_reload_applies(run_core: RunCore, tmp_path: Path) -> None:

@@ -38,7 +38,7 @@ async def test_a_multi_tool_turn_end_to_end(run_core: RunCore) -> None:
         Reply(tool_calls=(Call("read_file", {"path": "a.txt"}, id="c3"),)),
         Reply("The file says alpha and n is 7."),
     ]  # fmt: skip
-    async with run_core(*steps) as r:
+    async with run_core(*steps, autonomy_level="full") as r:  # write_file asks under supervised
         session = await r.open()
         result = await core.send_message(session, "check things", core.CollectingChannel())
         assert result.text == "The file says alpha and n is 7." and result.tool_calls == 3

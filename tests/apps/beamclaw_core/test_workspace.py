@@ -11,7 +11,7 @@ import beamclaw_core as core
 from beamclaw_core._system_prompt import PREAMBLE, assemble, truncate
 from beamclaw_core._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name
 from beamclaw_core._workspace_tool import WorkspaceMemoryTool
-from beamclaw_tools import ToolContext, ToolSession, run_tool
+from beamclaw_tools import Autonomy, ToolContext, ToolSession, run_tool
 from tests.support.model_server import Reply
 
 from .conftest import RunCore
@@ -121,6 +121,41 @@ async def test_the_tool_reaches_only_the_users_own_files(tmp_path: Path) -> None
     assert bad_date.startswith("ERROR invalid arguments")
     assert (await call({"action": "append"})).startswith("ERROR action 'append' needs 'content'")
     assert not (tmp_path / "agents" / "b").exists()
+
+
+async def test_every_bootstrap_file_is_reached_and_only_prompt_files_ask(tmp_path: Path) -> None:
+    tool = WorkspaceMemoryTool(lambda _agent: True)  # a single-user agent: its own files
+    context = ToolContext(workspace=tmp_path / "agents" / "a", data_dir=tmp_path, single_user=True)
+    session = ToolSession("s", "a", "u")
+    Workspace.of(tmp_path, "a").seed()
+
+    async def call(args: dict[str, object]) -> str:
+        result = await run_tool(tool, args, session, context)
+        return ("ERROR " if result.is_error else "") + result.text
+
+    for file in ("IDENTITY", "USER", "SOUL", "TOOLS", "AGENTS", "BOOTSTRAP"):
+        assert await call({"action": "read_bootstrap", "file": file}) == core.template(f"{file}.md")
+        assert await call({"action": "update_bootstrap", "file": file, "content": f"new {file}"}) == (
+            f"replaced {file}.md"
+        )
+        assert (tmp_path / "agents" / "a" / f"{file}.md").read_text() == f"new {file}"
+    assert (await call({"action": "read_bootstrap", "file": "HEARTBEAT"})).startswith("ERROR invalid arguments")
+    assert (
+        await call({"action": "delete_daily", "date": "2026-11-20"})
+    ) == "ERROR there is no daily log for 2026-11-20"
+    assert (await call({"action": "delete_daily"})).startswith("ERROR delete_daily needs 'date'")
+
+    def asks(args: dict[str, object]) -> bool:
+        return core.decide(tool, Autonomy.SUPERVISED, {"workspace_memory"}, args)[0] is core.Decision.ASK
+
+    assert not asks({"action": "append", "content": "x"}) and not asks({"action": "replace", "content": "x"})
+    assert not asks({"action": "append_daily", "content": "x"}) and not asks(
+        {"action": "delete_daily", "date": "2026-11-20"}
+    )
+    assert asks({"action": "update_bootstrap", "file": "SOUL", "content": "x"}) and asks(
+        {"action": "update_user", "content": "x"}
+    )
+    assert not asks({"action": "update_bootstrap", "content": ""})  # ending the ritual
 
 
 async def test_each_model_call_sees_the_workspace(run_core: RunCore) -> None:

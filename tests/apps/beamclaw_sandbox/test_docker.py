@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 import trio
 
@@ -159,6 +160,22 @@ async def test_the_exec_tool_runs_python_and_shell_in_a_warm_container(tmp_path:
         assert kinds.count("sandbox_created") == 1 and kinds.count("sandbox_exec") == 2
         exec_event = next(e for e in events if e.name == "sandbox_exec")
         assert exec_event.data["name"] == name and exec_event.data["exit_code"] == 0
+
+
+async def test_a_script_that_worked_is_saved_as_a_skill_and_runs_again_by_name(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with sandbox_app(home) as runtime:
+        tool = sandbox.ExecTool(runtime.config)
+        context = attrs.evolve(_context(home), single_user=True)
+        save = {"name": "sum-up", "description": "Adds the numbers 0 to 9"}
+        failed = await tool.execute({"code": "raise SystemExit(2)", "save_as": save}, _session(), context)
+        assert failed.is_error and not (context.workspace / "skills" / "sum-up").exists()  # only what worked
+        first = await tool.execute({"code": "print(sum(range(10)))", "save_as": save}, _session(), context)
+        assert not first.is_error and "saved as the skill 'sum-up'" in first.text, first.text
+        again = await tool.execute({"skill": "sum-up"}, _session("s2"), context)
+        assert not again.is_error and again.text.splitlines()[1] == "45", again.text
+        with pytest.raises(ToolError, match="already a skill folder skills/sum-up"):  # checked before it runs
+            await tool.execute({"code": "print(1)", "save_as": save}, _session(), context)
 
 
 async def test_a_read_only_workspace_cannot_be_written(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import supervision as sv
-from beamclaw_base import Secret
+from beamclaw_base import ConfigError, Secret
 from beamclaw_tools import (
     JqTool,
     ToolContext,
@@ -57,9 +57,33 @@ async def test_web_search_formats_results(
 
     async with serve_asgi(brave) as base:
         tool = WebSearchTool(Secret("TEST_BRAVE"), f"{base}/search")
-        result = await run_tool(tool, {"query": "trio", "count": 1}, session, context)
+        result = await run_tool(tool, {"query": "trio", "max_results": 1}, session, context)
     assert result.text == "1. Trio\nhttps://trio.rtfd.io\nasync I/O"
     assert seen[0][0] == b"q=trio&count=1" and seen[0][1][b"x-subscription-token"] == b"brave-key-123456"
+
+
+async def test_web_search_max_results_is_bounded_by_the_config(
+    context: ToolContext, session: ToolSession, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TEST_BRAVE", "brave-key-123456")
+    seen: list[bytes] = []
+
+    async def brave(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            seen.append(scope["query_string"])
+            results = [{"title": f"r{i}", "url": f"https://e.org/{i}", "description": ""} for i in range(20)]
+            await respond(send, 200, {"web": {"results": results}})  # more than asked: only the asked are kept
+
+    async with serve_asgi(brave) as base:
+        tool = WebSearchTool(Secret("TEST_BRAVE"), f"{base}/search", max_results=3)
+        two = await run_tool(tool, {"query": "trio", "max_results": 2}, session, context)
+        unsaid = await run_tool(tool, {"query": "trio"}, session, context)
+        too_many = await run_tool(tool, {"query": "trio", "max_results": 4}, session, context)
+    assert two.text.count("https://e.org/") == 2 and unsaid.text.count("https://e.org/") == 3
+    assert too_many.is_error and "max_results: 4 is greater than the maximum of 3" in too_many.text
+    assert seen == [b"q=trio&count=2", b"q=trio&count=3"]  # the bad call never reached the API
+    with pytest.raises(ConfigError, match=r"tools.web_search: max_results must be 1 to 20, not 50"):
+        supervision_tree({"web_search": {"max_results": 50}}, tmp_path)
 
 
 class Exploding:
