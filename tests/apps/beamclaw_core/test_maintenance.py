@@ -61,6 +61,15 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
         assert len(r.model.requests) == 4  # three turns and one flush, on the first scan at 02:00
         assert "I like green tea" in str(r.model.requests[-1]["messages"])
         assert "Ada drinks green tea" in _daily_logs(r.home)
+    # Restarted within the same night, it has nothing left to flush: how far each
+    # conversation went is in the store, not in the process.
+    clock = virtual_clock(_utc(2026, 5, 4, 2, 30))
+    async with run_core(
+        clock=clock, home=r.home, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG, **calm
+    ) as again:  # fmt: skip
+        await trio.sleep(3600)
+        assert [e.data for e in again.named("maintenance_nightly_start")] == [{"session_count": 0}]
+        assert again.model.requests == []
 
 
 async def test_expiry_waits_for_the_pre_expiry_flush_and_a_failed_one_loses_nothing(
