@@ -5,6 +5,7 @@ crash of maintenance that no conversation notices."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import sqlite3
 import time
 from pathlib import Path
@@ -26,12 +27,18 @@ from .conftest import RunCore, wait_for
 DAILY_LOG = {"memory_flush": "daily_log"}
 
 
-def _autojump(clock: MockClock) -> dict[str, Any]:
-    """Virtual time jumps to the next deadline once every task has waited 50 real ms (the
-    model server and the store's threads answer well within it); the settings returned
-    leave no deadline that a jump could reach early (the reaper's, a model call's)."""
-    clock.autojump_threshold = 0.05
+def _calm(clock: MockClock) -> dict[str, Any]:
+    """Settings that leave no deadline a jump of *clock* could reach early (the reaper's,
+    a model call's); virtual time stands still until `_jump` lets it run."""
+    clock.autojump_threshold = math.inf
     return {"sandbox": {"reaper_interval_seconds": 10**7}, "provider": {"timeout_seconds": 10**7, "max_retries": 0}}
+
+
+def _jump(clock: MockClock, on: bool = True) -> None:
+    """With *on*, virtual time jumps to the next deadline once every task has waited 50 real
+    ms (the model server and the store's threads answer well within it). Turns run with
+    time standing still, so no timeout of theirs can fire however slow the machine."""
+    clock.autojump_threshold = 0.05 if on else math.inf
 
 
 def _utc(*fields: int) -> float:
@@ -43,7 +50,7 @@ def _daily_logs(home: Path) -> str:
 
 
 async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: RunCore, mock_clock: MockClock) -> None:
-    calm = _autojump(mock_clock)
+    calm = _calm(mock_clock)
     clock = virtual_clock(_utc(2026, 5, 4, 1, 0))
     upkeep = {"enabled": True, "scan_interval_seconds": 1200, "quiet_hours": [2, 4], "nightly_min_messages": 4}
     steps = [Reply("a1"), Reply("a2"), Reply("b1"), Reply("- Ada drinks green tea")]
@@ -54,6 +61,7 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
         for text in ("I like green tea", "remember that"):
             await core.send_message(ada, text, core.CollectingChannel())
         await core.send_message(bob, "hi", core.CollectingChannel())  # two messages: too few for the night
+        _jump(mock_clock)
         await trio.sleep(4 * 3600)  # from 01:00 to 05:00 UTC: six scans, three within the quiet hours
         starts, completes = r.named("maintenance_nightly_start"), r.named("maintenance_nightly_complete")
         assert [e.data for e in starts] == [{"session_count": 1}]
@@ -63,10 +71,12 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
         assert "Ada drinks green tea" in _daily_logs(r.home)
     # Restarted within the same night, it has nothing left to flush: how far each
     # conversation went is in the store, not in the process.
+    _jump(mock_clock, on=False)
     clock = virtual_clock(_utc(2026, 5, 4, 2, 30))
     async with run_core(
         clock=clock, home=r.home, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG, **calm
     ) as again:  # fmt: skip
+        _jump(mock_clock)
         await trio.sleep(3600)
         assert [e.data for e in again.named("maintenance_nightly_start")] == [{"session_count": 0}]
         assert again.model.requests == []
@@ -75,7 +85,7 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
 async def test_expiry_waits_for_the_pre_expiry_flush_and_a_failed_one_loses_nothing(
     run_core: RunCore, mock_clock: MockClock, tmp_path: Path
 ) -> None:
-    calm = _autojump(mock_clock)
+    calm = _calm(mock_clock)
     clock = virtual_clock(time.time())
     upkeep = {"idle_seconds": 0, "enabled": True, "scan_interval_seconds": 1200, "pre_expiry_minutes": 10}
     steps = [Reply("noted"), Status(500), Reply("- Ada's flight is on Friday")]
@@ -84,6 +94,7 @@ async def test_expiry_waits_for_the_pre_expiry_flush_and_a_failed_one_loses_noth
     ) as r:  # fmt: skip
         ada = await r.open("local:ada")
         await core.send_message(ada, "my flight is on Friday", core.CollectingChannel())
+        _jump(mock_clock)
         # Scans at 1200 and 2400 s: not due. At 3600 s (within 10 minutes of the TTL): the model fails.
         await trio.sleep(4100)
         assert len(r.model.requests) == 2 and r.named("maintenance_pre_expiry_flush") == []
@@ -107,19 +118,21 @@ async def test_without_maintenance_the_cleaner_deletes_as_before(run_core: RunCo
 
 
 async def test_a_crash_in_maintenance_restarts_it_alone(run_core: RunCore, mock_clock: MockClock) -> None:
-    calm = _autojump(mock_clock)
+    calm = _calm(mock_clock)
     clock = virtual_clock(_utc(2026, 5, 4, 1, 0))
     upkeep = {"idle_seconds": 0, "enabled": True, "scan_interval_seconds": 1200, "nightly_min_messages": 1}
     steps = [Reply("hi"), Reply("- kept"), Reply("yes")]
     async with run_core(*steps, clock=clock, maintenance=upkeep, agentic_loop=DAILY_LOG, **calm) as r:
         ada = await r.open("local:ada")
         await core.send_message(ada, "hello", core.CollectingChannel())
+        _jump(mock_clock)
         session, before = ada.dest.whereis(), sv.whereis(MAINTENANCE)
         sv.kill(MAINTENANCE, RuntimeError("maintenance crash"))
         await wait_for(lambda: sv.whereis(MAINTENANCE) not in (None, before))
         assert ada.dest.whereis() == session
         await trio.sleep(2 * 3600)  # the restarted process does the night's flush
         assert [e.data for e in r.named("maintenance_nightly_complete")] == [{"flushed_count": 1}]
+        _jump(mock_clock, on=False)
         assert (await core.send_message(ada, "still here?", core.CollectingChannel())).ok
 
 
