@@ -7,11 +7,13 @@ from typing import Any
 from ._config import A2AConfig
 
 PROTOCOL_VERSION = "1.0"
+#: Where the JSON-RPC endpoint is served, under the base URL.
+A2A_PATH = "/a2a"
 
 
 def agent_card(config: A2AConfig, base_url: str, version: str) -> dict[str, Any]:
     """The card for an agent served at ``{base_url}/a2a``."""
-    endpoint = base_url.rstrip("/") + "/a2a"
+    endpoint = base_url.rstrip("/") + A2A_PATH
     return {
         "name": config.name,
         "description": config.description,

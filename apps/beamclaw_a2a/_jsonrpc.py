@@ -20,7 +20,7 @@ import trio
 import beamclaw_obs as obs
 from beamclaw_base import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
-from ._card import agent_card
+from ._card import A2A_PATH, agent_card
 from ._config import A2AConfig
 from ._tasks import (
     STATES,
@@ -311,6 +311,7 @@ class A2AService:
         ):
             return _error(rid, INVALID_REQUEST, 'invalid request: need {"jsonrpc": "2.0", "method": ..., "id": ...}')
         method = request["method"]
+        obs.emit("a2a_request", method="POST", path=A2A_PATH, rpc_method=method[:64])
         params = request.get("params", {})
         if not isinstance(params, dict):
             return _error(rid, INVALID_PARAMS, "params must be an object")

@@ -247,6 +247,7 @@ class TaskManager(sv.GenServer):
                            (new_state, obs.scrub(reply), time.time(), task_id))  # fmt: skip
                 record = _row(db, task_id)
                 self._notify(state, record)
+                obs.emit("a2a_task_updated", task_id=task_id, state=new_state)
                 return record
             case GetTask(task_id, client):
                 return _row(db, task_id, client.scope)
@@ -273,6 +274,7 @@ class TaskManager(sv.GenServer):
                 db.execute("UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (time.time(), task_id))
                 record = _row(db, task_id)
                 self._notify(state, record)
+                obs.emit("a2a_task_updated", task_id=task_id, state="canceled")
                 return record
             case TaskConfig():
                 return state.config

@@ -14,6 +14,7 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_obs as obs
 import supervision as sv
 
 from ._tasks import Client, UpdateTask, task_call
@@ -42,6 +43,7 @@ async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> N
     turn: core.Turn | None = None
     try:
         handle = await core.open_session(task.client.user(task.context_id), task.agent, "a2a")
+        obs.emit("a2a_task_created", task_id=task_id, session_id=handle.id)
         turn = await core.submit(handle, task.text, core.CollectingChannel(), origin=task.client.origin)
         result = await turn.wait()
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally

@@ -27,7 +27,8 @@ _ACTIONS: Final = {
     "list": Help("the jobs: schedule, next time, state", "List the jobs (--all: done ones too), with their "
                  "schedule, next due time, state and, when paused, why.", ["beamclaw scheduler list"]),
     "add": Help("a new job", "Add a job for an agent, in your conversation with it: exactly one of --at (an "
-                "ISO time), --every (30m, 2h, 1d) or --cron (5 fields), and --message.",
+                "ISO time), --every (30m, 2h, 1d), --cron (5 fields) or --random (a window of the day, drawn "
+                "once a day: `list` shows the slot as NEXT), and --message.",
                 ['beamclaw scheduler add --at 2026-12-01T09:00 --tz Europe/Paris --message "send the report"',
                  'beamclaw scheduler add --cron "0 9 * * 1-5" --tz Europe/Paris --message "plan my day"',
                  'beamclaw scheduler add --agent ops --every 30m --message "check the disk"']),
@@ -50,7 +51,8 @@ def add_parser(commands: Commands) -> None:
     when.add_argument("--at", metavar="TIME", help="once, at an ISO time (2026-12-01T09:00)")
     when.add_argument("--every", metavar="INTERVAL", help="every interval (30m, 2h, 1d)")
     when.add_argument("--cron", metavar="EXPR", help="a 5-field cron expression ('0 9 * * 1-5')")
-    add.add_argument("--tz", default="UTC", help="the time zone of --at and --cron (default: UTC)")
+    when.add_argument("--random", metavar="WINDOW", help="once a day at a random time in a window (09:00-17:00)")
+    add.add_argument("--tz", default="UTC", help="the time zone of --at, --cron and --random (default: UTC)")
     add.add_argument("--message", required=True, help="what the agent gets when the job runs")
     for action in ("cancel", "pause", "resume", "runs"):
         actions[action].add_argument("job", help="the job's id (a prefix does)")
@@ -82,7 +84,7 @@ async def run(args: argparse.Namespace) -> int:
         out.print(table)
         return 0
     if action == "add":
-        kind, spec = next((k, v) for k in ("at", "every", "cron") if (v := getattr(args, k)) is not None)
+        kind, spec = next((k, v) for k in ("at", "every", "cron", "random") if (v := getattr(args, k)) is not None)
         answer = await ask({"cmd": "scheduler", "action": "add", "user": user_id(args), "agent": args.agent,
                             "kind": kind, "spec": spec, "timezone": args.tz, "message": args.message})  # fmt: skip
         _print_job(out, answer["job"], "added")

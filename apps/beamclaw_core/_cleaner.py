@@ -1,8 +1,13 @@
-"""The cleaner: conversations idle past ``session_ttl_seconds`` are stopped and deleted."""
+"""The cleaner: conversations idle past ``session_ttl_seconds`` are stopped and deleted.
+
+With ``[core.maintenance] enabled``, only those whose every message has been through
+the memory flush (see `_maintenance`): the others wait for it.
+"""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import trio
@@ -19,11 +24,18 @@ from ._store import store_call
 from ._store_requests import DeleteSession, ExpiredSessions
 
 
-async def sweep_expired() -> list[str]:
-    """Stop and delete every session idle for longer than the TTL; return their ids."""
+async def sweep_expired(now: float | None = None) -> list[str]:
+    """Stop and delete every session idle for longer than the TTL at *now* (the wall
+    clock's now by default); return their ids."""
     runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
-    cutoff = time.time() - runtime.config.session_ttl_seconds
-    persisted = await store_call(ExpiredSessions(cutoff)) if runtime.config.session_persistence else []
+    cutoff = (time.time() if now is None else now) - runtime.config.session_ttl_seconds
+    persistence = runtime.config.session_persistence
+    flushed_only = persistence and runtime.config.maintenance.enabled
+    persisted = await store_call(ExpiredSessions(cutoff, flushed_only)) if persistence else []
+    if flushed_only:
+        every: list[str] = await store_call(ExpiredSessions(cutoff))
+        if waiting := len(every) - len(persisted):
+            logger.info("{} expired session(s) kept until their memory flush is done", waiting)
     expired = set(persisted)
     for sid in await running_sessions():
         try:
@@ -32,7 +44,7 @@ async def sweep_expired() -> list[str]:
             continue
         if status.turns:
             expired.discard(sid)  # never pull a conversation from under a running turn
-        elif status.updated_at < cutoff:
+        elif status.updated_at < cutoff and not flushed_only:
             expired.add(sid)
     for sid in sorted(expired):
         await stop_session(sid)
@@ -44,8 +56,9 @@ async def sweep_expired() -> list[str]:
     return sorted(expired)
 
 
-async def cleaner(interval: float, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+async def cleaner(interval: float, clock: Callable[[], float], task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """A sweep every *interval* seconds; *clock* is the wall clock."""
     task_status.started()
     while True:
         await trio.sleep(interval)
-        await sweep_expired()
+        await sweep_expired(clock())

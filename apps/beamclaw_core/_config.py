@@ -112,6 +112,17 @@ class MaintenanceConfig:
     compact_above_pct: int = 20
     #: See ``idle_compaction``: the share of the window it is summarised down to.
     compact_to_pct: int = 10
+    #: The nightly and pre-expiry memory flushes (model calls: opt-in). With it, a conversation
+    #: is deleted at its TTL only once what it said has been through the flush (see `_maintenance`).
+    enabled: bool = False
+    #: How often the maintenance process looks for conversations to flush (at least 1).
+    scan_interval_seconds: float = 300.0
+    #: The UTC hours ``[start, end)`` of the nightly flush, once a night; ``[22, 2]`` spans midnight.
+    quiet_hours: tuple[int, int] = (2, 4)
+    #: The nightly flush takes conversations with at least this many messages not flushed yet.
+    nightly_min_messages: int = 10
+    #: This long before a conversation's ``session_ttl_seconds`` run out, what it has not flushed yet is.
+    pre_expiry_minutes: float = 10.0
 
 
 @attrs.frozen
@@ -224,6 +235,22 @@ def _check_base_url(key: str, url: str) -> None:
         raise ValueError(f"{key} is {url!r}, which is not an http:// or https:// URL{hint}")
 
 
+def _check_maintenance(upkeep: MaintenanceConfig, ttl: float) -> None:
+    """The nightly and pre-expiry settings make sense together (see `MaintenanceConfig`)."""
+    if upkeep.scan_interval_seconds < 1:
+        raise ValueError("core.maintenance.scan_interval_seconds must be at least 1")
+    start, end = upkeep.quiet_hours
+    if not (0 <= start <= 23 and 0 <= end <= 23) or start == end:
+        raise ValueError(
+            f"core.maintenance.quiet_hours is {[start, end]}: need two different UTC hours from 0 to 23, "
+            "[start, end) (e.g. [2, 4])"
+        )
+    if upkeep.nightly_min_messages < 1:
+        raise ValueError("core.maintenance.nightly_min_messages must be at least 1")
+    if upkeep.pre_expiry_minutes < 0 or (upkeep.enabled and upkeep.pre_expiry_minutes * 60 >= ttl):
+        raise ValueError("core.maintenance.pre_expiry_minutes must be 0 or more and shorter than session_ttl_seconds")
+
+
 def parse_core_config(table: dict[str, Any]) -> CoreConfig:
     """Check ``[core]``; raises `ConfigError` (a ValueError) naming the bad key."""
     config = structure_config(table, CoreConfig, "core")
@@ -249,6 +276,7 @@ def parse_core_config(table: dict[str, Any]) -> CoreConfig:
         raise ValueError("core.maintenance.idle_seconds must be 0 (never sleep) or more")
     if not 0 < upkeep.compact_to_pct < upkeep.compact_above_pct <= 100:
         raise ValueError("core.maintenance: need 0 < compact_to_pct < compact_above_pct <= 100")
+    _check_maintenance(upkeep, config.session_ttl_seconds)
     if loop.max_tool_iterations < 0:
         raise ValueError("core.agentic_loop.max_tool_iterations must be >= 0")
     if not 1 <= loop.auto_context_limit <= 20:

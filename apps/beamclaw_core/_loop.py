@@ -301,7 +301,7 @@ class Loop(sv.StateMachine):
             logger.warning("session {}: the idle compaction could not be saved", data.info.id[:12])
             return
         emit(
-            "maintenance_compact_complete", session_id=data.info.id, tokens_before=result.tokens_before,
+            "maintenance_compact_complete", session_id=data.info.id, reason="idle", tokens_before=result.tokens_before,
             tokens_after=result.tokens_after,
         )  # fmt: skip
 

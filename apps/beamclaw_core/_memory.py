@@ -109,22 +109,24 @@ def _transcript(messages: list[Message]) -> str:
 
 async def flush_memory(
     info: SessionInfo, workspace: Workspace, provider: Provider, older: list[Message], where: str
-) -> None:
-    """The memory flush for *older*, the messages compaction is about to drop (see the module),
-    written by *provider* (the summariser: ``compaction_provider`` when it is set)."""
+) -> bool:
+    """The memory flush for *older*, the messages compaction is about to drop (see the
+    module), written by *provider* (the summariser: ``compaction_provider`` when it is set);
+    whether it is done (kept, or nothing to keep), which maintenance waits for before a
+    conversation may be deleted."""
     transcript = _transcript(older)
     if not transcript:
-        return
+        return True
     try:
         with trio.fail_after(provider.capabilities().timeout_seconds):
             reply = await provider.complete([Message("system", FLUSH_PROMPT), Message("user", transcript)])
     except (ProviderError, trio.TooSlowError) as exc:
         logger.warning("session {}: the memory flush was skipped: {}", info.id[:12], exc)
-        return
+        return False
     notes = scrub(reply.content.strip())[:MAX_FLUSH_CHARS].strip()
     if not notes or notes.strip(". ").upper() == NOTHING:
         emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=0)
-        return
+        return True
     now = datetime.datetime.now()
     try:
         if where == "daily_log":
@@ -138,5 +140,6 @@ async def flush_memory(
             await memory.remember_now(info.agent_id, info.user_id, doc, text)
     except (PathRefused, OSError, memory.MemoryUnavailable) as exc:
         logger.warning("session {}: the memory flush could not be kept: {}", info.id[:12], exc)
-        return
+        return False
     emit("memory_flush", session_id=info.id, agent_id=info.agent_id, chars=len(notes), where=where)
+    return True

@@ -26,7 +26,7 @@ from ._runtime import RESTART_WAIT
 from ._store_requests import StoreRequest
 
 STORE: Final = "beamclaw_core.store"
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 R = TypeVar("R")
 
 _SCHEMA: Final = """
@@ -72,6 +72,12 @@ CREATE TABLE IF NOT EXISTS pairing_allow (
     approved_at REAL NOT NULL,
     PRIMARY KEY (channel, user_id)
 );
+""",
+    # The memory flush of maintenance: the messages before flushed_seq have been through it;
+    # history_epoch counts the replacements of the history (which restart the count).
+    3: """
+ALTER TABLE sessions ADD COLUMN flushed_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE sessions ADD COLUMN history_epoch INTEGER NOT NULL DEFAULT 0;
 """,
 }
 

@@ -150,6 +150,11 @@ class ReplaceHistory(StoreRequest[None]):
             _upsert(db, self.info, self.allowlist)
             db.execute("DELETE FROM messages WHERE session_id = ?", (self.info.id,))
             _insert_messages(db, self.info.id, 0, self.messages)
+            # The new history is flushed again from its start: a summary may repeat what was
+            # kept, never lose what was not.
+            db.execute(
+                "UPDATE sessions SET flushed_seq = 0, history_epoch = history_epoch + 1 WHERE id = ?", (self.info.id,)
+            )
 
 
 @attrs.frozen
@@ -180,14 +185,93 @@ class FindSessions(StoreRequest[list[SessionRow]]):
         return [SessionRow(*row) for row in rows]
 
 
+#: The messages of a conversation not through the memory flush of maintenance yet.
+_UNFLUSHED = "(SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) - s.flushed_seq"
+
+
 @attrs.frozen
 class ExpiredSessions(StoreRequest[list[str]]):
-    """The ids of the conversations not used since *cutoff*."""
+    """The ids of the conversations not used since *cutoff*; with *flushed_only*, only those
+    whose every message has been through the memory flush (see `_maintenance`)."""
 
     cutoff: float
+    flushed_only: bool = False
 
     def run(self, db: sqlite3.Connection) -> list[str]:
-        return [r[0] for r in db.execute("SELECT id FROM sessions WHERE updated_at < ?", (self.cutoff,)).fetchall()]
+        flushed = f" AND {_UNFLUSHED} <= 0" if self.flushed_only else ""
+        rows = db.execute(f"SELECT s.id FROM sessions s WHERE s.updated_at < ?{flushed}", (self.cutoff,))
+        return [r[0] for r in rows.fetchall()]
+
+
+@attrs.frozen
+class FlushCandidates(StoreRequest[list[str]]):
+    """The conversations not used since *updated_before* with at least *min_unflushed*
+    messages not through the memory flush yet, the least recently used first."""
+
+    min_unflushed: int
+    updated_before: float
+
+    def run(self, db: sqlite3.Connection) -> list[str]:
+        rows = db.execute(
+            f"SELECT s.id FROM sessions s WHERE s.updated_at < ? AND {_UNFLUSHED} >= ? ORDER BY s.updated_at",
+            (self.updated_before, self.min_unflushed),
+        )
+        return [r[0] for r in rows.fetchall()]
+
+
+@attrs.frozen
+class Unflushed:
+    """The messages of a conversation not through the memory flush yet: those before *end*
+    of the history of *epoch*."""
+
+    session_id: str
+    user_id: str
+    agent_id: str
+    channel: str
+    epoch: int
+    end: int
+    messages: list[Message]
+
+
+@attrs.frozen
+class LoadUnflushed(StoreRequest[Unflushed | None]):
+    """What *session_id* has not flushed yet; None if there is no such conversation."""
+
+    session_id: str
+
+    def run(self, db: sqlite3.Connection) -> Unflushed | None:
+        with db:
+            db.execute("BEGIN")  # one snapshot: the position and the messages agree
+            row = db.execute(
+                "SELECT user_id, agent_id, channel, flushed_seq, history_epoch FROM sessions WHERE id = ?",
+                (self.session_id,),
+            ).fetchone()
+            if row is None:
+                return None
+            user_id, agent_id, channel, start, epoch = row
+            rows = db.execute(
+                "SELECT message FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq", (self.session_id, start)
+            ).fetchall()
+        messages = [Message.from_record(text) for (text,) in rows]
+        return Unflushed(self.session_id, user_id, agent_id, channel, epoch, start + len(rows), messages)
+
+
+@attrs.frozen
+class MarkFlushed(StoreRequest[None]):
+    """The messages before *end* of the history of *epoch* have been through the memory flush
+    (nothing changes if the history was replaced meanwhile: it is flushed again)."""
+
+    session_id: str
+    epoch: int
+    end: int
+
+    def run(self, db: sqlite3.Connection) -> None:
+        with db:
+            db.execute("BEGIN")
+            db.execute(
+                "UPDATE sessions SET flushed_seq = ? WHERE id = ? AND history_epoch = ? AND flushed_seq < ?",
+                (self.end, self.session_id, self.epoch, self.end),
+            )
 
 
 @attrs.frozen

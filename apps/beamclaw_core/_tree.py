@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +14,7 @@ from ._cleaner import cleaner
 from ._config import SkillConfig, parse_core_config
 from ._http_client import HttpClientOwner
 from ._idle_sleep import sleeper
+from ._maintenance import maintenance
 from ._runtime import HTTP_CLIENT, Runtime
 from ._sessions import SESSIONS_SUP, SessionsManager, running_trees, stop_tree
 from ._skill_catalog import ReadSkillTool, SkillsCatalog, SkillSearchTool, watch_skills
@@ -20,14 +23,15 @@ from ._store import Store
 from ._workspace_tool import WorkspaceMemoryTool
 
 
-def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+def supervision_tree(table: dict[str, Any], data_dir: Path, clock: Callable[[], float] = time.time) -> sv.Supervisor:
     """store, the shared HTTP client, the sessions' dynamic supervisor, the sessions
     process, the sleeper (idle conversations stop, see `_idle_sleep`), the skills catalog
-    and its watcher, core's own tools, and the cleaner.
+    and its watcher, core's own tools, the cleaner and maintenance (see `_maintenance`);
+    *clock* is the wall clock the last two go by.
 
     rest_for_one: if the store restarts, everything after it restarts too, so no session
     keeps running on top of a store it no longer matches. What the sessions use but can
-    do without for a moment (skills, the cleaner) comes after them.
+    do without for a moment (skills, the cleaner, maintenance) comes after them.
     """
     config = parse_core_config(table)
     runtime = Runtime(config, data_dir, sv.Registry(sv.UNIQUE, name="sessions"))
@@ -54,7 +58,8 @@ def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
                 "tools",
                 [WorkspaceMemoryTool(single_user), SkillSearchTool(), ReadSkillTool(), RunSkillTool(skill_settings)],
             ),
-            sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds,)),
+            sv.ChildSpec("cleaner", cleaner, args=(config.cleanup_interval_seconds, clock)),
+            sv.ChildSpec("maintenance", maintenance, args=(runtime, clock)),
         ],
         strategy=sv.REST_FOR_ONE,
         # Each child restarts in milliseconds and loses nothing (history is in SQLite),

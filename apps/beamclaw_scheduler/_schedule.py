@@ -1,6 +1,15 @@
-"""When a job is due: ``at`` (once), ``every`` (an interval) and ``cron`` (an expression in a
-time zone, read by croniter). Times are POSIX seconds; a schedule only answers "the first
-due time after this one", so a backlog of missed times is never replayed one by one.
+"""When a job is due: ``at`` (once), ``every`` (an interval), ``cron`` (an expression in a
+time zone, read by croniter) and ``random`` (once a day at a random time within a window
+of the day in a time zone, the spec's ``bc_sched_random``). Times are POSIX seconds; a
+schedule only answers "the first due time after this one", so a backlog of missed times
+is never replayed one by one.
+
+A ``random`` job's slot is drawn when its due time is computed, for the first window
+that opens after the time asked: that due time is stored with the job, so a restart
+keeps the slot, and the draw after a run is for the next day. A job added while its
+window is open first runs the next day. A window whose start or end does not exist, or
+comes twice, on a day the clocks change in its zone is refused: it has no single time
+on such a day.
 
 A schedule is bounded to what a clock can hold: no due time (nor interval) beyond
 `HORIZON_SECONDS` from now is accepted, since ``every 100000000000000000000s`` or an
@@ -13,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import random
 import re
 import zoneinfo
 from typing import Final, Literal
@@ -20,11 +30,16 @@ from typing import Final, Literal
 import attrs
 from croniter import CroniterBadCronError, CroniterBadDateError, croniter
 
-Kind = Literal["at", "every", "cron"]
+Kind = Literal["at", "every", "cron", "random"]
 _DURATION: Final = re.compile(r"(\d+(?:\.\d+)?)(s|m|min|h|d)?")
 _UNIT_SECONDS: Final = {"s": 1, None: 1, "m": 60, "min": 60, "h": 3600, "d": 86400}
 #: The furthest ahead a due time may be, and the longest interval: 100 years.
 HORIZON_SECONDS: Final = 100 * 365.25 * 86400
+_WINDOW: Final = re.compile(r"(\d{1,2}):(\d{2})-(\d{1,2}):(\d{2})")
+#: Days ahead a random job's window is checked against the changes of clocks.
+_WINDOW_CHECK_DAYS: Final = 400
+#: What draws random jobs' slots.
+_DRAW: Final = random.Random()
 
 
 class BadSchedule(ValueError):
@@ -33,7 +48,8 @@ class BadSchedule(ValueError):
 
 @attrs.frozen
 class Schedule:
-    """*spec* is an ISO time (``at``), seconds (``every``) or a 5-field expression (``cron``)."""
+    """*spec* is an ISO time (``at``), seconds (``every``), a 5-field expression (``cron``)
+    or a window of the day, ``HH:MM-HH:MM`` (``random``)."""
 
     kind: Kind
     spec: str
@@ -61,7 +77,19 @@ class Schedule:
                 return self.anchor + max(steps, 1) * interval
             case "cron":
                 return self._next_cron(after)
-        raise AssertionError(self.kind)  # pragma: no cover - Kind has three values
+            case "random":
+                return self._next_random(after)
+        raise AssertionError(self.kind)  # pragma: no cover - Kind has four values
+
+    def _next_random(self, after: float) -> float:
+        """A slot drawn within the first window that opens after *after* (a whole second)."""
+        zone = zoneinfo.ZoneInfo(self.timezone)
+        start, end = parse_window(self.spec)
+        day = dt.datetime.fromtimestamp(after, zone).date()
+        while (opens := dt.datetime.combine(day, start, zone).timestamp()) <= after:
+            day += dt.timedelta(days=1)
+        closes = dt.datetime.combine(day, end, zone).timestamp()
+        return opens + _DRAW.randrange(int(closes - opens))
 
     def _next_cron(self, after: float) -> float | None:
         """As cron does across a change of clocks: a time skipped in spring runs at once
@@ -84,6 +112,8 @@ class Schedule:
                 return f"at {self.spec}"
             case "every":
                 return f"every {format_duration(float(self.spec))}"
+            case "random":
+                return f"daily at random {self.spec} ({self.timezone})"
         return f"cron {self.spec} ({self.timezone})"
 
 
@@ -156,6 +186,42 @@ def parse_time(text: str, timezone: str = "UTC") -> float:
     return when.timestamp()
 
 
+def parse_window(text: str) -> tuple[dt.time, dt.time]:
+    """``HH:MM-HH:MM``, a window within one day, as its start and end."""
+    match = _WINDOW.fullmatch(text.strip())
+    try:
+        if match is None:
+            raise ValueError
+        hour, minute, end_hour, end_minute = map(int, match.groups())
+        start, end = dt.time(hour, minute), dt.time(end_hour, end_minute)
+    except ValueError:
+        raise BadSchedule(f"{_shown(text)} is not a window of the day: write it like 09:00-17:00") from None
+    if start >= end:
+        raise BadSchedule(
+            f"random {_shown(text)}: the window must start before it ends, within one day (like 09:00-17:00)"
+        )
+    return start, end
+
+
+def _check_clock_changes(start: dt.time, end: dt.time, timezone: str, now: float) -> None:
+    """`BadSchedule` if, on a day of the coming year, *start* or *end* is skipped or comes
+    twice in *timezone* (a change of clocks)."""
+    zone = zoneinfo.ZoneInfo(timezone)
+    today = dt.datetime.fromtimestamp(now, zone).date()
+    for offset in range(_WINDOW_CHECK_DAYS):
+        day = today + dt.timedelta(days=offset)
+        for edge in (start, end):
+            local = dt.datetime.combine(day, edge, zone)
+            skipped = local.astimezone(dt.UTC).astimezone(zone).replace(tzinfo=None) != local.replace(tzinfo=None)
+            repeated = local.utcoffset() != local.replace(fold=1).utcoffset()
+            if skipped or repeated:
+                happens = "does not exist" if skipped else "comes twice"
+                raise BadSchedule(
+                    f"random {start:%H:%M}-{end:%H:%M} ({timezone}): {edge:%H:%M} {happens} on {day} "
+                    "(the clocks change); choose a window whose start and end are outside the change"
+                )
+
+
 def make_schedule(kind: str, spec: str, timezone: str, now: float, min_interval: float) -> Schedule:
     """A checked schedule (the ``every`` spec becomes seconds); raises `BadSchedule` saying why."""
     _zone(timezone)
@@ -187,4 +253,8 @@ def make_schedule(kind: str, spec: str, timezone: str, now: float, min_interval:
                 raise BadSchedule(f"cron {spec!r} never matches")
             _within_horizon(due, now, f"cron {spec!r}, first due {describe_time(due, dt.UTC)},")
             return schedule
-    raise BadSchedule(f"{kind!r} is not a kind of schedule: use at, every or cron")
+        case "random":
+            start, end = parse_window(spec)
+            _check_clock_changes(start, end, timezone, now)
+            return Schedule("random", f"{start:%H:%M}-{end:%H:%M}", timezone)
+    raise BadSchedule(f"{kind!r} is not a kind of schedule: use at, every, cron or random")

@@ -25,6 +25,8 @@ _CHANGES: Final = ("cancel", "pause", "resume")
 
 def describe_job(job: Job) -> str:
     due = describe_time(job.next_due if job.state == "active" else None, dt.UTC)
+    if job.schedule.kind == "random" and job.state == "active":
+        due += " (the slot drawn)"
     state = job.state + (f" ({job.paused_reason})" if job.paused_reason else "")
     return f"{job.id}  {job.schedule.describe()}  next {due}  {state}  {job.message[:80]}"
 
@@ -41,7 +43,8 @@ class SchedulerTool:
         return ToolDefinition(
             "scheduler",
             "Schedule a message to yourself for later, for the user you are talking to: once (`at`, an ISO time), "
-            "every interval (`every`, like 30m, 2h, 1d) or on a cron expression (`cron`, 5 fields, with `timezone`). "
+            "every interval (`every`, like 30m, 2h, 1d), on a cron expression (`cron`, 5 fields, with `timezone`) "
+            "or once a day at a random time within a window (`random`, like 09:00-17:00, with `timezone`). "
             "When a job runs, you get its message as a turn and your reply goes to the user. Also list, cancel, "
             "pause and resume your jobs.",
             object_schema(
@@ -51,7 +54,8 @@ class SchedulerTool:
                     "at": {"type": "string", "description": "create: an ISO time, e.g. 2026-12-01T09:00"},
                     "every": {"type": "string", "description": "create: an interval, e.g. 30m, 2h, 1d"},
                     "cron": {"type": "string", "description": "create: e.g. '0 9 * * 1-5'"},
-                    "timezone": {"type": "string", "description": "create: for at and cron, e.g. Europe/Paris"},
+                    "random": {"type": "string", "description": "create: a window of the day, e.g. 09:00-17:00"},
+                    "timezone": {"type": "string", "description": "create: for at, cron and random, e.g. Europe/Paris"},
                     "job_id": {"type": "string", "description": "cancel, pause, resume: the job's id"},
                 },
                 ("action",),
@@ -80,9 +84,9 @@ class SchedulerTool:
             raise ToolError(str(exc)) from None
 
     async def _create(self, args: dict[str, Any], session: ToolSession) -> str:
-        given = [kind for kind in ("at", "every", "cron") if args.get(kind)]
+        given = [kind for kind in ("at", "every", "cron", "random") if args.get(kind)]
         if len(given) != 1:
-            raise ToolError("create needs exactly one of at, every or cron")
+            raise ToolError("create needs exactly one of at, every, cron or random")
         kind = given[0]
         job = await add_job(
             agent_id=session.agent_id, user_id=session.user_id, channel=session.channel, kind=kind,

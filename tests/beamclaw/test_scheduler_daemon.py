@@ -4,14 +4,17 @@ after kill -9 and a restart, no due time runs twice."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import signal
 import sqlite3
+import zoneinfo
 from pathlib import Path
 
 import trio
 
+import beamclaw_scheduler as scheduler
 from tests.support.model_server import Call, Reply, scripted_model
 
 from .daemon import cli, control, running_daemon, start_daemon, write_config
@@ -83,9 +86,27 @@ async def test_bad_jobs_are_refused_saying_why(tmp_path: Path) -> None:
             (["--at", "2020-01-01T09:00"], "is in the past"),
             (["--at", "2026-12-01T09:00", "--tz", "Mars/Olympus"], "is not a time zone"),
             (["--every", "1h", "--agent", "nosuch"], "there is no agent 'nosuch'"),
+            (["--random", "17:00-09:00"], "the window must start before it ends"),
+            (["--random", "02:30-06:00", "--tz", "Europe/Paris"], "(the clocks change)"),
         ]:
             refused = await cli(home, "scheduler", "add", *args, "--message", "x")
             assert refused.returncode == 1 and why in refused.stderr.decode(), (args, refused.stderr)
+
+
+async def test_a_random_slot_job_made_with_the_cli_lists_its_drawn_slot(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model(repeat=Reply("ok")) as model, running_daemon(write_config(tmp_path, model), home):
+        added = await cli(home, "scheduler", "add", "--random", "09:00-17:00", "--tz", "Europe/Paris",
+                          "--message", "stretch")  # fmt: skip
+        assert added.returncode == 0, added.stderr
+        listed = (await cli(home, "scheduler", "list")).stdout.decode()
+    (slot,) = (
+        sqlite3.connect(home / "scheduler.db").execute("SELECT next_due FROM jobs WHERE kind = 'random'").fetchone()
+    )
+    assert "daily at random 09:00-17:00 (Europe/Paris)" in listed
+    assert scheduler.describe_time(slot) in listed
+    local = dt.datetime.fromtimestamp(slot, zoneinfo.ZoneInfo("Europe/Paris")).time()
+    assert dt.time(9, 0) <= local < dt.time(17, 0)
 
 
 async def test_after_kill_9_no_due_time_runs_twice(tmp_path: Path) -> None:

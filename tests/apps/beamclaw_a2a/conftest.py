@@ -29,6 +29,8 @@ class A2A:
     home: Path
     model: ScriptedModel
     client: a2a.Client = a2a.Client("alice")
+    #: Every event emitted meanwhile.
+    events: list[obs.ObsEvent] = attrs.field(factory=list)
 
     async def handle(self, body: bytes | str) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
         """*body* as the running service answers it for `client`."""
@@ -63,6 +65,6 @@ def run_a2a(tmp_path: Path) -> RunA2A:
             base = core_tree(home, model.base_url, events, {}, {})
             spec = sv.Supervisor([*base.children, a2a.supervision_tree({}, home).child_spec("a2a")], name="beamclaw")
             async with sv.open_supervisor(spec):
-                yield A2A(home, model)
+                yield A2A(home, model, events=events)
 
     return running

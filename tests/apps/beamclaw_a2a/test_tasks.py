@@ -91,3 +91,20 @@ async def test_records_stored_raw_before_are_scrubbed_on_the_way_out_and_kept(ru
         assert listed["result"]["totalSize"] == 1 and GITHUB_TOKEN not in json.dumps(listed)
         with sqlite3.connect(a.home / "a2a.db") as db:  # scrubbed on the way out, never rewritten
             assert db.execute("SELECT request FROM tasks WHERE id = 'old-task'").fetchone()[0] == raw[3]
+
+
+async def test_requests_and_task_changes_are_events(run_a2a: RunA2A) -> None:
+    from tests.apps.beamclaw_core.conftest import wait_for
+
+    async with run_a2a(Reply("done")) as a:
+        sent = await a.rpc("SendMessage", {"message": {"messageId": "1", "parts": [{"text": "hi"}]}})
+        task_id = sent["result"]["task"]["id"]
+
+        def named(name: str) -> list[dict[str, object]]:
+            return [e.data for e in a.events if e.name == name]
+
+        await wait_for(lambda: {"task_id": task_id, "state": "completed"} in named("a2a_task_updated"))
+        assert named("a2a_request") == [{"method": "POST", "path": "/a2a", "rpc_method": "SendMessage"}]
+        [created] = named("a2a_task_created")
+        assert created["task_id"] == task_id and isinstance(created["session_id"], str)
+        assert [e["state"] for e in named("a2a_task_updated")] == ["working", "completed"]

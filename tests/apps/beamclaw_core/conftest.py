@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -67,8 +68,11 @@ class Running:
 
 
 def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: dict[str, Any],
-         tools_table: dict[str, Any], *, memory_table: dict[str, Any] | None = None) -> sv.Supervisor:  # fmt: skip
-    """The apps core needs; the memory app only when *memory_table* is given (core does without)."""
+         tools_table: dict[str, Any], *, memory_table: dict[str, Any] | None = None,
+         clock: Callable[[], float] = time.time, sandbox_table: dict[str, Any] | None = None,
+         ) -> sv.Supervisor:  # fmt: skip
+    """The apps core needs; the memory app only when *memory_table* is given (core does
+    without); *clock* is core's wall clock."""
     with_memory = [] if memory_table is None else [memory.supervision_tree(memory_table, home).child_spec("memory")]
     return sv.Supervisor(
         [
@@ -76,8 +80,8 @@ def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: 
             sv.ChildSpec("collect", Collect.start, args=(events,)),
             tools.supervision_tree(tools_table, home).child_spec("tools"),
             *with_memory,
-            sandbox.supervision_tree({}, home).child_spec("sandbox"),  # the jails bash runs in
-            core.supervision_tree(core_table(base_url, **core_overrides), home).child_spec("core"),
+            sandbox.supervision_tree(sandbox_table or {}, home).child_spec("sandbox"),  # the jails bash runs in
+            core.supervision_tree(core_table(base_url, **core_overrides), home, clock).child_spec("core"),
         ],
         name="test_root",
     )
@@ -93,12 +97,14 @@ def run_core(tmp_path: Path) -> RunCore:
     @asynccontextmanager
     async def running(
         *steps: Step, repeat: Step | None = None, tools: dict[str, Any] | None = None,
-        home: Path | None = None, memory: dict[str, Any] | None = None, **core_overrides: Any,
+        home: Path | None = None, memory: dict[str, Any] | None = None,
+        clock: Callable[[], float] = time.time, sandbox: dict[str, Any] | None = None, **core_overrides: Any,
     ) -> AsyncIterator[Running]:  # fmt: skip
         events: list[obs.ObsEvent] = []
         home = home or tmp_path / "home"
         async with scripted_model(*steps, repeat=repeat) as model:
-            spec = tree(home, model.base_url, events, core_overrides, tools or {}, memory_table=memory)
+            spec = tree(home, model.base_url, events, core_overrides, tools or {}, memory_table=memory, clock=clock,
+                        sandbox_table=sandbox)  # fmt: skip
             async with sv.open_supervisor(spec) as sup:
                 yield Running(home, model, sup, events)
 

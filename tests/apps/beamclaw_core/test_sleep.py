@@ -76,7 +76,7 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
         await wait_for(lambda: any(e.name == "session_sleep" for e in r.events))
         summarised = await core.history(ada)
         assert summarised[0].content == f"{core.SUMMARY_HEADER}\nThey talked at length."
-        assert len(summarised) < 6 and [e.name for e in r.events].count("maintenance_compact_complete") == 1
+        assert len(summarised) < 6 and [e.data["reason"] for e in r.named("maintenance_compact_complete")] == ["idle"]
         # Woken, it talks on; idle again, the summary fails: the history stays whole.
         await core.send_message(ada, "and then?", core.CollectingChannel())
         before = await core.history(ada)

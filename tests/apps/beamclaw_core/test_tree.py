@@ -43,5 +43,6 @@ async def test_the_live_tree_of_a_session(run_core: RunCore) -> None:
             ("skills_watcher", "process", None, "permanent"),
             ("tools", "process", None, "permanent"),
             ("cleaner", "process", None, "permanent"),
+            ("maintenance", "process", None, "permanent"),
         ],
     )
