@@ -19,6 +19,11 @@ only on the ``held-*`` variants: the value the daemon holds as a secret, of whic
 
 The values have the real formats' shapes and are random (from ``seed``), so they are
 not anybody's keys, and a test that passes does not pass because a value is known.
+
+`bare_corpus` is the other half: each format with a recognisable prefix (the spec's
+``sk-``, ``gsk_``, ``ghp_``, Bearer, and gitleaks' prefixed rules, `BARE_RULES`), bare
+in a sentence, with no variable name before it. Only the prefixes are written in this
+file, so no token-shaped string sits in the repository for a scanner to flag.
 """
 
 from __future__ import annotations
@@ -444,20 +449,21 @@ def bare_secrets(seed: int = 0) -> dict[str, str]:
     return {name: make(g) for name, make in _bare_secrets().items()}
 
 
-def _all_formats() -> dict[str, _Maker]:
-    return {**_formats(), **{f"bare:{name}": _bare(name, make) for name, make in _bare_secrets().items()}}
-
-
-#: The names of the formats `credential_corpus` makes, in order: each format as users
-#: paste it (with a name before it, in a config file...), then each prefixed format
-#: bare (``bare:<rule id>``), in prose.
-FORMATS: Final = tuple(_all_formats())
+#: The names of the formats `credential_corpus` makes, in order.
+FORMATS: Final = tuple(_formats())
 
 
 def credential_corpus(seed: int = 0) -> list[Credential]:
     """One `Credential` per format in `FORMATS`, with fresh values drawn from *seed*."""
     g = _Gen(seed)
-    return [Credential(name, *make(g)) for name, make in _all_formats().items()]
+    return [Credential(name, *make(g)) for name, make in _formats().items()]
+
+
+def bare_corpus(seed: int = 0) -> list[Credential]:
+    """One `Credential` per rule of `BARE_RULES` (named ``bare:<rule id>``): a fresh
+    credential of its format, bare in prose (one of `BARE_CONTEXTS`)."""
+    g = _Gen(seed)
+    return [Credential(f"bare:{name}", *_bare(name, make)(g)) for name, make in _bare_secrets().items()]
 
 
 def _escaped(text: str) -> str:

@@ -21,7 +21,7 @@ import beamclaw_obs as obs
 import supervision as sv
 from beamclaw_obs import REDACTED, StreamScrubber, scrub
 from beamclaw_obs._detector import default_rules
-from tests.support.credentials import BARE_CONTEXTS, BARE_RULES, bare_secrets
+from tests.support.credentials import BARE_CONTEXTS, BARE_RULES, bare_corpus, bare_secrets, variant
 
 SEEDS = (0, 1, 2)
 
@@ -92,6 +92,12 @@ def test_a_prefixed_credential_is_redacted_bare(name: str) -> None:
             out = scrub(context.format(credential))
             assert _secret(credential) not in out, (seed, context)
             assert REDACTED in out
+
+
+@pytest.mark.parametrize("kind", ["json", "tool-call"])
+def test_a_bare_credential_json_escaped_once_or_twice_is_redacted(kind: str) -> None:
+    planted = [variant(c, kind, seed) for seed in SEEDS for c in bare_corpus(seed)]
+    assert [c.name for c in planted if c.secret in scrub(c.text)] == []
 
 
 def _ordinary(seed: int) -> list[str]:
