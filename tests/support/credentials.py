@@ -19,6 +19,11 @@ only on the ``held-*`` variants: the value the daemon holds as a secret, of whic
 
 The values have the real formats' shapes and are random (from ``seed``), so they are
 not anybody's keys, and a test that passes does not pass because a value is known.
+
+`bare_corpus` is the other half: each format with a recognisable prefix (the spec's
+``sk-``, ``gsk_``, ``ghp_``, Bearer, and gitleaks' prefixed rules, `BARE_RULES`), bare
+in a sentence, with no variable name before it. Only the prefixes are written in this
+file, so no token-shaped string sits in the repository for a scanner to flag.
 """
 
 from __future__ import annotations
@@ -200,6 +205,11 @@ def _formats() -> dict[str, _Maker]:
         "json-api-key": lambda g: t('{{"api_key": "{}", "region": "eu"}}', g.s(ALNUM, 32)),
         "json-client-secret": lambda g: t('{{"client_id": "app", "client_secret": "{}"}}', g.s(URLSAFE, 40)),
         "dotenv-password": lambda g: t("DB_HOST=db\nDB_PASSWORD={}\n", g.password()),
+        # The rest of the spec's list, NAME=value inside a sentence or a URL.
+        "api-key-in-query": lambda g: t("GET https://api.example.test/v1/items?api_key={}&page=2", g.s(ALNUM, 32)),
+        "token-inline": lambda g: t("run it with token={} and see", g.s(URLSAFE, 32)),
+        "password-inline": lambda g: t("log in with password={}, user admin", g.password()),
+        "secret-inline": lambda g: t("secret={}", g.s(ALNUM, 24)),
         "huggingface-token": lambda g: t("HF_TOKEN={}", f"hf_{g.s(string.ascii_letters, 34)}"),
         "gitlab-pat": lambda g: t("glab auth login --token {}", f"glpat-{g.s(URLSAFE, 20)}"),
         "npm-token": lambda g: t("//registry.npmjs.org/:_authToken={}", f"npm_{g.s(ALNUM, 36)}"),
@@ -222,6 +232,223 @@ def _formats() -> dict[str, _Maker]:
     }
 
 
+def _bare_secrets() -> dict[str, Callable[[_Gen], str]]:
+    """Each credential format with a recognisable prefix (or shape), by the rule that
+    finds it: the spec's list and gitleaks' prefixed rules. Only the prefix is written
+    here; the rest is drawn at random, so no token-shaped string sits in the repository."""
+
+    def s(alphabet: str, n: int) -> Callable[[_Gen], str]:
+        return lambda g: g.s(alphabet, n)
+
+    def cat(*parts: str | Callable[[_Gen], str]) -> Callable[[_Gen], str]:
+        return lambda g: "".join(p if isinstance(p, str) else p(g) for p in parts)
+
+    def digits(n: int) -> Callable[[_Gen], str]:
+        return lambda g: g.digits(n)
+
+    a_to_h = "abcdefgh0123456789"
+    uuid = cat(s(HEX, 8), "-", s(HEX, 4), "-", s(HEX, 4), "-", s(HEX, 4), "-", s(HEX, 12))
+    jwt = _jwt
+    return {
+        # The spec's list (api_key=, token=, password=, secret= are names: see _formats).
+        "sk-dash-key": cat("sk-", s(ALNUM, 48)),
+        "groq-api-key": cat("gsk_", s(ALNUM, 52)),
+        "github-pat": cat("ghp_", s(ALNUM, 36)),
+        "bearer-token": cat("Bearer ", s(URLSAFE, 40)),
+        # gitleaks' rules that match a prefix wherever it is.
+        "1password-secret-key": cat(
+            "A3-",
+            s(UPPER_ALNUM, 6),
+            "-",
+            s(UPPER_ALNUM, 11),
+            "-",
+            s(UPPER_ALNUM, 5),
+            "-",
+            s(UPPER_ALNUM, 5),
+            "-",
+            s(UPPER_ALNUM, 5),
+        ),
+        "1password-service-account-token": cat("ops_eyJ", s(ALNUM, 260)),
+        "adobe-client-secret": cat("p8e-", s(LOWER_ALNUM, 32)),
+        "airtable-personnal-access-token": cat("pat", s(ALNUM, 14), ".", s(HEX, 64)),
+        "alibaba-access-key-id": cat("LTAI", s(LOWER_ALNUM, 20)),
+        "anthropic-admin-api-key": cat("sk-ant-admin01-", s(URLSAFE, 93), "AA"),
+        "anthropic-api-key": cat("sk-ant-api03-", s(URLSAFE, 93), "AA"),
+        "artifactory-api-key": cat("AKCp", s(ALNUM, 69)),
+        "artifactory-reference-token": cat("cmVmd", s(ALNUM, 59)),
+        "atlassian-api-token": cat("ATATT3", s(URLSAFE, 186)),
+        "authress-service-client-access-key": cat(
+            "sc_", s(LOWER_ALNUM, 12), ".", s(LOWER_ALNUM, 5), ".acc_", s(LOWER_ALNUM, 20), ".", s(ALNUM, 40)
+        ),
+        "aws-access-token": cat("AKIA", s("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16)),
+        "aws-amazon-bedrock-api-key-long-lived": cat("ABSK", s(B64, 140)),
+        "aws-amazon-bedrock-api-key-short-lived": cat(
+            "bedrock-api-key-", "YmVkcm9jay5hbWF6b25hd3MuY29t", s(ALNUM, 200)
+        ),
+        "azure-ad-client-secret": cat(s(ALNUM, 3), digits(1), "Q~", s(ALNUM, 32)),
+        "clickhouse-cloud-api-secret-key": cat("4b1d", s(ALNUM, 38)),
+        "clojars-api-token": cat("CLOJARS_", s(LOWER_ALNUM, 60)),
+        "cloudflare-origin-ca-key": cat("v1.0-", s(HEX, 24), "-", s(HEX, 146)),
+        "databricks-api-token": cat("dapi", s(HEX, 32)),
+        "digitalocean-access-token": cat("doo_v1_", s(HEX, 64)),
+        "digitalocean-pat": cat("dop_v1_", s(HEX, 64)),
+        "digitalocean-refresh-token": cat("dor_v1_", s(HEX, 64)),
+        "doppler-api-token": cat("dp.pt.", s(ALNUM, 43)),
+        "duffel-api-token": cat("duffel_live_", s(URLSAFE, 43)),
+        "dynatrace-api-token": cat("dt0c01.", s(UPPER_ALNUM, 24), ".", s(UPPER_ALNUM, 64)),
+        "easypost-api-token": cat("EZAK", s(ALNUM, 54)),
+        "easypost-test-api-token": cat("EZTK", s(ALNUM, 54)),
+        "facebook-access-token": cat(digits(16), "|", s(URLSAFE, 32)),
+        "facebook-page-access-token": cat("EAAC", s(ALNUM, 120)),
+        "flutterwave-encryption-key": cat("FLWSECK_TEST-", s(a_to_h, 12)),
+        "flutterwave-public-key": cat("FLWPUBK_TEST-", s(a_to_h, 32), "-X"),
+        "flutterwave-secret-key": cat("FLWSECK_TEST-", s(a_to_h, 32), "-X"),
+        "flyio-access-token": cat("fm2_", s(B64, 120)),
+        "frameio-api-token": cat("fio-u-", s(URLSAFE, 64)),
+        "gcp-api-key": cat("AIza", s(URLSAFE, 35)),
+        "github-app-token": cat("ghs_", s(ALNUM, 36)),
+        "github-fine-grained-pat": cat("github_pat_", s(ALNUM, 22), "_", s(ALNUM, 59)),
+        "github-oauth": cat("gho_", s(ALNUM, 36)),
+        "github-refresh-token": cat("ghr_", s(ALNUM, 36)),
+        "gitlab-cicd-job-token": cat("glcbt-", s(ALNUM, 3), "_", s(URLSAFE, 20)),
+        "gitlab-deploy-token": cat("gldt-", s(URLSAFE, 20)),
+        "gitlab-feature-flag-client-token": cat("glffct-", s(URLSAFE, 20)),
+        "gitlab-feed-token": cat("glft-", s(URLSAFE, 20)),
+        "gitlab-incoming-mail-token": cat("glimt-", s(URLSAFE, 25)),
+        "gitlab-kubernetes-agent-token": cat("glagent-", s(URLSAFE, 50)),
+        "gitlab-oauth-app-secret": cat("gloas-", s(URLSAFE, 64)),
+        "gitlab-pat": cat("glpat-", s(URLSAFE, 20)),
+        "gitlab-pat-routable": cat("glpat-", s(ALNUM, 30), ".01", s(LOWER_ALNUM, 7)),
+        "gitlab-ptt": cat("glptt-", s(HEX, 40)),
+        "gitlab-rrt": cat("GR1348941", s(URLSAFE, 20)),
+        "gitlab-runner-authentication-token": cat("glrt-", s(URLSAFE, 20)),
+        "gitlab-runner-authentication-token-routable": cat("glrt-t1_", s(ALNUM, 30), ".01", s(LOWER_ALNUM, 7)),
+        "gitlab-scim-token": cat("glsoat-", s(URLSAFE, 20)),
+        "gitlab-session-cookie": cat("_gitlab_session=", s(LOWER_ALNUM, 32)),
+        "grafana-api-key": cat("eyJrIjoi", s(ALNUM, 80)),
+        "grafana-cloud-api-token": cat("glc_", s(ALNUM, 40)),
+        "grafana-service-account-token": cat("glsa_", s(ALNUM, 32), "_", s(HEX, 8)),
+        "harness-api-key": cat("pat.", s(URLSAFE, 22), ".", s(ALNUM, 24), ".", s(ALNUM, 20)),
+        "hashicorp-tf-api-token": cat(s(LOWER_ALNUM, 14), ".atlasv1.", s(URLSAFE, 64)),
+        "heroku-api-key-v2": cat("HRKU-AA", s(URLSAFE, 58)),
+        "huggingface-access-token": cat("hf_", s(string.ascii_letters, 34)),
+        "huggingface-organization-api-token": cat("api_org_", s(string.ascii_letters, 34)),
+        "infracost-api-token": cat("ico-", s(ALNUM, 32)),
+        "intra42-client-secret": cat("s-s4t2ud-", s(HEX, 64)),
+        "jwt": jwt,
+        "jwt-base64": lambda g: base64.b64encode(_jwt(g).encode()).decode(),
+        "linear-api-key": cat("lin_api_", s(ALNUM, 40)),
+        "maxmind-license-key": cat(s(ALNUM, 6), "_", s(ALNUM, 29), "_mmk"),
+        "microsoft-teams-webhook": cat(
+            "https://",
+            s(LOWER_ALNUM, 8),
+            ".webhook.office.com/webhookb2/",
+            uuid,
+            "@",
+            uuid,
+            "/IncomingWebhook/",
+            s(HEX, 32),
+            "/",
+            uuid,
+        ),
+        "notion-api-token": cat("ntn_", digits(11), s(ALNUM, 35)),
+        "npm-access-token": cat("npm_", s(ALNUM, 36)),
+        "octopus-deploy-api-key": cat("API-", s(UPPER_ALNUM, 26)),
+        "openai-api-key": lambda g: f"sk-proj-{g.s(URLSAFE, 74)}T3BlbkFJ{g.s(URLSAFE, 74)}",
+        "openshift-user-token": cat("sha256~", s(URLSAFE, 43)),
+        "perplexity-api-key": cat("pplx-", s(ALNUM, 48)),
+        "planetscale-api-token": cat("pscale_tkn_", s(ALNUM, 40)),
+        "planetscale-oauth-token": cat("pscale_oauth_", s(ALNUM, 40)),
+        "planetscale-password": cat("pscale_pw_", s(ALNUM, 40)),
+        "postman-api-token": cat("PMAK-", s(HEX, 24), "-", s(HEX, 34)),
+        "prefect-api-token": cat("pnu_", s(ALNUM, 36)),
+        "pulumi-api-token": cat("pul-", s(HEX, 40)),
+        "pypi-upload-token": cat("pypi-AgEIcHlwaS5vcmc", s(URLSAFE, 120)),
+        "readme-api-token": cat("rdme_", s(LOWER_ALNUM, 70)),
+        "rubygems-api-token": cat("rubygems_", s(HEX, 48)),
+        "scalingo-api-token": cat("tk-us-", s(URLSAFE, 48)),
+        "sendgrid-api-token": cat("SG.", s(URLSAFE, 22), ".", s(URLSAFE, 43)),
+        "sendinblue-api-token": cat("xkeysib-", s(HEX, 64), "-", s(ALNUM, 16)),
+        "sentry-org-token": cat("sntrys_eyJpYXQiO", s(ALNUM, 40), "LCJyZWdpb25fdXJs", s(ALNUM, 40), "_", s(ALNUM, 43)),
+        "sentry-user-token": cat("sntryu_", s(HEX, 64)),
+        "settlemint-application-access-token": cat("sm_aat_", s(ALNUM, 16)),
+        "settlemint-personal-access-token": cat("sm_pat_", s(ALNUM, 16)),
+        "settlemint-service-access-token": cat("sm_sat_", s(ALNUM, 16)),
+        "shippo-api-token": cat("shippo_live_", s(HEX, 40)),
+        "shopify-access-token": cat("shpat_", s(HEX, 32)),
+        "shopify-custom-access-token": cat("shpca_", s(HEX, 32)),
+        "shopify-private-app-access-token": cat("shppa_", s(HEX, 32)),
+        "shopify-shared-secret": cat("shpss_", s(HEX, 32)),
+        "slack-app-token": cat("xapp-1-A", s(UPPER_ALNUM, 10), "-", digits(13), "-", s(HEX, 64)),
+        "slack-bot-token": cat("xoxb-", digits(12), "-", digits(13), "-", s(ALNUM, 24)),
+        "slack-config-access-token": cat("xoxe.xoxp-1-", s(UPPER_ALNUM, 164)),
+        "slack-config-refresh-token": cat("xoxe-1-", s(UPPER_ALNUM, 146)),
+        "slack-legacy-bot-token": cat("xoxb-", digits(10), "-", s(ALNUM, 24)),
+        "slack-legacy-token": cat("xoxs-", digits(10), "-", digits(10), "-", digits(10), "-", s(HEX, 64)),
+        "slack-legacy-workspace-token": cat("xoxa-2-", s(ALNUM, 40)),
+        "slack-user-token": cat("xoxp-", digits(12), "-", digits(12), "-", digits(13), "-", s(HEX, 32)),
+        "slack-webhook-url": cat(
+            "https://hooks.slack.com/services/T", s(UPPER_ALNUM, 10), "/B", s(UPPER_ALNUM, 10), "/", s(ALNUM, 24)
+        ),
+        "sourcegraph-access-token": cat("sgp_", s(HEX, 16), "_", s(HEX, 40)),
+        "square-access-token": cat("sq0atp-", s(URLSAFE, 22)),
+        "stripe-access-token": cat("sk_test_", s(ALNUM, 40)),
+        "twilio-api-key": cat("SK", s(HEX, 32)),
+        "vault-batch-token": cat("hvb.", s(URLSAFE, 140)),
+        "vault-service-token": cat("hvs.", s(URLSAFE, 95)),
+        # Our own bare rules (rules/beamclaw.toml).
+        "age-secret-key": cat("AGE-SECRET-KEY-1", s("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58)),
+        "telegram-bot-token-bare": cat(digits(10), ":AA", s(URLSAFE, 33)),
+        "dockerhub-token": cat("dckr_pat_", s(URLSAFE, 27)),
+        # gitleaks finds these only after a name (mapbox_token = ...); their prefix is
+        # enough to find them bare (rules/beamclaw.toml, "bare-" rules).
+        "defined-networking-api-token": cat("dnkey-", s(LOWER_ALNUM, 26), "-", s(LOWER_ALNUM, 52)),
+        "dropbox-short-lived-api-token": cat("sl.", s(ALNUM, 135)),
+        "dropbox-long-lived-api-token": cat(s(LOWER_ALNUM, 11), "AAAAAAAAAA", s(URLSAFE, 43)),
+        "gocardless-api-token": cat("live_", s(URLSAFE, 40)),
+        "lob-api-key": cat("live_", s(HEX, 35)),
+        "lob-pub-api-key": cat("test_pub_", s(HEX, 31)),
+        "mailchimp-api-key": cat(s(HEX, 32), "-us", digits(2)),
+        "mailgun-pub-key": cat("pubkey-", s(HEX, 32)),
+        "mapbox-api-token": cat("pk.", s(ALNUM, 60), ".", s(ALNUM, 22)),
+        "new-relic-browser-api-token": cat("NRJS-", s(HEX, 19)),
+        "new-relic-insert-key": cat("NRII-", s(LOWER_ALNUM, 32)),
+        "new-relic-user-api-key": cat("NRAK-", s(UPPER_ALNUM, 27)),
+        "plaid-api-token": cat("access-production-", uuid),
+        "sonar-api-token": cat("squ_", s(LOWER_ALNUM, 40)),
+        "twitter-bearer-token": cat("A" * 22, s(ALNUM, 90)),
+        "typeform-api-token": cat("tfp_", s(URLSAFE, 59)),
+        "yandex-access-token": cat("t1.", s(URLSAFE, 20), ".", s(URLSAFE, 86)),
+        "yandex-api-key": cat("AQVN", s(URLSAFE, 36)),
+        "yandex-aws-access-token": cat("YC", s(URLSAFE, 38)),
+    }
+
+
+#: How a bare credential sits in text: alone, in a sentence, quoted, in brackets.
+BARE_CONTEXTS: Final = ("{}", "The key is {}.", "use '{}', then", "token ({}) expired", "<{}>", "{}\n")
+
+
+def _bare(name: str, make: Callable[[_Gen], str]) -> _Maker:
+    def maker(g: _Gen) -> tuple[str, str]:
+        secret = make(g)
+        text = g.r.choice(BARE_CONTEXTS).format(secret)
+        if name == "bearer-token":
+            secret = secret.split()[1]
+        return text, secret
+
+    return maker
+
+
+#: Every rule id `credential_corpus` plants a bare credential for.
+BARE_RULES: Final = tuple(_bare_secrets())
+
+
+def bare_secrets(seed: int = 0) -> dict[str, str]:
+    """A fresh credential for each rule of `BARE_RULES`, as its format has it (Bearer and all)."""
+    g = _Gen(seed)
+    return {name: make(g) for name, make in _bare_secrets().items()}
+
+
 #: The names of the formats `credential_corpus` makes, in order.
 FORMATS: Final = tuple(_formats())
 
@@ -230,6 +457,13 @@ def credential_corpus(seed: int = 0) -> list[Credential]:
     """One `Credential` per format in `FORMATS`, with fresh values drawn from *seed*."""
     g = _Gen(seed)
     return [Credential(name, *make(g)) for name, make in _formats().items()]
+
+
+def bare_corpus(seed: int = 0) -> list[Credential]:
+    """One `Credential` per rule of `BARE_RULES` (named ``bare:<rule id>``): a fresh
+    credential of its format, bare in prose (one of `BARE_CONTEXTS`)."""
+    g = _Gen(seed)
+    return [Credential(f"bare:{name}", *_bare(name, make)(g)) for name, make in _bare_secrets().items()]
 
 
 def _escaped(text: str) -> str:

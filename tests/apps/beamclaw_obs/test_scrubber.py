@@ -63,6 +63,14 @@ _OURS = {
     "credential-assignment",
     "user-password-flag",
     "curl-auth-user-each",
+    "groq-api-key",
+    *(f"{rule_id}-bare" for rule_id in ("azure-ad-client-secret", "airtable-personnal-access-token")),
+    *(f"{rule_id}-bare" for rule_id in ("facebook-access-token", "defined-networking-api-token")),
+    *(f"{rule_id}-bare" for rule_id in ("dropbox-short-lived-api-token", "dropbox-long-lived-api-token")),
+    *(f"{rule_id}-bare" for rule_id in ("gocardless-api-token", "lob-api-key", "lob-pub-api-key")),
+    *(f"{rule_id}-bare" for rule_id in ("mailchimp-api-key", "mailgun-pub-key", "mapbox-api-token")),
+    *(f"{rule_id}-bare" for rule_id in ("new-relic-key", "plaid-api-token", "sonar-api-token")),
+    *(f"{rule_id}-bare" for rule_id in ("twitter-bearer-token", "typeform-api-token", "yandex-key")),
 }
 
 

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from beamclaw_obs import REDACTED, StreamScrubber, register_secret, scrub
-from tests.support.credentials import Credential, credential_corpus, variant
+from tests.support.credentials import Credential, bare_corpus, credential_corpus, variant
 
-_CORPUS = [c for seed in (0, 1) for c in credential_corpus(seed)]
+_CORPUS = [c for seed in (0, 1) for c in (*credential_corpus(seed), *bare_corpus(seed))]
 _WORDS = [
     "the",
     "key",
