@@ -17,6 +17,7 @@ than a thousand, and failed calls back off exponentially: the idle channel never
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -34,7 +35,7 @@ from beamclaw_base import RetryPolicy, retry
 from ._config import GatewayConfig, TelegramConfig
 from ._telegram_api import BotApi, TelegramError
 from ._telegram_channel import ChatNotices, TelegramChannel
-from ._telegram_ledger import Ledger, Pending
+from ._telegram_ledger import Ledger, Pending, store_pushed
 
 CHANNEL: Final = "telegram"
 SENDER: Final = "beamclaw_gateway.telegram_sender"
@@ -57,9 +58,7 @@ Effect = Callable[[Pending | None], Awaitable[bool]]
 
 @attrs.frozen
 class _WebhookUpdate:
-    """An update Telegram posted to the webhook, handed to the channel process."""
-
-    update: dict[str, Any]
+    """The webhook stored an update in the inbox: the channel drains it."""
 
 
 @attrs.define
@@ -338,7 +337,7 @@ async def _webhook(bot: _Bot, url: str) -> None:
     await _drain(bot)
     while True:
         match await sv.receive():
-            case _WebhookUpdate(update) if await bot.ledger.receive([update]):
+            case _WebhookUpdate():
                 await _drain(bot)
 
 
@@ -393,9 +392,10 @@ def bot_name(token: str) -> str:
     return f"beamclaw_gateway.telegram:{_bot_id(token)}"
 
 
-async def webhook_update(token: str, update: dict[str, Any]) -> bool:
-    """Hand a webhook update to the channel; False when the channel is not running."""
-    try:
-        return sv.send(bot_name(token), _WebhookUpdate(update))
-    except sv.NoProc:
-        return False
+async def webhook_update(token: str, data_dir: Path, update: dict[str, Any]) -> None:
+    """Store a webhook's update in the channel's inbox, then wake the channel: stored
+    first, so an update Telegram was told it got survives any crash after (a channel
+    not running drains it when it starts)."""
+    await store_pushed(data_dir / "gateway.db", _bot_id(token), update)
+    with contextlib.suppress(sv.NoProc):
+        sv.send(bot_name(token), _WebhookUpdate())
