@@ -49,12 +49,18 @@ def telegram(run_gateway: RunGateway, monkeypatch: pytest.MonkeyPatch) -> Callab
 
     @asynccontextmanager
     async def running(
-        *steps: Step, repeat: Step | None = None, first_update: int = 1, instant: bool = False, **telegram: Any
+        *steps: Step,
+        repeat: Step | None = None,
+        first_update: int = 1,
+        instant: bool = False,
+        gateway_extra: dict[str, Any] | None = None,
+        **telegram: Any,
     ) -> AsyncIterator[tuple[Gateway, FakeTelegram]]:
         async with fake_telegram(TOKEN, first_update, instant) as fake:
             channel = {"enabled": True, "api_base": fake.base_url, "poll_timeout_seconds": 2,
                        "edit_interval_seconds": 0.0, **telegram}  # fmt: skip
-            async with run_gateway(*steps, repeat=repeat, gateway_table={"channels": {"telegram": channel}}) as g:
+            table = {"channels": {"telegram": channel}, **(gateway_extra or {})}
+            async with run_gateway(*steps, repeat=repeat, gateway_table=table) as g:
                 yield g, fake
 
     return running
