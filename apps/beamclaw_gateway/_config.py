@@ -234,6 +234,8 @@ def _check_limits(config: GatewayConfig) -> None:
         "gateway.rate_limit.requests": config.rate_limit.requests,
         "gateway.rate_limit.requests_per_address": config.rate_limit.address_requests,
         "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,
+        "gateway.channels.telegram.photo.max_size_bytes": config.channels.telegram.photo.max_size_bytes,
+        "gateway.channels.telegram.voice.max_duration_seconds": config.channels.telegram.voice.max_duration_seconds,
     }
     for key, value in positive.items():
         if not value > 0:

@@ -13,6 +13,7 @@ import attrs
 import pytest
 
 import beamclaw_core as core
+from beamclaw_gateway import parse_gateway_config
 from beamclaw_gateway._telegram_bot import COMMANDS
 from tests.support.asgi_server import Receive, Scope, Send, read_body, respond, serve_asgi
 from tests.support.model_server import Reply
@@ -142,3 +143,17 @@ async def test_too_long_disabled_or_failed_voice_and_too_large_or_disabled_photo
             "I can't look at photos here (they are turned off). Please describe it in words.",
         ]
         assert g.model.count == 0 and stt.received == [] and "getFile" not in fake.calls
+
+
+@pytest.mark.parametrize(
+    ("telegram_table", "words"),
+    [
+        ({"photo": {"max_size_bytes": 0}}, "gateway.channels.telegram.photo.max_size_bytes must be more than 0"),
+        ({"voice": {"max_duration_seconds": -1}}, "gateway.channels.telegram.voice.max_duration_seconds must be"),
+        ({"voice": {"enabled": "yes"}}, "enabled"),
+        ({"photo": {"max_bytes": 5}}, "max_bytes"),
+    ],
+)
+def test_a_bad_media_limit_names_its_key(telegram_table: dict[str, Any], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        parse_gateway_config({"channels": {"telegram": telegram_table}})
