@@ -168,7 +168,7 @@ def _megabytes(size: int) -> str:
     return f"{size / 1024 / 1024:.3g} MB"
 
 
-def transcript(text: str) -> str:
+def _transcript(text: str) -> str:
     """A transcript as the model gets it: marked as one, and as the user's words (data), so
     neither a mishearing nor what was said reads as an instruction from BeamClaw."""
     return (
@@ -220,7 +220,7 @@ async def _voice(bot: _Bot, message: dict[str, Any]) -> tuple[str | None, str]:
         return None, f"Sorry, I couldn't transcribe that {kind}. Please try again, or type your message."
     if not text.strip():
         return None, f"I couldn't make out any words in that {kind}."
-    return transcript(text.strip()), ""
+    return _transcript(text.strip()), ""
 
 
 def _turn(bot: _Bot, handle: core.SessionHandle, chat_id: int, text: str, images: tuple[str, ...]) -> Effect:
@@ -238,7 +238,7 @@ def _turn(bot: _Bot, handle: core.SessionHandle, chat_id: int, text: str, images
     return take_turn
 
 
-def context_text(usage: core.ContextUsage) -> str:
+def _context_text(usage: core.ContextUsage) -> str:
     """``/context``: how full the context window is, as the terminal's /context says it."""
     share = min(1.0, usage.used / usage.window) if usage.window else 0.0
     filled = round(share * _BAR)
@@ -250,7 +250,7 @@ def _command(bot: _Bot, handle: core.SessionHandle, chat_id: int, command: str) 
     async def act(_: Pending | None) -> bool:
         if command == "/context":
             usage = await core.context_usage(handle)
-            await bot.api.call("sendMessage", chat_id=chat_id, text=context_text(usage))
+            await bot.api.call("sendMessage", chat_id=chat_id, text=_context_text(usage))
         elif command == "/new":
             await core.reset_session(handle)
             await bot.api.call("sendMessage", chat_id=chat_id, text="New conversation.")
