@@ -63,6 +63,28 @@ class RateLimitConfig:
 
 
 @attrs.frozen
+class TelegramPhotoConfig:
+    """``[gateway.channels.telegram.photo]``: photos sent to the bot, passed to the model."""
+
+    #: false: a photo is not looked at (the user is told so).
+    enabled: bool = True
+    #: The largest photo downloaded; Telegram offers each photo in several sizes, and the
+    #: largest within this is taken (none within it: the user is told it is too large).
+    max_size_bytes: int = 5 * 1024 * 1024
+
+
+@attrs.frozen
+class TelegramVoiceConfig:
+    """``[gateway.channels.telegram.voice]``: voice notes and audio files, transcribed by
+    ``[gateway.transcription]`` and passed to the model marked as a transcript."""
+
+    #: false: voice notes and audio files are not transcribed (the user is told so).
+    enabled: bool = True
+    #: A longer voice note or audio file is not transcribed (the user is told so).
+    max_duration_seconds: int = 300
+
+
+@attrs.frozen
 class TelegramConfig:
     enabled: bool = False
     #: The bot's token, from @BotFather.
@@ -83,6 +105,8 @@ class TelegramConfig:
     poll_timeout_seconds: int = 30
     #: A streamed reply's message is edited at most this often.
     edit_interval_seconds: float = 1.0
+    photo: TelegramPhotoConfig = TelegramPhotoConfig()
+    voice: TelegramVoiceConfig = TelegramVoiceConfig()
 
 
 @attrs.frozen
@@ -92,9 +116,12 @@ class ChannelsConfig:
 
 @attrs.frozen
 class TranscriptionConfig:
-    #: An OpenAI-compatible server that transcribes Telegram voice messages; empty: none.
+    #: An OpenAI-compatible server that transcribes Telegram voice notes and audio files
+    #: (``POST {base_url}/audio/transcriptions``, e.g. ``https://api.openai.com/v1``); empty: none.
     base_url: str = ""
+    #: The transcription model asked for.
     model: str = "whisper-1"
+    #: Its key, sent as a Bearer token: ``{ env = "VAR" }``.
     api_key: Secret | None = None
 
 
@@ -207,6 +234,8 @@ def _check_limits(config: GatewayConfig) -> None:
         "gateway.rate_limit.requests": config.rate_limit.requests,
         "gateway.rate_limit.requests_per_address": config.rate_limit.address_requests,
         "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,
+        "gateway.channels.telegram.photo.max_size_bytes": config.channels.telegram.photo.max_size_bytes,
+        "gateway.channels.telegram.voice.max_duration_seconds": config.channels.telegram.voice.max_duration_seconds,
     }
     for key, value in positive.items():
         if not value > 0:

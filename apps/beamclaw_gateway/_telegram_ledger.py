@@ -6,7 +6,8 @@ message is dropped without the user being told:
 - Into the bot, at least once. Every update a poll returns is stored in the inbox in
   the same transaction that advances the offset, so the offset (which confirms updates
   to Telegram on the next poll) never covers an update that is not stored here;
-  Telegram delivers again whatever was not confirmed.
+  Telegram delivers again whatever was not confirmed. A webhook's update is stored the
+  same way (`store_pushed`) before the 200 that confirms it is sent.
 - Preparing an update (who is asking, which agent, downloading a photo, transcribing
   a voice note) has no effect a user can see, so it may run again: a poller killed
   while preparing finds the update still in the inbox when it restarts.
@@ -57,6 +58,31 @@ def _open(path: Path) -> sqlite3.Connection:
         db.execute(statement)
     path.chmod(0o600)
     return db
+
+
+def _store_pushed(path: Path, bot: str, update_id: int, body: str) -> None:
+    db = _open(path)
+    try:
+        with core.immediate_transaction(db):
+            row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
+            if row is not None and update_id < row[0]:
+                return  # had already: Telegram sent it again
+            db.execute(
+                "INSERT OR IGNORE INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?)", (bot, update_id, body)
+            )
+            db.execute(
+                "INSERT INTO telegram_offsets (bot, next_update) VALUES (?, ?) ON CONFLICT(bot) "
+                "DO UPDATE SET next_update = MAX(next_update, excluded.next_update)",
+                (bot, update_id + 1),
+            )
+    finally:
+        db.close()
+
+
+async def store_pushed(path: Path, bot: str, update: dict[str, Any]) -> None:
+    """Store an update a webhook received in *bot*'s inbox (unless it was had before),
+    durably, before the webhook answers: a crash after the answer cannot lose it."""
+    await trio.to_thread.run_sync(_store_pushed, path, bot, int(update["update_id"]), json.dumps(update))
 
 
 @attrs.frozen

@@ -1,10 +1,13 @@
-"""POST /webhook/telegram: updates pushed by Telegram, checked by their secret-token header."""
+"""POST /webhook/telegram: updates pushed by Telegram, checked by their secret-token header,
+and stored before the 200 that tells Telegram not to send them again."""
 
 from __future__ import annotations
 
 import hmac
 import json
+import sqlite3
 
+from loguru import logger
 from quart import Blueprint, Response, request
 
 from ._http_api import context, error, json_body
@@ -26,6 +29,11 @@ async def update() -> Response:
     if not isinstance(body.get("update_id"), int):
         return error("a Telegram update has an integer update_id", 400)
     token = telegram.token.get_optional()
-    if token is None or not await webhook_update(token, body):
-        return error("the Telegram channel is not running", 503, "unavailable")
+    if token is None:
+        return error("the Telegram channel has no token", 503, "unavailable")
+    try:
+        await webhook_update(token, context().data_dir, body)
+    except (OSError, sqlite3.Error) as exc:  # not stored: Telegram is told to send it again
+        logger.warning("Telegram webhook update {} could not be stored: {}", body["update_id"], exc)
+        return error("the update could not be stored; send it again", 503, "unavailable")
     return Response(json.dumps({"ok": True}), content_type="application/json")

@@ -10,7 +10,8 @@
     headers = { Authorization = { env = "SEARCH_MCP_AUTH" } }
     trust = "read_only_hints"
 
-A server has a ``command`` (stdio) or a ``url`` (streamable HTTP), never both. Values
+A server has a ``command`` (stdio) or a ``url`` (streamable HTTP, or the legacy HTTP+SSE
+with ``transport = "sse"``), never both. Values
 of ``env`` and ``headers`` are text or ``{ env = "VAR" }``; text that looks like a
 credential is refused.
 """
@@ -46,8 +47,12 @@ class ServerConfig:
     env: dict[str, TextOrSecret] = attrs.field(factory=dict)
     #: A stdio server's working directory.
     cwd: str = ""
-    #: A streamable HTTP server: its URL (give this or ``command``).
+    #: An HTTP server: its URL (give this or ``command``): the endpoint of a streamable
+    #: HTTP server, or the event stream (``.../sse``) of a legacy HTTP+SSE one.
     url: str = ""
+    #: How an HTTP server is spoken to: "http" (streamable HTTP) or "sse" (the legacy
+    #: HTTP+SSE transport of MCP's 2024-11-05 revision).
+    transport: Literal["http", "sse"] = "http"
     #: Headers sent to an HTTP server (``Authorization = { env = "VAR" }``).
     headers: dict[str, TextOrSecret] = attrs.field(factory=dict)
     #: false: the server is not started.
@@ -58,8 +63,9 @@ class ServerConfig:
     tools: list[str] = attrs.field(factory=list)
 
     @property
-    def transport(self) -> str:
-        return "stdio" if self.command else "http"
+    def kind(self) -> str:
+        """How the server is reached: stdio, http or sse."""
+        return "stdio" if self.command else self.transport
 
 
 @attrs.frozen
@@ -114,6 +120,8 @@ def parse_mcp_config(table: dict[str, Any]) -> McpConfig:
             _check_url(where, server.url)
         elif server.headers:
             raise ValueError(f"{where}: headers go with url; a stdio server takes env")
+        elif server.transport != "http":
+            raise ValueError(f"{where}: transport goes with url; a server with a command speaks stdio")
         if server.cwd and not server.command:
             raise ValueError(f"{where}: cwd goes with command")
     return config

@@ -1,5 +1,5 @@
-"""The streamable HTTP transport: the SDK's client, over an HTTP client that reads a
-server's answers as the untrusted input they are.
+"""The HTTP transports, streamable HTTP and the legacy HTTP+SSE: the SDK's clients, over
+an HTTP client that reads a server's answers as the untrusted input they are.
 
 The SDK reads a JSON answer whole (``response.aread()``, however long it runs), so a
 server answering 800 MB of JSON raised the daemon's memory by gigabytes and held its
@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import attrs
 import httpx2
+from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 
 #: The HTTP client's limits: an MCP response stream may stay open (SSE), so reads wait long.
@@ -131,6 +132,14 @@ def _announced(headers: httpx2.Headers) -> int:
         return 0
 
 
+def _client(headers: dict[str, str], limit: _Limit, timeout: httpx2.Timeout = _TIMEOUT) -> httpx2.AsyncClient:
+    """An HTTP client whose answers are counted against *limit*, asking for no compression."""
+    asked = httpx2.Headers(headers)
+    asked["accept-encoding"] = "identity"
+    transport = _CountingTransport(httpx2.AsyncHTTPTransport(), limit)
+    return httpx2.AsyncClient(headers=asked, timeout=timeout, transport=transport)
+
+
 @contextlib.asynccontextmanager
 async def http_connection(
     url: str, headers: dict[str, str], *, max_message_bytes: int, on_refused: Callable[[str], None]
@@ -138,11 +147,8 @@ async def http_connection(
     """The server at *url*: its (read, write) streams, for as long as the block runs; its
     session is ended (a DELETE) when the block is left."""
     limit = _Limit(max_message_bytes, on_refused)
-    transport = _CountingTransport(httpx2.AsyncHTTPTransport(), limit)
-    asked = httpx2.Headers(headers)
-    asked["accept-encoding"] = "identity"
     async with (
-        httpx2.AsyncClient(headers=asked, timeout=_TIMEOUT, transport=transport) as client,
+        _client(headers, limit) as client,
         streamable_http_client(
             url,
             http_client=client,
@@ -150,4 +156,25 @@ async def http_connection(
             max_sse_event_size=max_message_bytes * _SDK_EVENT_FACTOR,
         ) as streams,
     ):
+        yield streams
+
+
+@contextlib.asynccontextmanager
+async def sse_connection(
+    url: str, headers: dict[str, str], *, max_message_bytes: int, on_refused: Callable[[str], None]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """The legacy HTTP+SSE server whose event stream is at *url* (``.../sse``): its (read,
+    write) streams. The SDK opens the stream, learns from its ``endpoint`` event where to
+    POST, and reads every answer as an event, each counted like a streamable server's."""
+    limit = _Limit(max_message_bytes, on_refused)
+
+    def client(
+        headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None, auth: httpx2.Auth | None = None
+    ) -> httpx2.AsyncClient:
+        return _client(headers or {}, limit, timeout or _TIMEOUT)
+
+    async with sse_client(
+        url, headers, timeout=_TIMEOUT.connect or 30.0, sse_read_timeout=_TIMEOUT.read or 300.0,
+        httpx_client_factory=client,
+    ) as streams:  # fmt: skip
         yield streams

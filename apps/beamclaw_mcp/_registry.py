@@ -80,7 +80,7 @@ def server_tree(name: str, server: ServerConfig, link: Link, config: McpConfig) 
     supervisor = sv.Supervisor(
         [connection], intensity=config.max_restarts, period=config.restart_period_seconds, name=None
     )
-    return supervisor.child_spec(name, restart=sv.TEMPORARY, label=f"{server.transport}: {_describe(server)}")
+    return supervisor.child_spec(name, restart=sv.TEMPORARY, label=f"{server.kind}: {_describe(server)}")
 
 
 class McpRegistry(sv.GenServer):
@@ -90,7 +90,7 @@ class McpRegistry(sv.GenServer):
         already = {str(c.id): c.pid for c in sv.which_children(SERVERS) if c.pid is not None}
         registered = {t.definition.name for t in await list_tools()} if already else set()
         for name, server in config.servers.items():
-            status = state.statuses[name] = ServerStatus(name, server.transport)
+            status = state.statuses[name] = ServerStatus(name, server.kind)
             if not server.enabled:
                 status.state = "disabled"
             elif name in already:  # this registry restarted; the server did not

@@ -1,4 +1,5 @@
-"""Opening a connection to an MCP server: a stdio subprocess or a streamable HTTP endpoint.
+"""Opening a connection to an MCP server: a stdio subprocess, a streamable HTTP endpoint or
+a legacy HTTP+SSE one.
 
 Both give the SDK's stream pair, which a `mcp.ClientSession` runs over. A stdio
 server (`_stdio`) starts with the SDK's small inherited environment (``PATH``,
@@ -23,7 +24,7 @@ from beamclaw_base import resolve
 from beamclaw_obs import scrub
 
 from ._config import McpConfig, ServerConfig
-from ._http import http_connection
+from ._http import http_connection, sse_connection
 from ._stdio import stdio_connection
 
 #: How much of a server's stderr is kept: lines, and characters a line.
@@ -68,7 +69,8 @@ async def connect(
     purpose = f"the MCP server {name!r}"
     if server.url:
         headers = {key: resolve(value, purpose) for key, value in server.headers.items()}
-        async with http_connection(
+        connection = sse_connection if server.transport == "sse" else http_connection
+        async with connection(
             server.url, headers, max_message_bytes=config.max_message_bytes, on_refused=on_refused
         ) as streams:
             yield streams

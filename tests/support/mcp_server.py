@@ -1,7 +1,8 @@
 """A real MCP server for the tests, written with the SDK's server API.
 
-Over stdio (``python -m tests.support.mcp_server [--mode MODE]``) or streamable HTTP
-(`http_app`, served on loopback with `tests.support.asgi_server.serve_asgi`). Its tools:
+Over stdio (``python -m tests.support.mcp_server [--mode MODE]``), streamable HTTP
+(`http_app`) or the legacy HTTP+SSE (`sse_app`), the last two served on loopback with
+`tests.support.asgi_server.serve_asgi`. Its tools:
 
 - ``add(a, b)``: a sum (annotated read-only);
 - ``pid()``: the server's process id, to kill it from a test;
@@ -101,6 +102,11 @@ def build(name: str = "test-server") -> MCPServer[Any]:
 def http_app() -> Any:
     """The server as an ASGI app (streamable HTTP at ``/mcp``)."""
     return build().streamable_http_app()
+
+
+def sse_app() -> Any:
+    """The server as an ASGI app on the legacy HTTP+SSE transport (events at ``/sse``)."""
+    return build().sse_app()
 
 
 def main() -> None:

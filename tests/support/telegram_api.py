@@ -51,6 +51,7 @@ class FakeTelegram:
     actions: list[dict[str, Any]] = attrs.field(factory=list)
     calls: list[str] = attrs.field(factory=list)
     webhook: dict[str, Any] | None = None
+    commands: list[dict[str, Any]] = attrs.field(factory=list)  # the menu setMyCommands registered
     fail_next: dict[str, list[tuple[int, dict[str, Any]]]] = attrs.field(factory=dict)
     files: dict[str, bytes] = attrs.field(factory=dict)
     hooks: dict[str, Callable[[], None]] = attrs.field(factory=dict)  # run once when the method is called
@@ -147,6 +148,9 @@ class FakeTelegram:
                 return True
             case "setWebhook":
                 self.webhook = params
+                return True
+            case "setMyCommands":
+                self.commands = params["commands"]
                 return True
             case "getMe":
                 return {"id": 4242, "is_bot": True, "first_name": "BeamClaw", "username": "beamclaw_test_bot"}

@@ -14,6 +14,7 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_gateway._telegram_bot as bot_module
 import supervision as sv
 from beamclaw_core._session_messages import Status
 from beamclaw_gateway import supervision_tree as gateway_tree
@@ -48,12 +49,18 @@ def telegram(run_gateway: RunGateway, monkeypatch: pytest.MonkeyPatch) -> Callab
 
     @asynccontextmanager
     async def running(
-        *steps: Step, repeat: Step | None = None, first_update: int = 1, instant: bool = False, **telegram: Any
+        *steps: Step,
+        repeat: Step | None = None,
+        first_update: int = 1,
+        instant: bool = False,
+        gateway_extra: dict[str, Any] | None = None,
+        **telegram: Any,
     ) -> AsyncIterator[tuple[Gateway, FakeTelegram]]:
         async with fake_telegram(TOKEN, first_update, instant) as fake:
             channel = {"enabled": True, "api_base": fake.base_url, "poll_timeout_seconds": 2,
                        "edit_interval_seconds": 0.0, **telegram}  # fmt: skip
-            async with run_gateway(*steps, repeat=repeat, gateway_table={"channels": {"telegram": channel}}) as g:
+            table = {"channels": {"telegram": channel}, **(gateway_extra or {})}
+            async with run_gateway(*steps, repeat=repeat, gateway_table=table) as g:
                 yield g, fake
 
     return running
@@ -383,3 +390,47 @@ async def test_a_reply_nobody_waits_for_reaches_the_telegram_chat(telegram: Call
         await eventually(lambda: fake.texts(77) == ["Your report is ready."])
         assert core.outbound_channel("telegram:not-a-number") is None
     assert core.outbound_channel("telegram:77") is None
+
+
+async def test_a_webhook_update_answered_200_survives_a_channel_crash_and_is_handled_once(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Telegram forgets an update once the webhook answered 200: the update must be stored
+    by then. The channel is crashed the moment it takes the update up (whichever step it
+    reaches first), after the 200; the next channel answers it, once."""
+    armed: list[str] = []
+
+    def crash_if_armed() -> None:
+        if armed:
+            raise RuntimeError(armed.pop())
+
+    receive, drain = Ledger.receive, bot_module._drain
+
+    async def receive_or_crash(self: Ledger, updates: Any) -> int:
+        crash_if_armed()
+        return await receive(self, updates)
+
+    async def drain_or_crash(bot: Any) -> None:
+        crash_if_armed()
+        await drain(bot)
+
+    monkeypatch.setattr(Ledger, "receive", receive_or_crash)
+    monkeypatch.setattr(bot_module, "_drain", drain_or_crash)
+    monkeypatch.setenv("TG_WEBHOOK_SECRET", "hook-secret-123")
+    settings = {"mode": "webhook", "webhook_url": "https://example.org/webhook/telegram",
+                "webhook_secret": {"env": "TG_WEBHOOK_SECRET"}, "dm_policy": "open"}  # fmt: skip
+    update = {"update_id": 90, "message": {"message_id": 1, "chat": {"id": 8, "type": "private"},
+                                           "from": {"id": 8}, "text": "hello hook"}}  # fmt: skip
+    secret = {"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}
+    async with telegram(repeat=Reply("via webhook"), **settings) as (g, fake):
+        await eventually(lambda: fake.webhook is not None)
+        pid = await new_channel(None)
+        async with g.client(headers={"Authorization": ""}) as http:
+            armed.append("crashed as it took the update")
+            assert (await http.post("/webhook/telegram", json=update, headers=secret)).status_code == 200
+            await new_channel(pid)
+            await eventually(lambda: "via webhook" in fake.texts(8))
+            assert (await http.post("/webhook/telegram", json=update, headers=secret)).status_code == 200
+        await idle("telegram:8")
+        await trio.sleep(0.3)
+        assert not armed and fake.texts(8) == ["via webhook"] and g.model.count == 1

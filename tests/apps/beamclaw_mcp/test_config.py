@@ -23,8 +23,8 @@ def test_a_stdio_and_an_http_server_with_their_settings() -> None:
         },
     })  # fmt: skip
     assert config.call_timeout_seconds == 5
-    assert config.servers["files"].transport == "stdio" and config.servers["files"].tools == ["read_*"]
-    assert config.servers["search"].transport == "http" and config.servers["search"].trust == "read_only_hints"
+    assert config.servers["files"].kind == "stdio" and config.servers["files"].tools == ["read_*"]
+    assert config.servers["search"].kind == "http" and config.servers["search"].trust == "read_only_hints"
 
 
 @pytest.mark.parametrize("name", ["Files", "-files", "files__x", "files_", "f" * 33, "fi les", ""])
@@ -40,6 +40,8 @@ def test_a_name_that_would_blur_a_tool_name_is_refused(name: str) -> None:
         ({"servers": {"x": {"command": ["a"], "url": "http://h/mcp"}}}, "give either command"),
         ({"servers": {"x": {"url": "file:///etc/passwd"}}}, "not an http:// or https:// URL"),
         ({"servers": {"x": {"command": ["a"], "headers": {"A": "b"}}}}, "headers go with url"),
+        (_server(transport="sse"), "transport goes with url"),
+        ({"servers": {"x": {"url": "http://h/sse", "transport": "websocket"}}}, "transport"),
         ({"servers": {"x": {"url": "http://h/mcp", "cwd": "/"}}}, "cwd goes with command"),
         (_server(trust="maybe"), "trust"),
         (_server(comand=["typo"]), "comand"),
