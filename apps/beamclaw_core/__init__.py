@@ -60,6 +60,7 @@ from ._pairing import (
     pending,
     request_code,
     revoke,
+    speaker,
     unlink,
 )
 from ._provider import Completion, OpenAICompatProvider, ProviderError, ProviderNotConfigured, Usage
@@ -110,6 +111,7 @@ __all__ = [
     "channel_user",
     "link",
     "unlink",
+    "speaker",
     "UnknownAgent",
     "agent_names",
     "check_agent_exists",
