@@ -125,7 +125,8 @@ async def test_beamclaw_user_lets_no_api_client_mcp_host_or_stranger_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """BEAMCLAW_USER=local:ada on the daemon, an open bot and a scoped token: the owner's
-    conversation (a locker code in it) reaches none of them, whatever user they name."""
+    conversation (a locker code in it) reaches none of them (HTTP, A2A, an open bot's
+    stranger, `mcp serve`), whatever user they name."""
     home = tmp_path / "home"
     monkeypatch.setenv("WEB_TOKEN", WEB)
     extra = '[gateway.auth.tokens.web]\ntoken = { env = "WEB_TOKEN" }\nrole = "operator"\n'
@@ -139,6 +140,17 @@ async def test_beamclaw_user_lets_no_api_client_mcp_host_or_stranger_in(
             for user, status in [("local:ada", 403), ("ada", 200), (None, 200)]:
                 body = {"messages": [{"role": "user", "content": "what is the locker code?"}], "user": user}
                 assert (await http.post(url, json=body, headers=auth)).status_code == status
+
+            # An A2A client choosing the owner's user id as its context.
+            message = {
+                "messageId": "1",
+                "role": "ROLE_USER",
+                "parts": [{"text": "the locker code?"}],
+                "contextId": "local:ada",
+            }
+            rpc = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
+            sent = (await http.post(url.replace("/v1/chat/completions", "/a2a"), json=rpc, headers=auth)).json()
+            assert "result" in sent, sent
 
             await emulator.say(666, "what is the locker code?")  # a stranger: the bot is open
             await _answer(emulator, 666)
@@ -154,7 +166,7 @@ async def test_beamclaw_user_lets_no_api_client_mcp_host_or_stranger_in(
                 await session.call_tool("chat", {"message": "what is the locker code?"})
             owner = (await cli(home, "history")).stdout.decode()
             sessions = (await cli(home, "sessions")).stdout.decode()
-    assert len(model.requests) == 5 and all("4417" not in str(request) for request in model.requests[1:])
+    assert len(model.requests) == 6 and all("4417" not in str(request) for request in model.requests[1:])
     assert owner.splitlines()[1:] == ["user: my locker code is 4417", "assistant: ok"]
-    for user in ("local:ada", "api:web/ada", "api:web", "telegram:666", "mcp:local"):
+    for user in ("local:ada", "api:web/ada", "api:web", "a2a:web/", "telegram:666", "mcp:local"):
         assert user in sessions
