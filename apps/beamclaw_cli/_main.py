@@ -12,6 +12,7 @@ from typing import Any
 import trio
 
 import beamclaw
+import beamclaw_core as core
 import supervision as sv
 
 from . import (
@@ -188,6 +189,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         log_to_stderr(os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
         config = beamclaw.load_config(args.config)
+        core.canonical_user()  # a bad BEAMCLAW_USER fails here, not at a paired user's message
         beamclaw.run_daemon(config, Path(args.config).absolute() if args.config else None)
     except (beamclaw.ConfigError, ValueError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
@@ -218,7 +220,7 @@ def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace]
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except ControlError as exc:
+    except (ControlError, core.InvalidUserId) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

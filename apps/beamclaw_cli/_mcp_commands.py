@@ -17,7 +17,7 @@ import beamclaw_gateway as gateway
 from ._control_client import NoDaemon, ask
 from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
-from ._identity import add_identity_options, user_id
+from ._identity import add_identity_options
 from ._terminal_safe import as_text, console
 
 _HELP: Final = Help(
@@ -47,7 +47,7 @@ def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "mcp", _HELP, _ACTIONS)
     actions["tools"].add_argument("server", nargs="?", help="one server's tools only")
     actions["restart"].add_argument("server", help="the server's name ([mcp.servers.NAME])")
-    add_identity_options(actions["serve"])
+    add_identity_options(actions["serve"], user_default="mcp:local, never $BEAMCLAW_USER")
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -131,10 +131,12 @@ class _ControlBackend:
 
 async def serve(args: argparse.Namespace) -> int:
     """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
-    user = user_id(args)
+    # Never BEAMCLAW_USER by default: the host's model drives this conversation, and must
+    # not reach the owner's own (the terminal's, Telegram's) unless --user names it.
+    user = args.user or gateway.LOCAL.mcp_user("")
 
     def speaker(agent: str, name: str, headers: object) -> tuple[str, str]:
-        """The owner's ``--user`` by default; a name the host's model gives, one of the
+        """``--user`` (by default ``mcp:local``); a name the host's model gives, one of the
         owner's own ``mcp:local`` users only. The control socket's "mcp" channel is the origin."""
         return (gateway.LOCAL.mcp_user(name) if name else user), "mcp"
 

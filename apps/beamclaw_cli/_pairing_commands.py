@@ -1,4 +1,9 @@
-"""`beamclaw pair [list]`, `pair CHANNEL CODE [--agent NAME]`, `pair revoke CHANNEL ID`."""
+"""`beamclaw pair [list]`, `pair CHANNEL CODE [--agent NAME]`, `pair revoke CHANNEL ID`,
+`pair link CHANNEL ID USER`, `pair unlink CHANNEL ID`.
+
+Owner-only as the other pairing commands: they open the session database itself, which
+only the data dir's owner can (0600 in a 0700 directory), and the daemon reads a link
+again at each message."""
 
 from __future__ import annotations
 
@@ -33,23 +38,34 @@ def run(args: argparse.Namespace) -> int:
             users = core.paired(db)
             print("paired:" if users else "nobody paired yet")
             for u in users:
-                print(visible(f"  {u.channel:<10} {u.user_id} -> agent {u.agent_id}"))
+                link = f" as {u.linked_user}" if u.linked_user else ""
+                print(visible(f"  {u.channel:<10} {u.user_id}{link} -> agent {u.agent_id}"))
             return 0
         if words[0] == "revoke" and len(words) == 3:
             removed = core.revoke(db, words[1], words[2])
             print(f"revoked {words[2]} on {words[1]}" if removed else f"{words[2]} was not paired on {words[1]}")
             return 0 if removed else 1
+        if words[0] == "link" and len(words) == 4:
+            core.link(db, words[1], words[2], core.check_user_id(words[3]))
+            print(visible(f"{words[2]} on {words[1]} now speaks as {words[3]}"))
+            return 0
+        if words[0] == "unlink" and len(words) == 3:
+            unlinked = core.unlink(db, words[1], words[2])
+            said = f"{words[2]} on {words[1]} speaks as themselves" if unlinked else f"{words[2]} was not linked"
+            print(visible(said))
+            return 0 if unlinked else 1
         if len(words) == 2:
             agent = core.check_agent_exists(beamclaw.data_dir(), args.agent, core.CoreConfig().default_agent)
             user = core.approve(db, words[0], words[1], agent)
             print(visible(f"paired {user} on {words[0]} with agent {agent}"))
             return 0
-    except (core.PairingError, core.InvalidAgentName) as exc:
+    except (core.PairingError, core.InvalidAgentName, core.InvalidUserId) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     finally:
         db.close()
-    print("usage: beamclaw pair [list] | pair CHANNEL CODE [--agent NAME] | pair revoke CHANNEL USER_ID")
+    print("usage: beamclaw pair [list] | pair CHANNEL CODE [--agent NAME] | pair revoke CHANNEL USER_ID"
+          " | pair link CHANNEL USER_ID USER | pair unlink CHANNEL USER_ID")  # fmt: skip
     return 2
 
 
@@ -59,8 +75,13 @@ def add_parser(commands: Commands) -> None:
         "pair",
         "approve, list or revoke chat users (pairing codes)",
         "A stranger who writes to the Telegram bot gets a pairing code; nothing reaches an agent "
-        "until you approve the code here. Without words, list the pending codes and paired users.",
-        ["beamclaw pair", "beamclaw pair telegram K7M2PQ9X --agent ops", "beamclaw pair revoke telegram tg:42"],
+        "until you approve the code here. Without words, list the pending codes and paired users. "
+        "`link` makes a paired user speak as another user (your terminal's), so both continue one "
+        "conversation; `unlink` undoes it.",
+        ["beamclaw pair", "beamclaw pair telegram K7M2PQ9X --agent ops", "beamclaw pair revoke telegram tg:42",
+         "beamclaw pair link telegram telegram:42 local:ada"],
+    )  # fmt: skip
+    parser.add_argument(
+        "words", nargs="*", metavar="list | CHANNEL CODE | revoke CHANNEL USER_ID | link CHANNEL USER_ID USER"
     )
-    parser.add_argument("words", nargs="*", metavar="list | CHANNEL CODE | revoke CHANNEL USER_ID")
     parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")  # fmt: skip

@@ -9,6 +9,7 @@ daemon being killed. Channels use `open_session`, `send_message` (or `submit`) a
 """
 
 from ._api import (
+    CANONICAL_USER_ENV,
     MAX_USER_ID,
     ContextUsage,
     InvalidUserId,
@@ -16,6 +17,8 @@ from ._api import (
     SessionNotFound,
     SessionSummary,
     answer_approval,
+    canonical_user,
+    channel_user,
     check_user_id,
     context_usage,
     find_session,
@@ -52,10 +55,13 @@ from ._pairing import (
     PendingCode,
     allowed_agent,
     approve,
+    link,
     paired,
     pending,
     request_code,
     revoke,
+    speaker,
+    unlink,
 )
 from ._provider import (
     Capabilities,
@@ -109,6 +115,12 @@ __all__ = [
     "MAX_USER_ID",
     "InvalidUserId",
     "check_user_id",
+    "CANONICAL_USER_ENV",
+    "canonical_user",
+    "channel_user",
+    "link",
+    "unlink",
+    "speaker",
     "UnknownAgent",
     "agent_names",
     "check_agent_exists",

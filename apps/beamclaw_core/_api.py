@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any, Final, TypeVar, final
 
 import attrs
@@ -19,7 +20,7 @@ from ._runtime import RESTART_WAIT
 from ._session_messages import AnswerApproval, History, Reset, StopTurn, Submit
 from ._sessions import SESSIONS, CurrentRuntime, OpenSession, Reconfigure, RunningSessions, StopSession
 from ._store import store_call
-from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow
+from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow, Speaker
 from ._system_prompt import system_prompt
 from ._turn import Turn, TurnResult
 from ._workspace import check_agent_name
@@ -67,6 +68,34 @@ def check_user_id(user_id: str) -> str:
     if any(scrub(part) != part for part in user_id.split(":")):
         raise InvalidUserId("a user id looks like a credential; use an opaque id (a name, a number, a UUID)")
     return user_id
+
+
+#: The environment variable naming the one user of a single-user deployment.
+CANONICAL_USER_ENV: Final = "BEAMCLAW_USER"
+
+
+def canonical_user() -> str | None:
+    """``BEAMCLAW_USER`` as it is (no namespace added), or None when it is not set.
+
+    Read by the terminal (the CLI and TUI, in their own process) and by the daemon for the
+    chat users the owner vouched for (`channel_user`); never for an API, WebSocket, A2A or
+    MCP client. `InvalidUserId`, naming the variable, when it cannot be a user id.
+    """
+    value = os.environ.get(CANONICAL_USER_ENV, "").strip()
+    if not value:
+        return None
+    try:
+        return check_user_id(value)
+    except InvalidUserId as exc:
+        raise InvalidUserId(f"{CANONICAL_USER_ENV} is refused: {exc}") from None
+
+
+async def channel_user(channel: str, user_id: str, *, listed: bool) -> str:
+    """Whom a chat user (``telegram:42``) speaks as: the user the owner linked them to
+    (``beamclaw pair link``), else ``BEAMCLAW_USER`` when it is set and the owner paired
+    them or *listed* them (``allow_from``), else *user_id*; so a stranger let in by an open
+    policy never reaches the owner's conversation."""
+    return await store_call(Speaker(channel, user_id, listed, canonical_user()))
 
 
 async def open_session(user_id: str, agent_id: str, channel: str = "") -> SessionHandle:

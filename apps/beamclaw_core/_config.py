@@ -160,8 +160,9 @@ class CoreConfig:
     session_ttl_seconds: float = 30 * 24 * 3600.0
     #: Histories in SQLite (true) or in memory only, lost at exit (false).
     session_persistence: bool = True
-    #: ``per_user``: one conversation per user and agent across channels; ``per_channel``: one per channel too.
-    session_sharing: Literal["per_user", "per_channel"] = "per_user"
+    #: ``shared``: one conversation per user and agent, whichever channel (start in the terminal,
+    #: go on from Telegram); ``per_channel``: one per channel too. ``per_user`` is read as ``shared``.
+    session_sharing: Literal["shared", "per_channel"] = "shared"
     #: How often expired conversations are looked for.
     cleanup_interval_seconds: float = 3600.0
     #: Tokens per agent per UTC day; 0 means no budget.
@@ -253,6 +254,8 @@ def _check_maintenance(upkeep: MaintenanceConfig, ttl: float) -> None:
 
 def parse_core_config(table: dict[str, Any]) -> CoreConfig:
     """Check ``[core]``; raises `ConfigError` (a ValueError) naming the bad key."""
+    if table.get("session_sharing") == "per_user":  # its name before the spec's ``shared``
+        table = {**table, "session_sharing": "shared"}
     config = structure_config(table, CoreConfig, "core")
     if config.default_provider not in config.providers:
         known = ", ".join(config.providers) or "none"

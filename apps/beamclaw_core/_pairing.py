@@ -4,6 +4,10 @@ A channel (Telegram, say) asks for a code when a stranger writes; the operator
 approves it from the command line (``beamclaw pair telegram CODE``). Codes are 8
 characters from an alphabet without look-alikes, valid 60 minutes, at most 3 pending
 per channel. The allowlist is kept in the session database, so it survives restarts.
+
+A paired user can be linked to another user id (``beamclaw pair link``): the owner's
+Telegram account to their terminal user, say, so both continue one conversation
+(`speaker`). Only the owner links, from the command line; revoking a user drops the link.
 These functions take an open SQLite connection: the store process calls them for the
 daemon, and the CLI calls them directly.
 """
@@ -44,6 +48,8 @@ class Paired:
     user_id: str
     agent_id: str
     approved_at: float
+    #: The user this one speaks as (`link`), or None: their own id.
+    linked_user: str | None = None
 
 
 def _purge(db: sqlite3.Connection, now: float) -> None:
@@ -102,8 +108,47 @@ def approve(db: sqlite3.Connection, channel: str, code: str, agent_id: str, now:
 
 def revoke(db: sqlite3.Connection, channel: str, user_id: str) -> bool:
     with db:
+        db.execute("DELETE FROM pairing_links WHERE channel = ? AND user_id = ?", (channel, user_id))
         removed = db.execute("DELETE FROM pairing_allow WHERE channel = ? AND user_id = ?", (channel, user_id))
         return removed.rowcount > 0
+
+
+def link(db: sqlite3.Connection, channel: str, user_id: str, linked_user: str, now: float | None = None) -> None:
+    """Make the paired *user_id* on *channel* speak as *linked_user* (checked by the caller:
+    `check_user_id`); `PairingError` if they are not paired: a stranger is never linked."""
+    now = time.time() if now is None else now
+    with db:
+        db.execute("BEGIN IMMEDIATE")
+        if allowed_agent(db, channel, user_id) is None:
+            raise PairingError(f"{user_id} is not paired on {channel}: pair them first (beamclaw pair {channel} CODE)")
+        db.execute(
+            "INSERT INTO pairing_links (channel, user_id, linked_user, linked_at) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT(channel, user_id) DO UPDATE SET linked_user = excluded.linked_user, "
+            "linked_at = excluded.linked_at",
+            (channel, user_id, linked_user, now),
+        )
+
+
+def unlink(db: sqlite3.Connection, channel: str, user_id: str) -> bool:
+    """Let *user_id* speak as themselves again; False when they were not linked."""
+    with db:
+        removed = db.execute("DELETE FROM pairing_links WHERE channel = ? AND user_id = ?", (channel, user_id))
+        return removed.rowcount > 0
+
+
+def speaker(db: sqlite3.Connection, channel: str, user_id: str, *, listed: bool, canonical: str | None) -> str:
+    """Whom *user_id* on *channel* speaks as: the user they are linked to; else *canonical*
+    (``BEAMCLAW_USER``) when the owner vouched for them (paired, or *listed* in the
+    channel's ``allow_from``); else themselves. A stranger (``dm_policy = "open"``) is
+    always themselves."""
+    row = db.execute(
+        "SELECT linked_user FROM pairing_links WHERE channel = ? AND user_id = ?", (channel, user_id)
+    ).fetchone()
+    if row is not None and allowed_agent(db, channel, user_id) is not None:
+        return str(row[0])
+    if canonical and (listed or allowed_agent(db, channel, user_id) is not None):
+        return canonical
+    return user_id
 
 
 def allowed_agent(db: sqlite3.Connection, channel: str, user_id: str) -> str | None:
@@ -126,6 +171,7 @@ def pending(db: sqlite3.Connection, now: float | None = None) -> list[PendingCod
 
 def paired(db: sqlite3.Connection) -> list[Paired]:
     rows = db.execute(
-        "SELECT channel, user_id, agent_id, approved_at FROM pairing_allow ORDER BY approved_at"
+        "SELECT a.channel, a.user_id, a.agent_id, a.approved_at, l.linked_user FROM pairing_allow AS a "
+        "LEFT JOIN pairing_links AS l ON l.channel = a.channel AND l.user_id = a.user_id ORDER BY a.approved_at"
     ).fetchall()
     return [Paired(*row) for row in rows]

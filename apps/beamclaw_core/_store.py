@@ -52,6 +52,13 @@ CREATE TABLE IF NOT EXISTS token_usage (
     tokens INTEGER NOT NULL,
     PRIMARY KEY (agent_id, day)
 );
+CREATE TABLE IF NOT EXISTS pairing_links (
+    channel TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    linked_user TEXT NOT NULL,
+    linked_at REAL NOT NULL,
+    PRIMARY KEY (channel, user_id)
+);
 """
 
 #: What each version adds to the one before; opening an older file applies the rest.

@@ -373,3 +373,18 @@ class PairedAgent(StoreRequest[str | None]):
 
     def run(self, db: sqlite3.Connection) -> str | None:
         return pairing.allowed_agent(db, self.channel, self.user_id)
+
+
+@attrs.frozen
+class Speaker(StoreRequest[str]):
+    """Whom *user_id* on *channel* speaks as (see `_pairing.speaker`)."""
+
+    inline: ClassVar[bool] = True
+
+    channel: str
+    user_id: str
+    listed: bool
+    canonical: str | None
+
+    def run(self, db: sqlite3.Connection) -> str:
+        return pairing.speaker(db, self.channel, self.user_id, listed=self.listed, canonical=self.canonical)

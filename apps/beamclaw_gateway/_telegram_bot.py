@@ -123,11 +123,15 @@ def _preview(message: dict[str, Any]) -> str:
     return text if len(text) <= _PREVIEW else text[: _PREVIEW - 1] + "…"
 
 
+def _listed(config: TelegramConfig, user: dict[str, Any]) -> bool:
+    """Whether the owner listed this user in ``allow_from`` (by id or username)."""
+    return str(user.get("id")) in config.allow_from or (user.get("username") or "") in config.allow_from
+
+
 async def _agent_for(bot: _Bot, user: dict[str, Any], uid: str) -> tuple[str | None, str | None]:
     """The agent this user may talk to, or why not (None when they were told a minute ago)."""
     config = bot.config
-    listed = str(user.get("id")) in config.allow_from or (user.get("username") or "") in config.allow_from
-    if config.dm_policy == "open" or listed:
+    if config.dm_policy == "open" or _listed(config, user):
         return config.agent, None
     if config.dm_policy == "pairing":
         agent = await core.paired_agent(CHANNEL, uid)
@@ -273,7 +277,8 @@ async def prepare(bot: _Bot, update: dict[str, Any]) -> _Act:
     agent, refusal = await _agent_for(bot, user, uid)
     if agent is None:
         return _Act(chat_id, preview, _reply(bot, chat_id, refusal)) if refusal else _Act()
-    handle = await core.open_session(uid, agent, CHANNEL)
+    speaker = await core.channel_user(CHANNEL, uid, listed=_listed(bot.config, user))
+    handle = await core.open_session(speaker, agent, CHANNEL)
     text = (message.get("text") or message.get("caption") or "").strip()
     command = text.split()[0].split("@")[0].lower() if text.startswith("/") else ""
     if command == "/start":

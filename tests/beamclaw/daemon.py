@@ -19,7 +19,7 @@ from tests.support.model_server import ScriptedModel
 
 
 def environment(home: Path) -> dict[str, str]:
-    return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "ada"}
+    return {**os.environ, "BEAMCLAW_HOME": str(home), "BEAMCLAW_USER": "local:ada"}
 
 
 def write_config(tmp_path: Path, model: ScriptedModel, autonomy: str = "full", extra: str = "") -> Path:

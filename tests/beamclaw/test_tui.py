@@ -34,7 +34,7 @@ class Terminal:
     async def start_tui(self, home: Path, *options: str, then: str = "sleep 30") -> None:
         """``beamclaw tui OPTIONS`` as ada in a 160x50 terminal, then the shell command *then*."""
         command = (
-            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada {shlex.quote(sys.executable)} "
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=local:ada {shlex.quote(sys.executable)} "
             f"-m beamclaw tui {shlex.join(options)}; {then}"
         )
         await self.tmux("new-session", "-d", "-s", self.name, "-x", "160", "-y", "50", command)
@@ -71,7 +71,7 @@ async def test_a_conversation_with_an_approval_in_the_terminal(tmp_path: Path) -
     async with scripted_model(*steps) as model:
         config = write_config(tmp_path, model, autonomy="supervised")
         command = (
-            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=local:ada "
             f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; sleep 30"
         )
         term = Terminal(f"beamclaw-test-{os.getpid()}")
@@ -143,7 +143,7 @@ async def test_editing_history_completion_and_the_keys_that_stop_and_leave(tmp_p
     async with scripted_model(*steps) as model:
         config = write_config(tmp_path, model)
         command = (
-            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=ada "
+            f"env BEAMCLAW_HOME={shlex.quote(str(home))} BEAMCLAW_USER=local:ada "
             f"{shlex.quote(sys.executable)} -m beamclaw tui --config {shlex.quote(str(config))}; "
             'echo "tui exited with $?"; sleep 30'
         )

@@ -106,5 +106,5 @@ def test_the_reference_gives_types_and_defaults_from_the_classes() -> None:
     assert "| `port` | integer | `18800` |" in sections["gateway.http"]
     assert '| `token` | `{ env = "VAR" }` | `{ env = "BEAMCLAW_GATEWAY_TOKEN" }` |' in sections["gateway.http"]
     assert "| `base_url` | string | required |" in sections["core.providers.NAME"]
-    assert '`"per_user"` \\| `"per_channel"`' in sections["core"]
+    assert '`"shared"` \\| `"per_channel"`' in sections["core"]
     assert "Merged scores below this are not returned." in sections["memory.search"]  # its `#:` comment

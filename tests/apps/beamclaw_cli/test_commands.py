@@ -121,6 +121,15 @@ def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert core.allowed_agent(db, "telegram", "tg:42") == "ada"
     code, out = run(capsys, "pair", "telegram", "WRONG234")
     assert code == 1 and "no pending telegram pairing code 'WRONG234'" in out
+    code, out = run(capsys, "pair", "link", "telegram", "tg:42", "local:ada\x1b[2J")
+    assert code == 1 and "a user id must be printable" in out
+    code, out = run(capsys, "pair", "link", "telegram", "tg:9", "local:ada")
+    assert code == 1 and "tg:9 is not paired on telegram: pair them first" in out
+    code, out = run(capsys, "pair", "link", "telegram", "tg:42", "local:ada")
+    assert code == 0 and out == "tg:42 on telegram now speaks as local:ada\n"
+    assert "telegram   tg:42 as local:ada -> agent ada" in run(capsys, "pair", "list")[1]
+    assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (0, "tg:42 on telegram speaks as themselves\n")
+    assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (1, "tg:42 was not linked\n")
     assert run(capsys, "pair", "revoke", "telegram", "tg:42")[0] == 0
     assert core.allowed_agent(db, "telegram", "tg:42") is None
 
@@ -184,3 +193,13 @@ def test_every_command_and_action_has_a_description_and_an_example() -> None:
     for path, parser in every:
         assert parser.description and len(parser.description) > 20, path
         assert parser.epilog and parser.epilog.startswith("examples:\n  ") and "beamclaw " in parser.epilog, path
+
+
+def test_a_bad_beamclaw_user_is_named_before_anything_runs(
+    home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BEAMCLAW_USER", "ada\x1b[2J")
+    refused = "beamclaw: BEAMCLAW_USER is refused: a user id must be printable"
+    for argv, status in ((["chat", "hi"], 1), (["run"], 2)):  # the terminal's user, and the daemon's
+        code, out = run(capsys, *argv)
+        assert code == status and out.startswith(refused)

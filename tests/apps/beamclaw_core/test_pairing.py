@@ -71,3 +71,31 @@ def test_a_version_one_database_is_upgraded(tmp_path: Path) -> None:
     assert db.execute("PRAGMA user_version").fetchone() == (core.SCHEMA_VERSION,)
     assert db.execute("SELECT id FROM sessions").fetchall() == [("s",)]
     core.request_code(db, "telegram", "tg:1")
+
+
+def test_a_paired_user_is_linked_and_a_stranger_never_is(db: sqlite3.Connection) -> None:
+    with pytest.raises(core.PairingError, match="telegram:7 is not paired on telegram: pair them first"):
+        core.link(db, "telegram", "telegram:7", "local:ada")
+    assert core.paired(db) == []  # the refused link left nothing behind
+    core.approve(db, "telegram", core.request_code(db, "telegram", "telegram:7", now=T0), "default", now=T0)
+    core.link(db, "telegram", "telegram:7", "local:ada", now=T0 + 1)
+    assert [p.linked_user for p in core.paired(db)] == ["local:ada"]
+    assert core.unlink(db, "telegram", "telegram:7") is True and core.unlink(db, "telegram", "telegram:7") is False
+    core.link(db, "telegram", "telegram:7", "local:ada")
+    assert core.revoke(db, "telegram", "telegram:7") is True  # revoking drops the link too
+    core.approve(db, "telegram", core.request_code(db, "telegram", "telegram:7", now=T0), "default", now=T0)
+    assert [p.linked_user for p in core.paired(db)] == [None]
+
+
+def test_whom_a_chat_user_speaks_as(db: sqlite3.Connection) -> None:
+    core.approve(db, "telegram", core.request_code(db, "telegram", "telegram:1"), "default")
+    core.approve(db, "telegram", core.request_code(db, "telegram", "telegram:2"), "default")
+    core.link(db, "telegram", "telegram:2", "local:bob")
+    # Without BEAMCLAW_USER: themselves, unless linked.
+    assert core.speaker(db, "telegram", "telegram:1", listed=False, canonical=None) == "telegram:1"
+    assert core.speaker(db, "telegram", "telegram:2", listed=False, canonical=None) == "local:bob"
+    # With it: the paired and the listed are the one user; a link still wins; a stranger never is.
+    assert core.speaker(db, "telegram", "telegram:1", listed=False, canonical="ada") == "ada"
+    assert core.speaker(db, "telegram", "telegram:3", listed=True, canonical="ada") == "ada"
+    assert core.speaker(db, "telegram", "telegram:2", listed=False, canonical="ada") == "local:bob"
+    assert core.speaker(db, "telegram", "telegram:666", listed=False, canonical="ada") == "telegram:666"

@@ -137,6 +137,15 @@ def test_bad_core_config_names_the_key() -> None:
         core.parse_core_config({**base, "autonomy_level": "yolo"})
 
 
+def test_session_sharing_is_shared_or_per_channel_and_reads_its_old_name() -> None:
+    base = {"providers": {"p": {"base_url": "http://x", "model": "m"}}, "default_provider": "p"}
+    assert core.parse_core_config(base).session_sharing == "shared"
+    assert core.parse_core_config({**base, "session_sharing": "per_user"}).session_sharing == "shared"
+    assert core.parse_core_config({**base, "session_sharing": "per_channel"}).session_sharing == "per_channel"
+    with pytest.raises(ValueError, match=r"core.session_sharing"):
+        core.parse_core_config({**base, "session_sharing": "per_agent"})
+
+
 _FRAGMENTS = (
     "<tool_call>", "</tool_call>", "<toolcall>", "</toolcall>", "<think>", "</think>", "<THINKING>", "</reasoning>",
     '<invoke name="jq">', "</invoke>", '<parameter name="filter">', "</parameter>", "```json\n", "```", "\n",
