@@ -193,7 +193,7 @@ async def test_the_echo_model_of_the_first_steps_serves_echo(tmp_path: Path) -> 
     )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}/v1") as client:
-            with trio.fail_after(20):
+            with trio.fail_after(120):
                 while True:
                     try:
                         listed = (await client.get("/models")).json()
