@@ -28,6 +28,7 @@ from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
+from ._listing import add_json_option
 from ._stderr_log import log_to_stderr
 from ._tui import tui
 
@@ -100,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw sessions", "beamclaw sessions --all", "beamclaw history 3f9a1c2b"],
     )
     sessions.add_argument("--all", action="store_true", help="every conversation, not only the last 20")
+    add_json_option(sessions)
     tree = add_command(
         commands,
         "tree",
