@@ -1,4 +1,4 @@
-"""Commands that talk to the running daemon: chat, history, tree, status, stop, kill, approve."""
+"""Commands that talk to the running daemon: chat, history, tree, status, kill, approve."""
 
 from __future__ import annotations
 
@@ -178,17 +178,6 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes = int(seconds // 60)
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {seconds % 60:02.0f} s"
-
-
-async def stop(args: argparse.Namespace) -> int:
-    await ask({"cmd": "stop"})
-    with trio.move_on_after(60):
-        while socket_path().exists():
-            await trio.sleep(0.1)
-        print("BeamClaw stopped")
-        return 0
-    print("beamclaw: the daemon is still stopping after 60 s")
-    return 1
 
 
 async def kill(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import supervision as sv
 
 from . import (
     _agents,
+    _background,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -37,12 +38,19 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "history": _daemon_commands.history,
     "tree": _daemon_commands.tree,
     "status": _daemon_commands.status,
-    "stop": _daemon_commands.stop,
     "kill": _daemon_commands.kill,
     "sessions": _daemon_commands.sessions,
     "reload": _daemon_commands.reload,
     "approve": _daemon_commands.approve,
     "tui": tui,
+}
+
+
+_BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "start": _background.start,
+    "stop": _background.stop,
+    "restart": _background.restart,
+    "version": _background.version,
 }
 
 
@@ -122,13 +130,6 @@ def _parser() -> argparse.ArgumentParser:
     )
     add_command(
         commands,
-        "stop",
-        "stop the running daemon (as SIGTERM would)",
-        "Stop the running daemon gracefully: the apps stop in reverse order; nothing stored is lost.",
-        ["beamclaw stop"],
-    )
-    add_command(
-        commands,
         "reload",
         "re-read the configuration and secrets, keeping every conversation",
         "Make the running daemon re-read its configuration file, with the values of the "
@@ -157,6 +158,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     approve.add_argument("session", help="a session id (or its first characters) from `beamclaw sessions`")
     approve.add_argument("answer", choices=["yes", "no", "always"], help="the answer")
+    _background.add_parsers(commands)
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
@@ -174,7 +176,6 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw doctor", "beamclaw doctor --config my.toml"],
     )
     doctor_parser.add_argument("--config", metavar="PATH", help="configuration file (default: the daemon's)")
-    add_command(commands, "version", "print the version", "Print BeamClaw's version.", ["beamclaw version"])
     help_parser = add_command(
         commands,
         "help",
@@ -292,9 +293,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
-        case "version":
-            print(f"beamclaw {beamclaw.__version__}")
-            return 0
+        case "start" | "stop" | "restart" | "version":
+            return _daemon_command(args, _BACKGROUND_COMMANDS[args.command])
         case "help" if args.topic:
             try:
                 return _dispatch([*args.topic, "--help"])
