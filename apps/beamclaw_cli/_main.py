@@ -30,6 +30,7 @@ from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
 from ._listing import add_json_option
+from ._remote_console import remote_console
 from ._stderr_log import log_to_stderr
 from ._tui import tui
 
@@ -51,6 +52,7 @@ _BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "stop": _background.stop,
     "restart": _background.restart,
     "version": _background.version,
+    "remote_console": remote_console,
 }
 
 
@@ -159,6 +161,16 @@ def _parser() -> argparse.ArgumentParser:
     approve.add_argument("session", help="a session id (or its first characters) from `beamclaw sessions`")
     approve.add_argument("answer", choices=["yes", "no", "always"], help="the answer")
     _background.add_parsers(commands)
+    add_command(
+        commands,
+        "remote_console",
+        "an operator's console in the running daemon: processes, mailboxes, send",
+        "Attach a console to the running daemon, as Erlang's remote shell: list its processes "
+        "(ps, tree, names), look into one (its state and queued messages: info), send a message "
+        "to a registered name (send). The daemon goes on when you leave. It reads commands from "
+        "stdin when that is not a terminal.",
+        ["beamclaw remote_console", "echo 'info beamclaw_core.sessions' | beamclaw remote_console"],
+    )
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
@@ -293,7 +305,7 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
-        case "start" | "stop" | "restart" | "version":
+        case "start" | "stop" | "restart" | "version" | "remote_console":
             return _daemon_command(args, _BACKGROUND_COMMANDS[args.command])
         case "help" if args.topic:
             try:
