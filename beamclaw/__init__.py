@@ -7,7 +7,7 @@ order under one root supervisor, and serves until SIGINT or SIGTERM.
 from ._apps import APPS, BUNDLED_SKILLS, check_config
 from ._config import ConfigError, default_config_path, load_config
 from ._control import SOCKET_NAME as CONTROL_SOCKET
-from ._daemon import AlreadyRunning, daemon_lock, run_daemon
+from ._daemon import AlreadyRunning, daemon_lock, daemon_pid, run_daemon
 from ._data_dir import data_dir
 from ._describe import describe
 from ._root import build_tree
@@ -23,6 +23,7 @@ __all__ = [
     "build_tree",
     "check_config",
     "daemon_lock",
+    "daemon_pid",
     "describe",
     "data_dir",
     "default_config_path",

@@ -37,6 +37,11 @@ line; the answer is one or more JSON lines, the last of which has ``"done": true
     {"cmd": "memory", "action": "status"}             -> each agent's memory: documents, chunks, vectors
     {"cmd": "follow", "user": U}                      -> stays open: each message delivered to U
                                                          (a scheduled job's reply), until closed
+    {"cmd": "process", "target": T}                   -> `sv.process_info` of one process: T is a pid
+                                                         (<0.12.0>), a registered name, or a path as kill takes
+    {"cmd": "names"}                                  -> every registered name, its pid and mailbox length
+    {"cmd": "send", "name": N, "message": M}          -> send the JSON value M to the process named N,
+                                                         as Erlang's `!` (the remote console's `send`)
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import signal
 import socket
 import time
@@ -201,6 +207,43 @@ def _resolve(path: str) -> tuple[sv.Pid, str]:
     return node, "/".join(walked)
 
 
+_PID: Final = re.compile(r"<0\.(\d+)\.0>")
+
+
+async def _target(target: str) -> sv.Pid | str:
+    """The process *target* names: a pid as the tree shows it, a registered name, else a path
+    (child ids from the root, or a session id first, as `beamclaw kill` takes)."""
+    if match := _PID.fullmatch(target):
+        pid = sv.Pid(int(match.group(1)))
+        if not sv.is_alive(pid):
+            raise _BadRequest(f"no live process {target}")
+        return pid
+    if target in sv.registered():
+        return target
+    return _resolve(await _kill_path(target))[0]
+
+
+def _names() -> list[dict[str, Any]]:
+    found = []
+    for name in sv.registered():
+        with contextlib.suppress(sv.NoProc):  # freed since it was listed
+            info = sv.process_info(name, messages=0)
+            found.append({"name": name, "pid": info["pid"], "kind": info["kind"], "mailbox": info["mailbox"]})
+    return found
+
+
+def _send(name: str, message: Any) -> dict[str, Any]:
+    """Send *message* to the process registered as *name*; an operator's act, logged."""
+    try:
+        queued = sv.send(name, message)
+    except sv.NoProc:
+        raise _BadRequest(f"no process is registered as {name!r} (`names` lists them)") from None
+    except sv.MailboxFull:
+        raise _BadRequest(f"the mailbox of {name!r} is full; nothing was sent") from None
+    logger.info("the remote console sent {!r} to {}", message, name)
+    return {"name": name, "queued": queued}
+
+
 def _status(daemon: Daemon) -> dict[str, Any]:
     tree = sv.inspect_tree(ROOT)
     apps = [{"id": c["id"], "state": c["state"], "restarts": c.get("restarts", 0)} for c in tree["children"]]
@@ -276,6 +319,12 @@ async def _answer(connection: _Connection, request: dict[str, Any], daemon: Daem
             return await _memory(request, daemon)
         case "follow":
             return await _follow(connection, _text_field(request, "user"))
+        case "process":
+            return {"type": "process", "info": sv.process_info(await _target(_text_field(request, "target")))}
+        case "names":
+            return {"type": "names", "names": _names()}
+        case "send":
+            return {"type": "sent", **_send(_text_field(request, "name"), request.get("message"))}
         case "sessions":
             limit = request.get("limit", 50)
             if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:

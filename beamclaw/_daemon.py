@@ -85,6 +85,31 @@ def daemon_lock(home: Path) -> Iterator[None]:
         os.close(fd)  # the lock goes with it
 
 
+def daemon_pid(home: Path) -> int | None:
+    """The pid of the daemon running on the data dir *home* (0 if it has only just taken
+    its lock and not yet written its pid), or None when none runs.
+
+    The lock is the truth, not a pid file: a daemon killed with SIGKILL leaves its pid
+    written, but the kernel releases its lock with its last file descriptor. The lock is
+    tested without being taken (a shared lock, dropped at once), so a daemon starting at
+    that moment may be told that one runs: never the other way round.
+    """
+    try:
+        fd = os.open(home / _LOCK_FILE, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            written = os.pread(fd, 32, 0).decode(errors="replace").strip()
+            return int(written) if written.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
 def _serve(config: dict[str, Any], home: Path, config_path: Path | None) -> Any:
     register_secrets(config)
     path = config_path or default_config_path()

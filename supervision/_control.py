@@ -91,6 +91,33 @@ def inspect_tree(sup: Dest) -> dict[str, Any]:
     return node
 
 
+#: The longest repr of one queued message `process_info` gives.
+_MESSAGE_REPR_CHARS = 300
+
+
+def process_info(dest: Dest, messages: int = 20) -> dict[str, Any]:
+    """One live process as plain data, as Erlang's ``process_info``: what `inspect_tree`
+    gives of a node (pid, name, kind, uptime, mailbox length), plus the mailbox's bound and
+    the messages it dropped, and the first *messages* queued messages, each as its repr
+    (cut at 300 characters), oldest first. Reading them takes nothing from the mailbox.
+    Raises `NoProc` when *dest* names no live process.
+    """
+    proc = resolve_live(dest)
+    described = _describe(proc, trio.current_time())
+    described.pop("children", None)
+    described.update(
+        capacity=None if proc.mailbox.capacity == float("inf") else proc.mailbox.capacity,
+        dropped=proc.mailbox.dropped,
+        messages=[_short_repr(message) for message in proc.mailbox.peek(messages)],
+    )
+    return described
+
+
+def _short_repr(message: Any) -> str:
+    text = repr(message)
+    return text if len(text) <= _MESSAGE_REPR_CHARS else text[: _MESSAGE_REPR_CHARS - 1] + "…"
+
+
 def _describe(proc: Process, now: float) -> dict[str, Any]:
     engine = proc.behaviour
     described: dict[str, Any] = {

@@ -9,6 +9,7 @@ for a message, one for senders waiting for room.
 from __future__ import annotations
 
 import enum
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any, Final, final
@@ -56,6 +57,10 @@ class Mailbox:
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    def peek(self, limit: int) -> list[Any]:
+        """The first *limit* queued messages, left in the queue (for inspection, never for reading)."""
+        return list(itertools.islice(self._queue, limit))
 
     def configure(self, capacity: float | None = None, overflow: Overflow | None = None) -> None:
         """Change the bound or the overflow policy; messages already queued stay."""

@@ -14,6 +14,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
+from ._listing import Column, add_json_option, print_json, print_table, wants_json
 from ._terminal_safe import visible
 
 
@@ -44,12 +45,18 @@ def create(args: argparse.Namespace) -> int:
 def list_agents(args: argparse.Namespace) -> int:
     folder = beamclaw.data_dir() / "agents"
     names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+    rows = [(name, bool(_read(core.Workspace(name, folder / name), "BOOTSTRAP.md"))) for name in names]
+    if wants_json(args):
+        print_json([{"name": name, "ritual_pending": pending} for name, pending in rows])
+        return 0
     if not names:
         print("no agents yet: `beamclaw agent create NAME`, or just start chatting (the default agent is made then)")
-    for name in names:
-        ws = core.Workspace(name, folder / name)
-        note = "  (first-run ritual pending)" if _read(ws, "BOOTSTRAP.md") else ""
-        print(visible(f"{name}{note}"))  # a folder's name: anything may have made it
+        return 0
+    # A folder's name: anything may have made it; the table writes its controls out.
+    print_table(
+        [Column("AGENT", whole=True), Column("FIRST-RUN RITUAL")],
+        [(name, "pending" if pending else "done") for name, pending in rows],
+    )
     return 0
 
 
@@ -171,6 +178,7 @@ _ACTIONS: Final = {
 
 def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "agent", _HELP, _ACTIONS)
+    add_json_option(actions["list"])
     for action in ("create", "show", "delete", "rehatch"):
         actions[action].add_argument("name")
     actions["delete"].add_argument("--yes", action="store_true", help="really delete it")

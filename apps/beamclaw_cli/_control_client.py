@@ -79,10 +79,11 @@ async def request(payload: dict[str, Any], *, raw: bool = False) -> AsyncIterato
     raise NoDaemon("the daemon closed the connection before answering (it stopped or restarted)")
 
 
-async def ask(payload: dict[str, Any]) -> dict[str, Any]:
-    """Send one request and return its final answer; an error answer raises `ControlError`."""
+async def ask(payload: dict[str, Any], *, raw: bool = False) -> dict[str, Any]:
+    """Send one request and return its final answer (*raw* as in `request`); an error answer
+    raises `ControlError`."""
     answer: dict[str, Any] = {}
-    async for answer in request(payload):  # noqa: B007 - the last one is the answer
+    async for answer in request(payload, raw=raw):  # noqa: B007 - the last one is the answer
         pass
     if answer.get("type") == "error":
         raise ControlError(str(answer.get("error")))

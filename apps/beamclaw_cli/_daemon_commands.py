@@ -1,4 +1,4 @@
-"""Commands that talk to the running daemon: chat, history, tree, status, stop, kill, approve."""
+"""Commands that talk to the running daemon: chat, history, tree, status, kill, approve."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ import trio
 from rich.console import Console
 from rich.live import Live
 from rich.status import Status
-from rich.table import Table
 
 from ._control_client import ask, request, socket_path
 from ._identity import user_id
+from ._listing import Column, print_json, print_table
 from ._terminal_safe import as_text, console
 from ._tree_view import render
 
@@ -122,22 +122,24 @@ def _ago(seconds: float) -> str:
 
 
 async def sessions(args: argparse.Namespace) -> int:
-    answer = await ask({"cmd": "sessions", "limit": 1_000_000 if args.all else 20})
+    """The conversations; a terminal shows each id's first characters (which every command
+    takes), a pipe and ``--json`` the whole id."""
+    answer = await ask({"cmd": "sessions", "limit": 1_000_000 if args.all else 20}, raw=args.json)
     rows, total = answer["sessions"], answer["total"]
+    if args.json:
+        print_json(answer["sessions"])
+        return 0
     if not rows:
         print('no conversations yet: `beamclaw chat "hi"` or `beamclaw tui` starts one')
         return 0
-    table = Table(box=None, pad_edge=False, header_style="bold")
-    for column in ("ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST ACTIVITY", "STATE"):
-        table.add_column(column, justify="right" if column == "MESSAGES" else "left", no_wrap=True)
+    shown = 12 if sys.stdout.isatty() else None
     now = time.time()
-    for row in rows:
-        state = "running" if row["running"] else "sleeping"
-        table.add_row(
-            *map(as_text, (row["id"][:12], row["user_id"], row["agent_id"], row["channel"] or "-")),
-            str(row["messages"]), _ago(now - row["updated_at"]), state,
-        )  # fmt: skip
-    console().print(table)
+    print_table(
+        [Column("ID", whole=True), Column("USER", whole=True), Column("AGENT", whole=True), Column("CHANNEL"),
+         Column("MESSAGES", right=True), Column("LAST ACTIVITY"), Column("STATE")],
+        [(row["id"][:shown], row["user_id"], row["agent_id"], row["channel"] or "-", row["messages"],
+          _ago(now - row["updated_at"]), "running" if row["running"] else "sleeping") for row in rows],
+    )  # fmt: skip
     if total > len(rows):
         print(f"... and {total - len(rows)} more (--all lists every one)")
     return 0
@@ -176,17 +178,6 @@ def _duration(seconds: float) -> str:
         return f"{seconds:.0f} s"
     minutes = int(seconds // 60)
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min {seconds % 60:02.0f} s"
-
-
-async def stop(args: argparse.Namespace) -> int:
-    await ask({"cmd": "stop"})
-    with trio.move_on_after(60):
-        while socket_path().exists():
-            await trio.sleep(0.1)
-        print("BeamClaw stopped")
-        return 0
-    print("beamclaw: the daemon is still stopping after 60 s")
-    return 1
 
 
 async def kill(args: argparse.Namespace) -> int:

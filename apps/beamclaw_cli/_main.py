@@ -17,6 +17,7 @@ import supervision as sv
 
 from . import (
     _agents,
+    _background,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -29,6 +30,8 @@ from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
+from ._listing import add_json_option
+from ._remote_console import remote_console
 from ._stderr_log import log_to_stderr
 from ._tui import tui
 
@@ -37,12 +40,20 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "history": _daemon_commands.history,
     "tree": _daemon_commands.tree,
     "status": _daemon_commands.status,
-    "stop": _daemon_commands.stop,
     "kill": _daemon_commands.kill,
     "sessions": _daemon_commands.sessions,
     "reload": _daemon_commands.reload,
     "approve": _daemon_commands.approve,
     "tui": tui,
+}
+
+
+_BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "start": _background.start,
+    "stop": _background.stop,
+    "restart": _background.restart,
+    "version": _background.version,
+    "remote_console": remote_console,
 }
 
 
@@ -101,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw sessions", "beamclaw sessions --all", "beamclaw history 3f9a1c2b"],
     )
     sessions.add_argument("--all", action="store_true", help="every conversation, not only the last 20")
+    add_json_option(sessions)
     tree = add_command(
         commands,
         "tree",
@@ -118,13 +130,6 @@ def _parser() -> argparse.ArgumentParser:
         "is the daemon running, and how are its apps",
         "Say whether a daemon runs, since when, with which configuration, and the state of each app.",
         ["beamclaw status"],
-    )
-    add_command(
-        commands,
-        "stop",
-        "stop the running daemon (as SIGTERM would)",
-        "Stop the running daemon gracefully: the apps stop in reverse order; nothing stored is lost.",
-        ["beamclaw stop"],
     )
     add_command(
         commands,
@@ -156,6 +161,17 @@ def _parser() -> argparse.ArgumentParser:
     )
     approve.add_argument("session", help="a session id (or its first characters) from `beamclaw sessions`")
     approve.add_argument("answer", choices=["yes", "no", "always"], help="the answer")
+    _background.add_parsers(commands)
+    add_command(
+        commands,
+        "remote_console",
+        "an operator's console in the running daemon: processes, mailboxes, send",
+        "Attach a console to the running daemon, as Erlang's remote shell: list its processes "
+        "(ps, tree, names), look into one (its state and queued messages: info), send a message "
+        "to a registered name (send). The daemon goes on when you leave. It reads commands from "
+        "stdin when that is not a terminal.",
+        ["beamclaw remote_console", "echo 'info beamclaw_core.sessions' | beamclaw remote_console"],
+    )
     _agents.add_parser(commands)
     _skills_commands.add_parser(commands)
     _pairing_commands.add_parser(commands)
@@ -173,7 +189,6 @@ def _parser() -> argparse.ArgumentParser:
         ["beamclaw doctor", "beamclaw doctor --config my.toml"],
     )
     doctor_parser.add_argument("--config", metavar="PATH", help="configuration file (default: the daemon's)")
-    add_command(commands, "version", "print the version", "Print BeamClaw's version.", ["beamclaw version"])
     help_parser = add_command(
         commands,
         "help",
@@ -292,9 +307,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
-        case "version":
-            print(f"beamclaw {beamclaw.__version__}")
-            return 0
+        case "start" | "stop" | "restart" | "version" | "remote_console":
+            return _daemon_command(args, _BACKGROUND_COMMANDS[args.command])
         case "help" if args.topic:
             try:
                 return _dispatch([*args.topic, "--help"])

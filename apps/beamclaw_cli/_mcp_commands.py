@@ -8,7 +8,6 @@ from typing import Final
 
 import attrs
 import trio
-from rich.table import Table
 
 import beamclaw
 import beamclaw_core as core
@@ -18,6 +17,7 @@ from ._control_client import NoDaemon, ask
 from ._control_client import request as control_request
 from ._help import Commands, Help, add_group
 from ._identity import add_identity_options
+from ._listing import Column, add_json_option, print_json, print_table, wants_json
 from ._terminal_safe import as_text, console
 
 _HELP: Final = Help(
@@ -45,6 +45,7 @@ _ACTIONS: Final = {
 
 def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "mcp", _HELP, _ACTIONS)
+    add_json_option(actions["list"])
     actions["tools"].add_argument("server", nargs="?", help="one server's tools only")
     actions["restart"].add_argument("server", help="the server's name ([mcp.servers.NAME])")
     add_identity_options(actions["serve"], user_default="mcp:local, never $BEAMCLAW_USER")
@@ -54,19 +55,19 @@ async def run(args: argparse.Namespace) -> int:
     out = console()
     match args.action or "list":
         case "list":
-            servers = (await ask({"cmd": "mcp", "action": "list"}))["servers"]
+            servers = (await ask({"cmd": "mcp", "action": "list"}, raw=wants_json(args)))["servers"]
+            if wants_json(args):
+                print_json(servers)
+                return 0
             if not servers:
                 print("no MCP servers are configured: add [mcp.servers.NAME] to the configuration")
                 return 0
-            table = Table(box=None, pad_edge=False, header_style="bold")
-            for column in ("SERVER", "TRANSPORT", "STATE", "TOOLS", "RESTARTS", "LAST ERROR"):
-                table.add_column(column, no_wrap=column != "LAST ERROR", overflow="fold")
-            for server in servers:
-                table.add_row(
-                    as_text(server["name"]), as_text(server["transport"]), as_text(server["state"]),
-                    str(len(server["tools"])), str(server["restarts"]), as_text(server["last_error"] or "-"),
-                )  # fmt: skip
-            out.print(table)
+            print_table(
+                [Column("SERVER", whole=True), Column("TRANSPORT"), Column("STATE"), Column("TOOLS", right=True),
+                 Column("RESTARTS", right=True), Column("LAST ERROR")],
+                [(server["name"], server["transport"], server["state"], len(server["tools"]), server["restarts"],
+                  server["last_error"] or "-") for server in servers],
+            )  # fmt: skip
             for server in servers:
                 for skipped in server["skipped"]:
                     out.print(as_text(f"{server['name']}: tool skipped: {skipped}"))

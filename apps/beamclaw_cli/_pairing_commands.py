@@ -12,10 +12,13 @@ import sqlite3
 import sys
 import time
 
+import attrs
+
 import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, add_command
+from ._listing import Column, add_json_option, print_json, print_table
 from ._terminal_safe import visible
 
 
@@ -23,23 +26,37 @@ def _db() -> sqlite3.Connection:
     return core.open_database(beamclaw.data_dir(create=True) / "sessions.db")
 
 
+def _list(db: sqlite3.Connection, as_json: bool) -> None:
+    """The pending codes and the paired users. A user id and a display name are a stranger's
+    own (a Telegram name): the table writes their controls out, never obeys them."""
+    now = time.time()
+    codes, users = core.pending(db), core.paired(db)
+    if as_json:
+        print_json({"pending": [attrs.asdict(c) for c in codes], "paired": [attrs.asdict(u) for u in users]})
+        return
+    print("pending:" if codes else "no pending pairing requests")
+    if codes:
+        print_table(
+            [Column("CHANNEL", whole=True), Column("CODE", whole=True), Column("USER", whole=True), Column("NAME"),
+             Column("LEFT", right=True)],
+            [(c.channel, c.code, c.user_id, c.display, f"{max(0, int((c.created_at + 3600 - now) // 60))} min")
+             for c in codes],
+        )  # fmt: skip
+    print("paired:" if users else "nobody paired yet")
+    if users:
+        print_table(
+            [Column("CHANNEL", whole=True), Column("USER", whole=True), Column("SPEAKS AS", whole=True),
+             Column("AGENT", whole=True)],
+            [(u.channel, u.user_id, u.linked_user or "", u.agent_id) for u in users],
+        )  # fmt: skip
+
+
 def run(args: argparse.Namespace) -> int:
     words = args.words
     db = _db()
     try:
         if not words or words == ["list"]:
-            now = time.time()
-            codes = core.pending(db)
-            print("pending:" if codes else "no pending pairing requests")
-            for c in codes:
-                left = max(0, int((c.created_at + 3600 - now) // 60))
-                # The user id and name are a stranger's own (a Telegram name): written out, never obeyed.
-                print(visible(f"  {c.channel:<10} {c.code}  {c.user_id} {c.display}  ({left} min left)"))
-            users = core.paired(db)
-            print("paired:" if users else "nobody paired yet")
-            for u in users:
-                link = f" as {u.linked_user}" if u.linked_user else ""
-                print(visible(f"  {u.channel:<10} {u.user_id}{link} -> agent {u.agent_id}"))
+            _list(db, as_json=args.json)
             return 0
         if words[0] == "revoke" and len(words) == 3:
             removed = core.revoke(db, words[1], words[2])
@@ -84,4 +101,5 @@ def add_parser(commands: Commands) -> None:
     parser.add_argument(
         "words", nargs="*", metavar="list | CHANNEL CODE | revoke CHANNEL USER_ID | link CHANNEL USER_ID USER"
     )
-    parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")  # fmt: skip
+    parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")
+    add_json_option(parser)

@@ -16,6 +16,7 @@ import beamclaw
 import beamclaw_sandbox as sandbox
 
 from ._help import Commands, Help, add_group
+from ._listing import Column, add_json_option, print_json, print_table, wants_json
 from ._terminal_safe import visible
 
 
@@ -37,12 +38,19 @@ async def _status(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int
 
 
 async def _list(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
-    found = await sandbox.containers_of(beamclaw.data_dir(), engine)
-    for container in sorted(found, key=lambda c: c.created):
-        age = _age(time.time() - container.created)
-        print(visible(f"{container.name}  {container.label('beamclaw.key'):<30} {container.status:<8} {age}"))
+    found = sorted(await sandbox.containers_of(beamclaw.data_dir(), engine), key=lambda c: c.created)
+    if wants_json(args):
+        print_json([{"name": c.name, "key": c.label("beamclaw.key"), "status": c.status, "created": c.created}
+                    for c in found])  # fmt: skip
+        return 0
     if not found:
         print("no sandbox containers for this data dir")
+        return 0
+    now = time.time()
+    print_table(
+        [Column("NAME", whole=True), Column("KEY", whole=True), Column("STATUS"), Column("AGE", right=True)],
+        [(c.name, c.label("beamclaw.key"), c.status, _age(now - c.created)) for c in found],
+    )
     return 0
 
 
@@ -87,6 +95,8 @@ _ACTIONS: Final = {
 def add_parser(commands: Commands) -> None:
     for action, parser in add_group(commands, "sandbox", _HELP, _ACTIONS).items():
         parser.add_argument("--config", metavar="PATH", help="configuration file")
+        if action == "list":
+            add_json_option(parser)
         if action == "kill":
             parser.add_argument("id", help="container name or key")
         if action == "build":

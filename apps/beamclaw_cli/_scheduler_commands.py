@@ -7,13 +7,13 @@ from typing import Any, Final
 
 import trio
 from rich.console import Console
-from rich.table import Table
 
 import beamclaw_scheduler as scheduler
 
 from ._control_client import ask
 from ._help import Commands, Help, add_group
 from ._identity import add_identity_options, user_id
+from ._listing import Column, add_json_option, print_json, print_table, wants_json
 from ._terminal_safe import as_text, console
 
 _HELP: Final = Help(
@@ -45,6 +45,7 @@ _ACTIONS: Final = {
 def add_parser(commands: Commands) -> None:
     actions = add_group(commands, "scheduler", _HELP, _ACTIONS)
     actions["list"].add_argument("--all", action="store_true", help="done jobs too")
+    add_json_option(actions["list"])
     add = actions["add"]
     add_identity_options(add)
     when = add.add_mutually_exclusive_group(required=True)
@@ -69,19 +70,22 @@ async def run(args: argparse.Namespace) -> int:
     out = console()
     action = args.action or "list"
     if action == "list":
-        jobs = (await ask({"cmd": "scheduler", "action": "list", "all": getattr(args, "all", False)}))["jobs"]
+        jobs = (
+            await ask({"cmd": "scheduler", "action": "list", "all": getattr(args, "all", False)}, raw=wants_json(args))
+        )["jobs"]
+        if wants_json(args):
+            print_json(jobs)
+            return 0
         if not jobs:
             print('no jobs: `beamclaw scheduler add --every 1h --message "..."` makes one')
             return 0
-        table = Table(box=None, pad_edge=False, header_style="bold")
-        for column in ("ID", "AGENT", "USER", "SCHEDULE", "NEXT", "STATE", "MESSAGE"):
-            table.add_column(column, no_wrap=column != "MESSAGE", overflow="fold")
-        for job in jobs:
-            state = job["state"] + (f": {job['paused_reason']}" if job["paused_reason"] else "")
-            cells = (job["id"], job["agent"], job["user"], job["schedule"], scheduler.describe_time(job["next_due"]),
-                     state, job["message"])  # fmt: skip
-            table.add_row(*map(as_text, cells))
-        out.print(table)
+        print_table(
+            [Column("ID", whole=True), Column("AGENT", whole=True), Column("USER", whole=True), Column("SCHEDULE"),
+             Column("NEXT"), Column("STATE"), Column("MESSAGE")],
+            [(job["id"], job["agent"], job["user"], job["schedule"], scheduler.describe_time(job["next_due"]),
+              job["state"] + (f": {job['paused_reason']}" if job["paused_reason"] else ""), job["message"])
+             for job in jobs],
+        )  # fmt: skip
         return 0
     if action == "add":
         kind, spec = next((k, v) for k in ("at", "every", "cron", "random") if (v := getattr(args, k)) is not None)

@@ -11,6 +11,7 @@ import beamclaw
 import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
+from ._listing import Column, add_json_option, print_json, print_table, wants_json
 from ._terminal_safe import visible
 
 
@@ -22,12 +23,19 @@ def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]
 
 
 def list_skills(args: argparse.Namespace) -> int:
-    skills, _ = _skills(args)
-    for skill in sorted(skills.values(), key=lambda s: s.name):
-        mark = "✓" if skill.eligible else "✗"
-        print(visible(f"{mark} {skill.emoji or ' '} {skill.name:<20} {skill.source:<8} {skill.description}"))
+    skills = sorted(_skills(args)[0].values(), key=lambda s: s.name)
+    if wants_json(args):
+        print_json([{"name": s.name, "eligible": s.eligible, "source": s.source, "description": s.description,
+                     "emoji": s.emoji, "path": str(s.path)} for s in skills])  # fmt: skip
+        return 0
     if not skills:
         print("no skills found")
+        return 0
+    print_table(
+        [Column("", whole=True), Column("SKILL", whole=True), Column("SOURCE"), Column("DESCRIPTION")],
+        [("✓" if s.eligible else "✗", f"{s.emoji} {s.name}" if s.emoji else s.name, s.source, s.description)
+         for s in skills],
+    )  # fmt: skip
     return 0
 
 
@@ -120,6 +128,8 @@ def add_parser(commands: Commands) -> None:
     for action, parser in add_group(commands, "skills", _HELP, _ACTIONS).items():
         parser.add_argument("--agent", default="default", help="whose skills (default: default)")
         parser.add_argument("--config", metavar="PATH", help="configuration file")
+        if action == "list":
+            add_json_option(parser)
         if action in {"show", "install"}:
             parser.add_argument("name")
         if action == "install":

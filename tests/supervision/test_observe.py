@@ -110,3 +110,20 @@ async def test_inspect_tree_shows_a_stopped_child(harness) -> None:
     await sv.terminate_child(sup, "a")
     [a] = sv.inspect_tree(sup)["children"]
     assert (a["pid"], a["state"]) == (None, "stopped")
+
+
+async def test_process_info_shows_the_queued_messages_without_taking_them(harness) -> None:
+    sup = await harness.start(sv.Supervisor([worker("config")], name="root"))
+    pid = child_pid(sup, "config")
+    for message in ("first", {"second": 2}, "x" * 1000):
+        sv.send(pid, message)  # queued: the worker handles them at its next checkpoint
+    info = sv.process_info(pid, messages=2)
+    json.dumps(info)
+    assert (info["pid"], info["kind"], info["mailbox"], info["dropped"]) == (repr(pid), "gen_server", 3, 0)
+    assert info["messages"] == ["'first'", "{'second': 2}"]
+    assert len(sv.process_info(pid)["messages"][2]) == 300  # a long one is cut
+    assert sv.process_info(pid)["mailbox"] == 3  # looking took nothing
+    assert sv.process_info("root")["name"] == "root" and "children" not in sv.process_info("root")
+    with pytest.raises(sv.NoProc):
+        sv.process_info("nobody")
+    await settle()

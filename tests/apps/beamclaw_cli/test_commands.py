@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 from pathlib import Path
 
 import pytest
@@ -60,12 +61,16 @@ def test_rehatch_is_a_factory_reset_with_a_dated_backup(home: Path, capsys: pyte
     )
 
 
+def _rows(table: str) -> list[list[str]]:
+    return [line.split() for line in table.splitlines()]
+
+
 def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run(capsys, "agent", "create", "ada")
     assert code == 0 and "created IDENTITY.md" in out
     (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name: Ada\n")
     assert run(capsys, "agent", "create", "ada")[1].endswith("every file was already there; nothing changed\n")
-    assert run(capsys, "agent", "list")[1] == "ada  (first-run ritual pending)\n"
+    assert _rows(run(capsys, "agent", "list")[1]) == [["AGENT", "FIRST-RUN", "RITUAL"], ["ada", "pending"]]
     code, out = run(capsys, "agent", "show", "ada")
     assert code == 0 and "name          Ada" in out and "BOOTSTRAP.md" in out
     (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name:\n- Vibe: calm\n")
@@ -73,7 +78,7 @@ def test_agent_lifecycle(home: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert code == 0 and out.splitlines()[-1] == "  name          not chosen yet (IDENTITY.md)"
     (home / "agents" / "ada" / "IDENTITY.md").write_text("- Name: Ada\n")
     core.Workspace.of(home, "ada").write("BOOTSTRAP.md", "")
-    assert run(capsys, "agent", "list")[1] == "ada\n"
+    assert _rows(run(capsys, "agent", "list")[1]) == [["AGENT", "FIRST-RUN", "RITUAL"], ["ada", "done"]]
     assert "back to their templates" in run(capsys, "agent", "rehatch", "ada")[1]
     code, out = run(capsys, "agent", "delete", "ada")
     assert code == 1 and "--yes" in out and (home / "agents" / "ada").exists()
@@ -90,7 +95,12 @@ def test_skills_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None
         "  install:\n    - kind: shell\n      command: touch installed-marker\n---\nUse it.\n"
     )
     code, out = run(capsys, "skills", "list")
-    assert code == 0 and "✓ 📜 git-digest" in out and "✗   needs-thing" in out
+    rows = _rows(out)
+    assert (
+        code == 0
+        and rows[1][:4] == ["✓", "📜", "git-digest", "bundled"]
+        and ["✗", "needs-thing", "home"] in [row[:3] for row in rows]
+    )
     out = run(capsys, "skills", "status")[1]
     assert "needs-thing: needs the program 'no-such-bin-x', which is not on PATH" in out
     out = run(capsys, "skills", "show", "git-digest")[1]
@@ -111,7 +121,7 @@ def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     db = core.open_database(home / "sessions.db")
     code_text = core.request_code(db, "telegram", "tg:42", "Ada L.")
     out = run(capsys, "pair")[1]
-    assert f"telegram   {code_text}  tg:42 Ada L." in out and "nobody paired yet" in out
+    assert ["telegram", code_text, "tg:42", "Ada", "L.", "59", "min"] in _rows(out) and "nobody paired yet" in out
     code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")  # a typo must not make an agent
     assert code == 1 and "there is no agent 'ada' (agents: default); create it with `beamclaw agent create ada`" in out
     assert not (home / "agents" / "ada").exists() and core.allowed_agent(db, "telegram", "tg:42") is None
@@ -127,7 +137,8 @@ def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert code == 1 and "tg:9 is not paired on telegram: pair them first" in out
     code, out = run(capsys, "pair", "link", "telegram", "tg:42", "local:ada")
     assert code == 0 and out == "tg:42 on telegram now speaks as local:ada\n"
-    assert "telegram   tg:42 as local:ada -> agent ada" in run(capsys, "pair", "list")[1]
+    assert ["telegram", "tg:42", "local:ada", "ada"] in _rows(run(capsys, "pair", "list")[1])
+    assert json.loads(run(capsys, "pair", "--json")[1])["paired"][0]["linked_user"] == "local:ada"
     assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (0, "tg:42 on telegram speaks as themselves\n")
     assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (1, "tg:42 was not linked\n")
     assert run(capsys, "pair", "revoke", "telegram", "tg:42")[0] == 0

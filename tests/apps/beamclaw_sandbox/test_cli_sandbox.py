@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,7 +46,10 @@ def test_status_list_kill_and_build(tmp_path: Path) -> None:
         assert f"image {IMAGE}: built" in status.stdout and "containers of this data dir: 1" in status.stdout
 
         listed = _cli(home, config, "list")
-        assert left.name in listed.stdout and "session:abc" in listed.stdout
+        rows = [line.split() for line in listed.stdout.splitlines()]
+        assert rows[0] == ["NAME", "KEY", "STATUS", "AGE"] and rows[1][:3] == [left.name, "session:abc", "running"]
+        as_json = json.loads(_cli(home, config, "list", "--json").stdout)
+        assert [(c["name"], c["key"], c["status"]) for c in as_json] == [(left.name, "session:abc", "running")]
 
         missing = _cli(home, config, "kill", "nothing-like-it")
         assert missing.returncode == 1 and "no sandbox container" in missing.stdout
