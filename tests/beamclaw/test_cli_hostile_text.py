@@ -104,7 +104,7 @@ async def test_every_command_prints_hostile_text_as_text(tmp_path: Path) -> None
             _printed(await cli(home, "pair", "list"), f"{code}  tg:666 {HOSTILE_SHOWN}")
 
             # An MCP server's tool description.
-            with trio.fail_after(30):
+            with trio.fail_after(120):
                 while "ready" not in (await cli(home, "mcp", "list")).stdout.decode():
                     await trio.sleep(0.2)
             _printed(await cli(home, "mcp", "list"), "evil")
@@ -112,7 +112,7 @@ async def test_every_command_prints_hostile_text_as_text(tmp_path: Path) -> None
 
             # A line of the agent's memory (its files are the model's to write).
             (home / "agents" / "default" / "MEMORY.md").write_text(f"# Memory\n\nxylophone {HOSTILE}\n")
-            with trio.fail_after(30):
+            with trio.fail_after(120):
                 while "xylophone" not in (found := await cli(home, "memory", "search", "xylophone")).stdout.decode():
                     await trio.sleep(0.2)
             _printed(found, f"xylophone {MARKUP}\\x1b]52;c;aGk=\\x07")  # the memory reads its CR as a line end

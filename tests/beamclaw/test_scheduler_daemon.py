@@ -149,7 +149,7 @@ async def test_the_agent_schedules_a_job_with_its_tool_and_supervised_asks_first
                 chats.append((await cli(home, "chat", "remind me to water the plants every hour")).stdout)
 
             nursery.start_soon(ask)
-            with trio.fail_after(30):
+            with trio.fail_after(120):
                 while (await cli(home, "chat", "/yes")).returncode != 0:  # until the question is there
                     await trio.sleep(0.3)
             with trio.fail_after(30):
