@@ -150,6 +150,19 @@ async def agent_skills(agent_id: str) -> Found:
     return await sv.call(SKILLS, AgentSkills(agent_id), timeout=30.0, restart_wait=RESTART_WAIT)
 
 
+async def usable_skill(agent_id: str, name: str) -> Skill:
+    """The agent's skill *name*, which the model may read or run now; a `ToolError` saying why
+    not (there is none, or what it needs is missing here)."""
+    skills, _ = await agent_skills(agent_id)
+    skill = skills.get(name)
+    if skill is None:
+        raise ToolError(f"there is no skill called {name!r}")
+    unmet = skill.unmet(await tool_names())
+    if unmet:
+        raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(unmet)}")
+    return skill
+
+
 @attrs.define
 class SkillSearchTool:
     requires_approval: bool = False
@@ -193,11 +206,5 @@ class ReadSkillTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> str:
-        skills, _ = await agent_skills(session.agent_id)
-        skill = skills.get(args["name"])
-        if skill is None:
-            raise ToolError(f"there is no skill called {args['name']!r}")
-        unmet = skill.unmet(await tool_names())
-        if unmet:
-            raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(unmet)}")
+        skill = await usable_skill(session.agent_id, args["name"])
         return f"# {skill.name} (folder {skill.path})\n\n{skill.body}"

@@ -31,7 +31,7 @@ from beamclaw_tools import (
     object_schema,
 )
 
-from ._skill_catalog import Settings, agent_skills, tool_names
+from ._skill_catalog import Settings, usable_skill
 from ._skills import SCRIPT_LANGUAGES, Skill
 
 #: Bytes kept of each of a script's stdout and stderr.
@@ -82,13 +82,7 @@ class RunSkillTool:
         )
 
     async def execute(self, args: dict[str, Any], session: ToolSession, context: ToolContext) -> ToolResult:
-        skills, _ = await agent_skills(session.agent_id)
-        skill = skills.get(args["name"])
-        if skill is None:
-            raise ToolError(f"there is no skill called {args['name']!r}")
-        unmet = skill.unmet(await tool_names())
-        if unmet:
-            raise ToolError(f"the skill {skill.name!r} cannot be used here: {'; '.join(unmet)}")
+        skill = await usable_skill(session.agent_id, args["name"])
         script, program = await trio.to_thread.run_sync(_script, skill, args.get("script"))
         try:
             env = {

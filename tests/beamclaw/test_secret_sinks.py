@@ -5,7 +5,8 @@ plain, JSON-escaped, inside a tool call's arguments, and as base64 or hex of a s
 the daemon holds in its environment) into a chat; the scripted model writes it to a
 file as a tool argument, reads it back as a tool result and says it back, streamed and
 not; an A2A client sends it too. Then no secret may be found in any reply, streamed
-chunk, A2A response, stored history, database file, log line or event.
+chunk, A2A response, stored history, database file, log line or event. The same again
+with each prefixed format bare in prose (`bare_corpus`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import httpx
 import pytest
 import trio
 
-from tests.support.credentials import Credential, credential_corpus, with_variants
+from tests.support.credentials import BARE_RULES, Credential, bare_corpus, credential_corpus, with_variants
 from tests.support.model_server import Call, Reply, scripted_model
 
 from .daemon import control, start_daemon, write_config
@@ -85,18 +86,16 @@ async def _send_all(http: httpx.AsyncClient, batch: str, index: int) -> list[str
     return replies
 
 
-async def test_no_credential_survives_any_way_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    corpus = with_variants(credential_corpus(seed=SEED), seed=SEED)
-    assert len({c.name.split("/")[0] for c in corpus}) >= 40
-    for number, credential in enumerate(c for c in corpus if c.register):
-        monkeypatch.setenv(f"LEAKY_SERVICE_{number}_TOKEN", credential.register)  # held by the daemon
+async def _every_way_out(tmp_path: Path, corpus: list[Credential], extra: str = "") -> dict[str, str]:
+    """The corpus through a real daemon (`_steps` for each batch): every text that came out
+    of it, by where it was found."""
     batches = _batches(corpus)
     home = tmp_path / "home"
     steps = [step for i, b in enumerate(batches) for step in _steps(b, i)]
     # The history outgrows the window: compaction's memory flush and summary take a reply
     # each (one with the batch in it), and the turns after them take the ones left.
     async with scripted_model(*steps, repeat=Reply("ok")) as model:
-        config = write_config(tmp_path, model)
+        config = write_config(tmp_path, model, extra=extra)
         port = config.read_text().split("port = ")[1].split()[0]
         daemon = await start_daemon(config, home)
         try:
@@ -117,6 +116,30 @@ async def test_no_credential_survives_any_way_out(tmp_path: Path, monkeypatch: p
     for path in [*home.glob("*.db*"), *home.glob("logs/*"), *home.glob("agents/**/memory/*"), *memory]:
         sinks[str(path.relative_to(home))] = path.read_bytes().decode(errors="replace")
     assert any(name.startswith("sessions.db") for name in sinks) and any(name.startswith("a2a.db") for name in sinks)
+    return sinks
+
+
+def _leaks(corpus: list[Credential], sinks: dict[str, str]) -> list[str]:
+    return sorted({f"{c.name} in {sink}" for c in corpus for sink, text in sinks.items() if c.secret in text})
+
+
+async def test_no_credential_survives_any_way_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    corpus = with_variants(credential_corpus(seed=SEED), seed=SEED)
+    assert len({c.name.split("/")[0] for c in corpus}) >= 40
+    for number, credential in enumerate(c for c in corpus if c.register):
+        monkeypatch.setenv(f"LEAKY_SERVICE_{number}_TOKEN", credential.register)  # held by the daemon
+    sinks = await _every_way_out(tmp_path, corpus)
     assert any(name.endswith("kept.db") for name in sinks)
-    leaks = sorted({f"{c.name} in {sink}" for c in corpus for sink, text in sinks.items() if c.secret in text})
-    assert leaks == []
+    assert _leaks(corpus, sinks) == []
+
+
+async def test_no_bare_credential_survives_any_way_out(tmp_path: Path) -> None:
+    """Each prefixed format of `BARE_RULES` with no variable name before it, plain and
+    inside a tool call's JSON arguments. The log is at DEBUG, where tool calls are logged
+    with their arguments (the start of them: the obs tests put every format through the
+    log backend)."""
+    corpus = with_variants(bare_corpus(seed=SEED), kinds=("plain", "tool-call"), seed=SEED)
+    assert {c.name.split("/")[0] for c in corpus} == {f"bare:{name}" for name in BARE_RULES}
+    sinks = await _every_way_out(tmp_path, corpus, extra='[obs]\nlog_level = "DEBUG"\n')
+    assert "[REDACTED]" in sinks["logs/beamclaw.log"]  # planted text reached the log, scrubbed
+    assert _leaks(corpus, sinks) == []
