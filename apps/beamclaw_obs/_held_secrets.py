@@ -102,6 +102,8 @@ def _windows_of(value: str) -> dict[str, tuple[str, int]]:
 
 
 def _alternations(forms: list[str]) -> tuple[Any, ...]:
+    if not forms:  # an empty alternation would match the empty string at every position
+        return ()
     groups: list[list[str]] = [[]]
     size = 0
     for form in forms:
