@@ -101,7 +101,7 @@ async def test_every_command_prints_hostile_text_as_text(tmp_path: Path) -> None
             pairing = core.open_database(home / "sessions.db")
             code = core.request_code(pairing, "telegram", "tg:666", HOSTILE)
             pairing.close()
-            _printed(await cli(home, "pair", "list"), f"{code}  tg:666 {HOSTILE_SHOWN}")
+            _printed(await cli(home, "pair", "list"), f"{code}  tg:666  {HOSTILE_SHOWN}")
 
             # An MCP server's tool description.
             with trio.fail_after(120):
