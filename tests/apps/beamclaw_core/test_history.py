@@ -86,7 +86,8 @@ async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(run_c
     with db:
         db.execute("BEGIN")
         db.execute(
-            "INSERT OR REPLACE INTO sessions (id, user_id, agent_id, channel, created_at, updated_at) VALUES (?, ?, ?, ?, 0, 0)",
+            "INSERT OR REPLACE INTO sessions (id, user_id, agent_id, channel, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, 0, 0)",
             (info.id, info.user_id, info.agent_id, ""),
         )
         for seq, message in enumerate([Message("user", "run it"), ASK]):
