@@ -2,7 +2,8 @@
 
 Configuration structuring (`structure_config`), secrets from the environment
 (`Secret`), path confinement (`Beneath`), the `Jail` protocol with subprocess capture
-(`run_captured`, `Unjailed`), JSON-RPC's reserved codes and one retry helper. It imports
+(`run_captured`, `Unjailed`), JSON-RPC's reserved codes, one retry helper, and the store interface every app's
+durable data goes through (`open_store`: SQLite or PostgreSQL). It imports
 `supervision` and `beamclaw_obs` only (a secret read is registered with the scrubber);
 every app may import it.
 """
@@ -13,6 +14,19 @@ from ._jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NO
 from ._path_confinement import Beneath, Excerpt, PathRefused
 from ._retry import MAX_RETRY_AFTER, OnRetry, RetryOn, RetryPolicy, parse_retry_after, retry
 from ._secret import MissingSecret, Secret, TextOrSecret, resolve
+from ._store import (
+    Database,
+    Dialect,
+    Rows,
+    Schema,
+    Step,
+    StoreConfig,
+    StoreError,
+    StoreRefused,
+    StoreUnavailable,
+    Tx,
+)
+from ._store_open import open_store
 from ._subprocess import Unjailed, run_captured
 
 __all__ = [
@@ -24,6 +38,8 @@ __all__ = [
     "PARSE_ERROR",
     "SYSTEM_PATH",
     "Beneath",
+    "Database",
+    "Dialect",
     "ConfigError",
     "Excerpt",
     "Jail",
@@ -34,10 +50,19 @@ __all__ = [
     "PathRefused",
     "RetryOn",
     "RetryPolicy",
+    "Rows",
+    "Schema",
     "Secret",
+    "Step",
+    "StoreConfig",
+    "StoreError",
+    "StoreRefused",
+    "StoreUnavailable",
     "TextOrSecret",
+    "Tx",
     "Unjailed",
     "check_cwd",
+    "open_store",
     "parse_retry_after",
     "resolve",
     "retry",
