@@ -20,6 +20,9 @@ from hypothesis import settings
 
 from beamclaw_obs import _held_secrets
 
+#: Fixtures every test may take: `store_config` (one run per store backend).
+pytest_plugins = ("tests.support.stores",)
+
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":
     settings.load_profile("ci")

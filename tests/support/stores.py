@@ -1,0 +1,35 @@
+"""The stores a store test runs on: every backend this machine can run.
+
+A test that takes the `store_config` fixture runs once per backend. Tests that read or
+change stored rows directly do it through `sql`, never through a backend's own driver,
+so the same test holds on both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pytest
+
+from beamclaw_base import Database, StoreConfig
+
+BACKENDS = ("sqlite",)
+
+
+@pytest.fixture(params=BACKENDS)
+def store_config(request: pytest.FixtureRequest) -> Iterator[StoreConfig]:
+    """A `StoreConfig` for each backend: SQLite files (in the test's data dir)."""
+    yield StoreConfig(backend=request.param)
+
+
+def sql(db: Database, statement: str, params: Sequence[object] = ()) -> list[Any]:
+    """The rows of one statement (``?`` placeholders), run in its own transaction."""
+    return db.transact(lambda tx: _rows(tx.execute(statement, params)))
+
+
+def _rows(result: Any) -> list[Any]:
+    try:
+        return list(result.fetchall())
+    except Exception:  # noqa: BLE001 - a statement with no rows to fetch (an UPDATE) answers none
+        return []
