@@ -31,5 +31,5 @@ def sql(db: Database, statement: str, params: Sequence[object] = ()) -> list[Any
 def _rows(result: Any) -> list[Any]:
     try:
         return list(result.fetchall())
-    except Exception:  # noqa: BLE001 - a statement with no rows to fetch (an UPDATE) answers none
+    except Exception:  # a statement with no rows to fetch (an UPDATE) answers none
         return []
