@@ -15,6 +15,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_base import StoreConfig, structure_config
 
 #: The root supervisor's name, and the first part of a `beamclaw kill` path.
 ROOT: Final = "beamclaw"
@@ -34,6 +35,10 @@ APPS: Final[dict[str, tuple[str, ...]]] = {
     "a2a": ("core", "obs"),
     "gateway": ("core", "a2a", "obs"),
 }
+
+
+#: The apps that keep durable data, each given the ``[store]`` configuration.
+STORING: Final = frozenset({"memory", "core", "scheduler", "a2a", "gateway"})
 
 
 #: Apps whose ``enabled`` key is about a part of the app, not the app: the sandbox app's
@@ -64,13 +69,23 @@ def app_table(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return table
 
 
+def store_config(config: dict[str, Any]) -> StoreConfig:
+    """Where the apps keep their durable data (``[store]``; SQLite in the data dir when absent).
+
+    Raises `beamclaw_base.ConfigError` naming each bad key.
+    """
+    return structure_config(config.get("store", {}), StoreConfig, "store")
+
+
 def app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | sv.DynamicSupervisor:
-    """The app's own tree: its package's ``supervision_tree(table, data_dir)``, else an empty supervisor."""
+    """The app's own tree: its package's ``supervision_tree(table, data_dir)`` (and ``store=``
+    for an app that keeps durable data), else an empty supervisor."""
     module = importlib.import_module(f"beamclaw_{name}")
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
         return sv.Supervisor([], name=f"beamclaw_{name}", intensity=10, period=10.0)
-    tree: sv.Supervisor | sv.DynamicSupervisor = builder(app_table(name, config), home)
+    extra = {"store": store_config(config)} if name in STORING else {}
+    tree: sv.Supervisor | sv.DynamicSupervisor = builder(app_table(name, config), home, **extra)
     return tree
 
 

@@ -22,5 +22,5 @@ def open_store(
     checkpoint policy; PostgreSQL in the configured database, shared by every node.
     """
     if config.backend == "postgres":
-        raise StoreError("[store] backend = \"postgres\" is not available in this build")
+        raise StoreError('[store] backend = "postgres" is not available in this build')
     return open_sqlite(sqlite_file, schema, synchronous=synchronous, checkpoint_every=checkpoint_every)
