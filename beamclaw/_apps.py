@@ -26,26 +26,28 @@ BUNDLED_SKILLS: Final = Path(__file__).resolve().parent.parent / "skills"
 #: app -> the apps it depends on (the CLI is not part of the daemon tree).
 APPS: Final[dict[str, tuple[str, ...]]] = {
     "obs": (),
+    "cluster": ("obs",),
     "tools": ("obs",),
     "memory": ("tools", "obs"),
     "sandbox": ("tools", "obs"),
     "mcp": ("tools", "obs"),
-    "core": ("sandbox", "mcp", "memory", "tools", "obs"),
-    "scheduler": ("core", "tools", "obs"),
-    "a2a": ("core", "obs"),
-    "gateway": ("core", "a2a", "obs"),
+    "core": ("cluster", "sandbox", "mcp", "memory", "tools", "obs"),
+    "scheduler": ("core", "cluster", "tools", "obs"),
+    "a2a": ("core", "cluster", "obs"),
+    "gateway": ("core", "a2a", "cluster", "obs"),
 }
 
 
 #: The apps that keep durable data, each given the ``[store]`` configuration.
-STORING: Final = frozenset({"memory", "core", "scheduler", "a2a", "gateway"})
+STORING: Final = frozenset({"cluster", "memory", "core", "scheduler", "a2a", "gateway"})
 
 
 #: Apps whose ``enabled`` key is about a part of the app, not the app: the sandbox app's
 #: opts in to Docker code execution, and the app always runs, because it holds the jails
 #: that bash and terminal run in (core depends on it); the memory app's turns its search
-#: off (its tree is then empty, and core is told memory is unavailable).
-ALWAYS_RUNNING: Final = frozenset({"sandbox", "memory"})
+#: off (its tree is then empty, and core is told memory is unavailable); the cluster
+#: app's makes this daemon a node of a cluster (off: its tree is empty, one node).
+ALWAYS_RUNNING: Final = frozenset({"cluster", "sandbox", "memory"})
 
 
 @attrs.define(eq=False)

@@ -68,9 +68,13 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         if not isinstance(enabled, bool):
             raise ConfigError(f"{config_path}: {table}.enabled must be true or false, got {enabled!r}")
     try:
-        store_config(config)
+        store = store_config(config)
     except beamclaw_base.ConfigError as exc:
         raise ConfigError(f"{config_path}: {exc}") from None
+    if config.get("cluster", {}).get("enabled") is True and store.backend != "postgres":
+        raise ConfigError(
+            f'{config_path}: a cluster keeps its state in PostgreSQL: [cluster] enabled needs [store] backend = "postgres"'
+        )
     return config
 
 

@@ -36,6 +36,7 @@ MARKER: Final = "<!-- config-reference -->"
 _TABLES: Final = {
     "store": "beamclaw_base:StoreConfig",
     "obs": "beamclaw_obs:supervision_tree",
+    "cluster": "beamclaw_cluster:ClusterConfig",
     "tools": "beamclaw_tools:ToolsConfig",
     "memory": "beamclaw_memory:MemoryConfig",
     "sandbox": "beamclaw_sandbox:SandboxConfig",
