@@ -73,7 +73,8 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
         raise ConfigError(f"{config_path}: {exc}") from None
     if config.get("cluster", {}).get("enabled") is True and store.backend != "postgres":
         raise ConfigError(
-            f'{config_path}: a cluster keeps its state in PostgreSQL: [cluster] enabled needs [store] backend = "postgres"'
+            f"{config_path}: a cluster keeps its state in PostgreSQL: "
+            '[cluster] enabled needs [store] backend = "postgres"'
         )
     return config
 

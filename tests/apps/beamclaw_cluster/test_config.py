@@ -47,5 +47,6 @@ def test_a_node_without_what_it_needs_is_refused_naming_the_key(change: dict[str
 
 def test_a_complete_node_builds_its_tree(tmp_path: Path) -> None:
     config = parse_cluster_config(_NODE)
-    assert config == ClusterConfig(True, config.node_id, "http://127.0.0.1:18801", 10.0, Secret("BEAMCLAW_CLUSTER_SECRET"))
+    secret = Secret("BEAMCLAW_CLUSTER_SECRET")
+    assert config == ClusterConfig(True, config.node_id, "http://127.0.0.1:18801", 10.0, secret)
     assert [c.id for c in supervision_tree(_NODE, tmp_path, _POSTGRES).children] == ["node", "heartbeat"]
