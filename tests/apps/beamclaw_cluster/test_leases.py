@@ -33,6 +33,12 @@ def _member(db: Database, name: str) -> str:
     return instance
 
 
+def _owns(db: Database, session_id: str, instance: str) -> Lease:
+    lease = db.transact(lambda tx: acquire(tx, session_id, instance))
+    assert isinstance(lease, Lease), lease
+    return lease
+
+
 def _dies(db: Database, instance: str) -> None:
     sql(db, "UPDATE cluster_nodes SET expires_at = now() - interval '1 second' WHERE instance_id = ?", (instance,))
 
@@ -48,13 +54,13 @@ def test_a_heartbeat_renews_a_live_member_and_tells_a_dead_one_it_is_over(db: Da
 
 def test_one_live_owner_per_conversation_and_a_dead_owners_conversation_moves_on(db: Database) -> None:
     a, b = _member(db, "a"), _member(db, "b")
-    first = db.transact(lambda tx: acquire(tx, "conv-1", a))
+    first = _owns(db, "conv-1", a)
     assert first == Lease("conv-1", a, 1)
     assert db.transact(lambda tx: acquire(tx, "conv-1", a)) == first  # already ours: same epoch
     assert db.transact(lambda tx: acquire(tx, "conv-1", b)) == Elsewhere("conv-1", "a", "http://a.internal:18800")
 
     _dies(db, a)
-    taken = db.transact(lambda tx: acquire(tx, "conv-1", b))
+    taken = _owns(db, "conv-1", b)
     assert taken == Lease("conv-1", b, 2)
 
     with pytest.raises(LeaseLost, match="moved to another node"):
@@ -65,7 +71,7 @@ def test_one_live_owner_per_conversation_and_a_dead_owners_conversation_moves_on
 
 def test_a_released_conversation_is_taken_by_the_next_node_with_a_new_epoch(db: Database) -> None:
     a, b = _member(db, "a"), _member(db, "b")
-    lease = db.transact(lambda tx: acquire(tx, "conv-2", a))
+    lease = _owns(db, "conv-2", a)
     assert db.transact(lambda tx: release(tx, lease)) is True
     assert db.transact(lambda tx: acquire(tx, "conv-2", b)) == Lease("conv-2", b, 2)
 
@@ -84,7 +90,7 @@ def test_a_clean_stop_frees_every_conversation_and_singleton_at_once(db: Databas
 
 def test_a_takeover_waits_for_a_fenced_write_in_progress_and_the_write_is_kept(db: Database) -> None:
     a, b = _member(db, "a"), _member(db, "b")
-    lease = db.transact(lambda tx: acquire(tx, "conv-4", a))
+    lease = _owns(db, "conv-4", a)
     sql(db, "CREATE TABLE history (session_id TEXT, seq BIGINT, PRIMARY KEY (session_id, seq))")
     fenced, go_on = threading.Event(), threading.Event()
 

@@ -32,6 +32,7 @@ async def test_a_node_joins_renews_rejoins_after_being_taken_for_dead_and_leaves
             rows = sql(db, "SELECT node_id, advertise_url, expires_at > now() FROM cluster_nodes")
             assert rows == [("node-a", "http://127.0.0.1:18801", True)]
             lease = db.transact(lambda tx: acquire(tx, "conv-1", first.instance_id))
+            assert isinstance(lease, Lease)
 
             await trio.sleep(2.5)  # past a lease/3 heartbeat: renewed, still the same member
             assert await membership() is first and first.alive()
