@@ -18,6 +18,7 @@ import supervision as sv
 from . import (
     _agents,
     _background,
+    _cluster_commands,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -179,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
     _mcp_commands.add_parser(commands)
     _scheduler_commands.add_parser(commands)
     _memory_commands.add_parser(commands)
+    _cluster_commands.add_parser(commands)
     doctor_parser = add_command(
         commands,
         "doctor",
@@ -299,6 +301,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _pairing_commands.run(args)
         case "sandbox":
             return _sandbox_commands.run(args)
+        case "cluster":
+            return _cluster_commands.run(args)
         case "mcp":
             return _daemon_command(args, _mcp_commands.run_command)
         case "scheduler":
