@@ -14,6 +14,7 @@ from ._membership import Membership
 from ._node import NODE, membership
 from ._nodes import NodeRow
 from ._schema import SCHEMA
+from ._signing import Forwarded, is_forwarded, signed_headers, verified_principal
 from ._status import ClusterStatus, NamedLeaseRow, cluster_status
 from ._tree import supervision_tree
 
@@ -23,6 +24,7 @@ __all__ = [
     "ClusterConfig",
     "ClusterStatus",
     "Elsewhere",
+    "Forwarded",
     "Lease",
     "LeaseLost",
     "Membership",
@@ -32,9 +34,12 @@ __all__ = [
     "acquire_named",
     "cluster_status",
     "fence",
+    "is_forwarded",
     "membership",
     "parse_cluster_config",
     "release",
     "release_named",
+    "signed_headers",
     "supervision_tree",
+    "verified_principal",
 ]
