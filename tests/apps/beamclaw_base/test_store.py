@@ -62,7 +62,7 @@ def test_work_that_raises_is_rolled_back_and_a_clash_is_refused(store_config: St
     db.close()
 
 
-async def test_run_answers_from_trio_and_a_quoted_question_mark_stays_text(
+async def test_run_answers_from_trio_with_plain_numbers_and_a_quoted_question_mark_stays_text(
     store_config: StoreConfig, tmp_path: Path
 ) -> None:
     db = open_store(store_config, _SCHEMA, sqlite_file=tmp_path / "notes.db")
@@ -71,8 +71,10 @@ async def test_run_answers_from_trio_and_a_quoted_question_mark_stays_text(
         lambda tx: tx.execute("SELECT id, 'why?' FROM notes WHERE body <> ? ORDER BY id", ("y",)).fetchall(),
         write=False,
     )
+    totals = await db.run(lambda tx: tx.execute("SELECT count(*), sum(stars), avg(stars) FROM notes").fetchone())
     db.close()
     assert rows == [("a", "why?")]
+    assert totals == (2, 0, 0.0) and type(totals[1]) is int  # PostgreSQL's sum() is numeric: read as an int
 
 
 def test_two_writers_reading_then_writing_one_counter_lose_no_increment(
