@@ -108,6 +108,18 @@ async def test_every_write_acknowledged_around_a_server_restart_is_kept(
     assert set(acknowledged) <= stored
 
 
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_the_first_call_after_a_restart_gets_a_working_connection(
+    postgres_server: PostgresServer, postgres_store_config: StoreConfig, mode: StopMode
+) -> None:
+    db = _opened(postgres_store_config)
+    sql(db, "INSERT INTO notes (id, body) VALUES ('a', 'before')")
+    postgres_server.restart(mode)
+    # `transact` does not retry: the pool checks a connection before handing it out.
+    assert sql(db, "SELECT body FROM notes") == [("before",)]
+    db.close()
+
+
 @pytest.mark.parametrize(
     "dsn",
     [
