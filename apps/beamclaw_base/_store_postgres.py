@@ -144,6 +144,12 @@ def _rollback(connection: psycopg.Connection[Any]) -> None:
             connection.execute("ROLLBACK")
 
 
+def _cancel_query(connection: psycopg.Connection[Any]) -> None:
+    """Ask the server to cancel what *connection* runs; a server gone meanwhile ends it anyway."""
+    with contextlib.suppress(psycopg.Error):
+        connection.cancel_safe(timeout=5.0)
+
+
 class PostgresDatabase:
     """A `Database` on a PostgreSQL pool (*pool_size* connections at most)."""
 
@@ -186,7 +192,7 @@ class PostgresDatabase:
             finally:
                 if not finished:
                     with trio.CancelScope(shield=True):
-                        await trio.to_thread.run_sync(functools.partial(connection.cancel_safe, timeout=5.0))
+                        await trio.to_thread.run_sync(_cancel_query, connection)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(cancel_when_cancelled)
