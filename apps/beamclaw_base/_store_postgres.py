@@ -26,9 +26,11 @@ from typing import Any, Final, TypeVar
 import attrs
 import outcome
 import psycopg
+import psycopg.adapt
 import psycopg.errors
 import trio
 from psycopg import pq
+from psycopg.abc import Buffer
 from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout, TooManyRequests
 
@@ -49,10 +51,24 @@ GETCONN_TIMEOUT: Final = 30.0
 #: `run` tries again later, within the caller's deadline).
 CONFLICT_ATTEMPTS: Final = 40
 
-#: libpq settings of every connection: a server that stops answering (a cut network) is
-#: an error within seconds, not a hang (TCP only; a Unix socket ignores them).
+
+class _NumericLoader(psycopg.adapt.Loader):
+    """``numeric`` read as SQLite answers it: an int when whole, else a float. PostgreSQL's
+    ``sum()`` of BIGINTs is numeric, which psycopg would read as a `Decimal`."""
+
+    def load(self, data: Buffer) -> int | float:
+        text = bytes(data).decode()
+        return int(text) if text.lstrip("-").isdigit() else float(text)
+
+
+_ADAPTERS: Final = psycopg.adapt.AdaptersMap(psycopg.adapters)
+_ADAPTERS.register_loader("numeric", _NumericLoader)
+
+#: The settings of every connection. The libpq ones make a server that stops answering (a
+#: cut network) an error within seconds, not a hang (TCP only; a Unix socket ignores them).
 _CONNECTION_SETTINGS: Final[dict[str, Any]] = {
     "autocommit": True,
+    "context": _ADAPTERS,
     "connect_timeout": 5,
     "keepalives": 1,
     "keepalives_idle": 5,
@@ -128,6 +144,12 @@ def _rollback(connection: psycopg.Connection[Any]) -> None:
             connection.execute("ROLLBACK")
 
 
+def _cancel_query(connection: psycopg.Connection[Any]) -> None:
+    """Ask the server to cancel what *connection* runs; a server gone meanwhile ends it anyway."""
+    with contextlib.suppress(psycopg.Error):
+        connection.cancel_safe(timeout=5.0)
+
+
 class PostgresDatabase:
     """A `Database` on a PostgreSQL pool (*pool_size* connections at most)."""
 
@@ -170,7 +192,7 @@ class PostgresDatabase:
             finally:
                 if not finished:
                     with trio.CancelScope(shield=True):
-                        await trio.to_thread.run_sync(functools.partial(connection.cancel_safe, timeout=5.0))
+                        await trio.to_thread.run_sync(_cancel_query, connection)
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(cancel_when_cancelled)

@@ -181,7 +181,7 @@ class PostgresServer:
         import psycopg
 
         with psycopg.connect(self.dsn(), autocommit=True) as connection:
-            connection.execute(statement)  # type: ignore[arg-type]
+            connection.execute(statement)
 
 
 @pytest.fixture(scope="session")

@@ -4,6 +4,7 @@ errors; then what only SQLite has (its file, its lock)."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -61,7 +62,7 @@ def test_work_that_raises_is_rolled_back_and_a_clash_is_refused(store_config: St
     db.close()
 
 
-async def test_run_answers_from_trio_and_a_quoted_question_mark_stays_text(
+async def test_run_answers_from_trio_with_plain_numbers_and_a_quoted_question_mark_stays_text(
     store_config: StoreConfig, tmp_path: Path
 ) -> None:
     db = open_store(store_config, _SCHEMA, sqlite_file=tmp_path / "notes.db")
@@ -70,8 +71,34 @@ async def test_run_answers_from_trio_and_a_quoted_question_mark_stays_text(
         lambda tx: tx.execute("SELECT id, 'why?' FROM notes WHERE body <> ? ORDER BY id", ("y",)).fetchall(),
         write=False,
     )
+    totals = await db.run(lambda tx: tx.execute("SELECT count(*), sum(stars), avg(stars) FROM notes").fetchone())
     db.close()
     assert rows == [("a", "why?")]
+    assert totals == (2, 0, 0.0) and type(totals[1]) is int  # PostgreSQL's sum() is numeric: read as an int
+
+
+def test_two_writers_reading_then_writing_one_counter_lose_no_increment(
+    store_config: StoreConfig, tmp_path: Path
+) -> None:
+    counter = Schema("counter", (Step.portable("CREATE TABLE counter (id TEXT PRIMARY KEY, n INTEGER NOT NULL);"),))
+    db = open_store(store_config, counter, sqlite_file=tmp_path / "counter.db")
+    sql(db, "INSERT INTO counter VALUES ('c', 0)")
+
+    def increment(tx: Tx) -> None:
+        (n,) = tx.execute("SELECT n FROM counter WHERE id = 'c'").fetchone()
+        tx.execute("UPDATE counter SET n = ? WHERE id = 'c'", (n + 1,))
+
+    def fifty() -> None:
+        for _ in range(50):
+            db.transact(increment)
+
+    writers = [threading.Thread(target=fifty) for _ in range(2)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join()
+    assert sql(db, "SELECT n FROM counter") == [(100,)]
+    db.close()
 
 
 # SQLite only: its file and its lock.
