@@ -20,8 +20,9 @@ from hypothesis import settings
 
 from beamclaw_obs import _held_secrets
 
-#: Fixtures every test may take: `store_config` (one run per store backend).
-pytest_plugins = ("tests.support.stores",)
+#: Fixtures every test may take: `store_config` (one run per store backend) and the
+#: PostgreSQL server behind its postgres runs.
+pytest_plugins = ("tests.support.stores", "tests.support.postgres")
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":

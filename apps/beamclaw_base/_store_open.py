@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._store import Database, Schema, StoreConfig, StoreError
+from ._store import Database, Schema, StoreConfig
 from ._store_sqlite import Synchronous, open_sqlite
 
 
@@ -22,5 +22,7 @@ def open_store(
     checkpoint policy; PostgreSQL in the configured database, shared by every node.
     """
     if config.backend == "postgres":
-        raise StoreError("[store] backend = \"postgres\" is not available in this build")
+        from ._store_postgres import open_postgres  # noqa: PLC0415 - psycopg is loaded only where it is used
+
+        return open_postgres(config, schema)
     return open_sqlite(sqlite_file, schema, synchronous=synchronous, checkpoint_every=checkpoint_every)
