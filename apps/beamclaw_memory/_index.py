@@ -99,7 +99,7 @@ class _State:
     embedding_since: float = 0.0
     embed_after: float = 0.0  # the embedder failed: not before this time
     embed_error: str = ""
-    #: Exchanges kept (in kept.db) and not yet indexed: see `_remember`.
+    #: Exchanges kept (in the remembered store) and not yet indexed: see `_remember`.
     pending: list[tuple[Document, str]] = attrs.field(factory=list)
 
 

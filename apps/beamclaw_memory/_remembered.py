@@ -119,6 +119,14 @@ class RememberedStore:
             self._db.close()
 
 
+def open_shared(config: StoreConfig) -> Database | None:
+    """The one database every agent's kept documents share on PostgreSQL (blocks), or None
+    on SQLite, where each agent has a file of its own."""
+    if config.backend == "sqlite":
+        return None
+    return open_store(config, SCHEMA, sqlite_file=None)
+
+
 def open_remembered(config: StoreConfig, folder: Path, agent: str, shared: Database | None) -> RememberedStore:
     """*agent*'s kept documents: in *shared* when the memory process holds one (PostgreSQL),
     else in the agent's own file in *folder* (blocks; `StoreError` if it cannot be used)."""

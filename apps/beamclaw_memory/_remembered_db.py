@@ -18,19 +18,18 @@ from typing import Any, Final
 import trio
 
 import supervision as sv
-from beamclaw_base import Database, StoreConfig, open_store
+from beamclaw_base import Database, StoreConfig
 
 from ._messages import SharedDatabase
-from ._remembered import SCHEMA
+from ._remembered import open_shared
 
 REMEMBERED_DB: Final = "beamclaw_memory.remembered"
 
 
 class RememberedDatabase(sv.GenServer):
     async def init(self, store: StoreConfig) -> Database | Any:
-        if store.backend == "sqlite":
-            return sv.IGNORE
-        return await trio.to_thread.run_sync(lambda: open_store(store, SCHEMA, sqlite_file=None))
+        db = await trio.to_thread.run_sync(open_shared, store)
+        return sv.IGNORE if db is None else db
 
     def handle_call(self, request: SharedDatabase, caller: sv.Caller, state: Database) -> sv.Reply:
         return sv.Reply(state, state)
