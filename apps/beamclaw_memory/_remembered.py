@@ -26,9 +26,9 @@ from beamclaw_base import Database, Schema, Step, StoreConfig, StoreRefused, Tx,
 #: The default store: SQLite files in the data dir (`StoreConfig()`, named once here).
 SQLITE_FILES: Final = StoreConfig()
 
-#: Version 1 is the table files made before the store layer already hold (their
-#: ``user_version`` is 0): it is kept as it is, and given the agent column the queries
-#: name (one file is one agent's, so its rows say ""; see `RememberedStore`).
+#: Version 1 on SQLite: the table that files from before the store layer hold already
+#: (at ``user_version`` 0, their documents left as they are), given the agent column the
+#: queries name (one file is one agent's, so its rows say ""; see `RememberedStore`).
 SCHEMA: Final = Schema(
     "memory",
     (
