@@ -11,8 +11,11 @@ from typing import TypeVar
 import pytest
 
 import beamclaw_core as core
+import supervision as sv
 from beamclaw_base import Database, StoreConfig, Tx
 from tests.support.stores import sql
+
+from .conftest import RunCore
 
 T0 = 1_800_000_000.0
 R = TypeVar("R")
@@ -156,3 +159,19 @@ def test_whom_a_chat_user_speaks_as(db: Database) -> None:
     assert speaker("telegram:3", True, "ada") == "ada"
     assert speaker("telegram:2", False, "ada") == "local:bob"
     assert speaker("telegram:666", False, "ada") == "telegram:666"
+
+
+async def test_a_channel_past_its_pending_codes_is_told_so_and_the_store_goes_on(
+    run_core: RunCore, store_config: StoreConfig
+) -> None:
+    """The fourth stranger gets `PairingError` (the channel answers them politely); the
+    store process that refused is the same one, so no conversation was restarted."""
+    from beamclaw_core._store import STORE
+
+    async with run_core(store=store_config) as r:
+        codes = [await core.pairing_code("telegram", f"telegram:{n}", "") for n in range(3)]
+        before = sv.whereis(STORE)
+        with pytest.raises(core.PairingError, match="telegram already has 3 pairing requests waiting"):
+            await core.pairing_code("telegram", "telegram:9", "")
+        assert sv.whereis(STORE) == before and r.named("child_restarted") == []
+        assert await core.pairing_code("telegram", "telegram:0", "") == codes[0]
