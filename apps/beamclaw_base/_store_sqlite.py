@@ -157,12 +157,7 @@ def open_sqlite(
 def _prepare(
     db: sqlite3.Connection, schema: Schema, name: str, synchronous: Synchronous, checkpoint_every: int | None
 ) -> None:
-    (version,) = db.execute("PRAGMA user_version").fetchone()
-    if version > schema.version:
-        raise StoreError(
-            f"{name} has format version {version}, newer than this BeamClaw's {schema.version}; "
-            "upgrade BeamClaw or move the file away"
-        )
+    _refuse_newer(db, schema, name)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     if checkpoint_every is not None:
@@ -170,6 +165,9 @@ def _prepare(
     db.execute("PRAGMA foreign_keys=ON")
     db.execute("BEGIN IMMEDIATE")
     try:
+        # Read again under the write lock: another process opening the same file at the
+        # same moment (the daemon and `beamclaw pair`) may have migrated it meanwhile.
+        version = _refuse_newer(db, schema, name)
         for number, step in enumerate(schema.steps, start=1):
             if number > version or step.repeat:
                 for statement in _statements(step.sqlite):
@@ -179,6 +177,17 @@ def _prepare(
         db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _refuse_newer(db: sqlite3.Connection, schema: Schema, name: str) -> int:
+    """The file's version; `StoreError` when it is newer than *schema*."""
+    (version,) = db.execute("PRAGMA user_version").fetchone()
+    if version > schema.version:
+        raise StoreError(
+            f"{name} has format version {version}, newer than this BeamClaw's {schema.version}; "
+            "upgrade BeamClaw or move the file away"
+        )
+    return int(version)
 
 
 def _statements(script: str) -> list[str]:

@@ -6,12 +6,12 @@ import argparse
 import datetime
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Final
 
 import beamclaw
 import beamclaw_core as core
+from beamclaw_base import StoreConfig, Tx
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -92,17 +92,25 @@ def delete(args: argparse.Namespace) -> int:
         print(f"This deletes {ws.root} (persona, memory, daily logs) and the agent's stored conversations.")
         print(f"Run `beamclaw agent delete {args.name} --yes` to do it.")
         return 1
+    # The conversations first: if the store refuses, the agent is still whole and the
+    # command can be run again.
+    store = StoreConfig()
+    if store.backend != "sqlite" or (beamclaw.data_dir() / core.SESSIONS_FILE).exists():
+        db = core.open_session_store(store, beamclaw.data_dir())
+        try:
+            db.transact(lambda tx: _delete_conversations(tx, ws.name))
+        finally:
+            db.close()
     shutil.rmtree(ws.root)
-    db_path = beamclaw.data_dir() / "sessions.db"
-    if db_path.exists():
-        db = core.open_database(db_path)
-        with db:
-            ids = [r[0] for r in db.execute("SELECT id FROM sessions WHERE agent_id = ?", (ws.name,))]
-            db.executemany("DELETE FROM messages WHERE session_id = ?", [(i,) for i in ids])
-            db.execute("DELETE FROM sessions WHERE agent_id = ?", (ws.name,))
-        db.close()
     print(f"deleted agent {ws.name}")
     return 0
+
+
+def _delete_conversations(tx: Tx, agent: str) -> None:
+    """Every stored conversation of *agent*, messages first, in one transaction: all of
+    them go, or (on a failure) none does."""
+    tx.execute("DELETE FROM messages WHERE session_id IN (SELECT id FROM sessions WHERE agent_id = ?)", (agent,))
+    tx.execute("DELETE FROM sessions WHERE agent_id = ?", (agent,))
 
 
 #: The files a rehatch puts back from their templates; MEMORY.md and the daily logs only with ``--memory``.
@@ -188,6 +196,6 @@ def add_parser(commands: Commands) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         return COMMANDS[args.action or "list"](args)
-    except (core.InvalidAgentName, sqlite3.Error, core.StoreError) as exc:
+    except (core.InvalidAgentName, core.StoreError) as exc:
         print(f"beamclaw: {exc}")
         return 2

@@ -1,14 +1,13 @@
 """`beamclaw pair [list]`, `pair CHANNEL CODE [--agent NAME]`, `pair revoke CHANNEL ID`,
 `pair link CHANNEL ID USER`, `pair unlink CHANNEL ID`.
 
-Owner-only as the other pairing commands: they open the session database itself, which
-only the data dir's owner can (0600 in a 0700 directory), and the daemon reads a link
-again at each message."""
+Owner-only as the other pairing commands: they open the session store itself (SQLite:
+a file only the data dir's owner can open, 0600 in a 0700 directory), each change in one
+transaction, daemon running or not; the daemon reads a link again at each message."""
 
 from __future__ import annotations
 
 import argparse
-import sqlite3
 import sys
 import time
 
@@ -16,21 +15,22 @@ import attrs
 
 import beamclaw
 import beamclaw_core as core
+from beamclaw_base import Database, StoreConfig
 
 from ._help import Commands, add_command
 from ._listing import Column, add_json_option, print_json, print_table
 from ._terminal_safe import visible
 
 
-def _db() -> sqlite3.Connection:
-    return core.open_database(beamclaw.data_dir(create=True) / "sessions.db")
+def _db() -> Database:
+    return core.open_session_store(StoreConfig(), beamclaw.data_dir(create=True))
 
 
-def _list(db: sqlite3.Connection, as_json: bool) -> None:
+def _list(db: Database, as_json: bool) -> None:
     """The pending codes and the paired users. A user id and a display name are a stranger's
     own (a Telegram name): the table writes their controls out, never obeys them."""
     now = time.time()
-    codes, users = core.pending(db), core.paired(db)
+    codes, users = db.transact(lambda tx: (core.pending(tx), core.paired(tx)), write=False)
     if as_json:
         print_json({"pending": [attrs.asdict(c) for c in codes], "paired": [attrs.asdict(u) for u in users]})
         return
@@ -53,30 +53,35 @@ def _list(db: sqlite3.Connection, as_json: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     words = args.words
-    db = _db()
+    try:
+        db = _db()
+    except core.StoreError as exc:
+        print(f"beamclaw: {exc}", file=sys.stderr)
+        return 1
     try:
         if not words or words == ["list"]:
             _list(db, as_json=args.json)
             return 0
         if words[0] == "revoke" and len(words) == 3:
-            removed = core.revoke(db, words[1], words[2])
+            removed = db.transact(lambda tx: core.revoke(tx, words[1], words[2]))
             print(f"revoked {words[2]} on {words[1]}" if removed else f"{words[2]} was not paired on {words[1]}")
             return 0 if removed else 1
         if words[0] == "link" and len(words) == 4:
-            core.link(db, words[1], words[2], core.check_user_id(words[3]))
+            linked_user = core.check_user_id(words[3])
+            db.transact(lambda tx: core.link(tx, words[1], words[2], linked_user))
             print(visible(f"{words[2]} on {words[1]} now speaks as {words[3]}"))
             return 0
         if words[0] == "unlink" and len(words) == 3:
-            unlinked = core.unlink(db, words[1], words[2])
+            unlinked = db.transact(lambda tx: core.unlink(tx, words[1], words[2]))
             said = f"{words[2]} on {words[1]} speaks as themselves" if unlinked else f"{words[2]} was not linked"
             print(visible(said))
             return 0 if unlinked else 1
         if len(words) == 2:
             agent = core.check_agent_exists(beamclaw.data_dir(), args.agent, core.CoreConfig().default_agent)
-            user = core.approve(db, words[0], words[1], agent)
+            user = db.transact(lambda tx: core.approve(tx, words[0], words[1], agent))
             print(visible(f"paired {user} on {words[0]} with agent {agent}"))
             return 0
-    except (core.PairingError, core.InvalidAgentName, core.InvalidUserId) as exc:
+    except (core.PairingError, core.InvalidAgentName, core.InvalidUserId, core.StoreError) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     finally:

@@ -3,10 +3,12 @@
 Each conversation is a `Session` process (history, turn queue) and a `Loop` state
 machine under their own rest_for_one supervisor: a crashing loop is restarted and the
 conversation goes on, and every tool call in a history sent to a model is answered.
-History is written to SQLite before it is acknowledged, so it also survives the whole
+History is written to the store (SQLite or PostgreSQL) before it is acknowledged, so it also survives the whole
 daemon being killed. Channels use `open_session`, `send_message` (or `submit`) and the
 `Channel` protocol.
 """
+
+from beamclaw_base import StoreError, StoreRefused, StoreUnavailable
 
 from ._api import (
     CANONICAL_USER_ENV,
@@ -75,7 +77,7 @@ from ._provider import (
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
-from ._store import SCHEMA_VERSION, StoreError, immediate_transaction, open_database
+from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, immediate_transaction, open_session_store
 from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._turn import Turn, TurnError, TurnResult
@@ -134,7 +136,7 @@ __all__ = [
     "approve",
     "check_agent_name",
     "discover",
-    "open_database",
+    "open_session_store",
     "paired",
     "parse_skill",
     "pending",
@@ -145,7 +147,9 @@ __all__ = [
     "user_folder_name",
     "user_workspace",
     "CONTEXT_WINDOWS",
+    "SCHEMA",
     "SCHEMA_VERSION",
+    "SESSIONS_FILE",
     "SUMMARY_HEADER",
     "AgentConfig",
     "AgenticLoopConfig",
@@ -174,6 +178,8 @@ __all__ = [
     "reconfigure",
     "SessionInfo",
     "StoreError",
+    "StoreRefused",
+    "StoreUnavailable",
     "TextToolCalls",
     "ToolCall",
     "Turn",

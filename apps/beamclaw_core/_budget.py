@@ -14,8 +14,9 @@ from typing import Final
 import attrs
 
 import supervision as sv
+from beamclaw_base import StoreError
 
-from ._store import StoreError, store_call
+from ._store import store_call
 from ._store_requests import AdjustTokens, ReserveTokens, TokensUsed
 
 _FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)

@@ -24,6 +24,7 @@ import trio
 from loguru import logger
 
 import supervision as sv
+from beamclaw_base import StoreError
 from beamclaw_obs import emit, scrub
 
 from ._history import answered_history
@@ -52,7 +53,7 @@ from ._session_messages import (
     TakeTurn,
     TurnAvailable,
 )
-from ._store import StoreError, store_call
+from ._store import store_call
 from ._store_requests import AppendMessages, LoadSession, ReplaceHistory, TouchSession
 from ._turn import Turn, TurnError, TurnResult
 from ._workspace import Workspace

@@ -1,17 +1,21 @@
 """The requests the session store answers, each typed with its reply (`supervision.Request`)
-and carrying the SQL it runs on the store's connection."""
+and carrying the SQL it runs in one transaction (`beamclaw_base.Tx`).
+
+The SQL is written once for SQLite and PostgreSQL. A request's work may run more than
+once (PostgreSQL runs it again after a serialisation failure), so it only reads and
+writes rows: whatever else follows from it happens in the caller, after the reply."""
 
 from __future__ import annotations
 
 import abc
 import json
-import sqlite3
 import time
 from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import attrs
 
 import supervision as sv
+from beamclaw_base import Tx
 
 from . import _pairing as pairing
 from ._messages import Message
@@ -23,7 +27,7 @@ R = TypeVar("R")
 
 
 class StoreRequest(sv.Request[R], abc.ABC):
-    """What the store is asked: `run` is the work on its connection."""
+    """What the store is asked: `run` is the work of one transaction."""
 
     __slots__ = ()
 
@@ -33,10 +37,12 @@ class StoreRequest(sv.Request[R], abc.ABC):
     #: (loading or replacing a history, deleting, listing) runs in a worker thread, so a
     #: slow disk never stalls the loop for long.
     inline: ClassVar[bool] = False
+    #: Whether the work writes: a write takes the write lock at its start; a read sees one snapshot.
+    write: ClassVar[bool] = True
 
     @abc.abstractmethod
-    def run(self, db: sqlite3.Connection) -> R:
-        """Do the work on *db* (in the store process, or in a worker thread)."""
+    def run(self, tx: Tx) -> R:
+        """Do the work in *tx* (in the store process, or in a worker thread)."""
 
 
 @attrs.frozen
@@ -69,9 +75,9 @@ _ROW_COLUMNS = (
 )
 
 
-def _upsert(db: sqlite3.Connection, info: SessionInfo, allowlist: frozenset[str]) -> None:
+def _upsert(tx: Tx, info: SessionInfo, allowlist: frozenset[str]) -> None:
     now = time.time()
-    db.execute(
+    tx.execute(
         "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at, allowlist) "
         "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET updated_at = excluded.updated_at, "
         "allowlist = excluded.allowlist",
@@ -79,8 +85,8 @@ def _upsert(db: sqlite3.Connection, info: SessionInfo, allowlist: frozenset[str]
     )
 
 
-def _insert_messages(db: sqlite3.Connection, session_id: str, start: int, messages: list[Message]) -> None:
-    db.executemany(
+def _insert_messages(tx: Tx, session_id: str, start: int, messages: list[Message]) -> None:
+    tx.executemany(
         "INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)",
         [(session_id, start + i, m.to_record()) for i, m in enumerate(messages)],
     )
@@ -90,16 +96,18 @@ def _insert_messages(db: sqlite3.Connection, session_id: str, start: int, messag
 class LoadSession(StoreRequest[StoredSession | None]):
     """The stored conversation *session_id*, history included; None if there is none."""
 
+    write: ClassVar[bool] = False
+
     session_id: str
 
-    def run(self, db: sqlite3.Connection) -> StoredSession | None:
-        row = db.execute(
+    def run(self, tx: Tx) -> StoredSession | None:
+        row = tx.execute(
             "SELECT id, user_id, agent_id, channel, updated_at, allowlist FROM sessions WHERE id = ?",
             (self.session_id,),
         ).fetchone()
         if row is None:
             return None
-        rows = db.execute(
+        rows = tx.execute(
             "SELECT message FROM messages WHERE session_id = ? ORDER BY seq", (self.session_id,)
         ).fetchall()
         history = [Message.from_record(text) for (text,) in rows]
@@ -114,8 +122,8 @@ class TouchSession(StoreRequest[None]):
     info: SessionInfo
     allowlist: frozenset[str]
 
-    def run(self, db: sqlite3.Connection) -> None:
-        _upsert(db, self.info, self.allowlist)
+    def run(self, tx: Tx) -> None:
+        _upsert(tx, self.info, self.allowlist)
 
 
 @attrs.frozen
@@ -129,11 +137,9 @@ class AppendMessages(StoreRequest[None]):
     start: int
     messages: list[Message]
 
-    def run(self, db: sqlite3.Connection) -> None:
-        with db:
-            db.execute("BEGIN")
-            _upsert(db, self.info, self.allowlist)
-            _insert_messages(db, self.info.id, self.start, self.messages)
+    def run(self, tx: Tx) -> None:
+        _upsert(tx, self.info, self.allowlist)
+        _insert_messages(tx, self.info.id, self.start, self.messages)
 
 
 @attrs.frozen
@@ -144,30 +150,30 @@ class ReplaceHistory(StoreRequest[None]):
     allowlist: frozenset[str]
     messages: list[Message]
 
-    def run(self, db: sqlite3.Connection) -> None:
-        with db:
-            db.execute("BEGIN")
-            _upsert(db, self.info, self.allowlist)
-            db.execute("DELETE FROM messages WHERE session_id = ?", (self.info.id,))
-            _insert_messages(db, self.info.id, 0, self.messages)
-            # The new history is flushed again from its start: a summary may repeat what was
-            # kept, never lose what was not.
-            db.execute(
-                "UPDATE sessions SET flushed_seq = 0, history_epoch = history_epoch + 1 WHERE id = ?", (self.info.id,)
-            )
+    def run(self, tx: Tx) -> None:
+        _upsert(tx, self.info, self.allowlist)
+        tx.execute("DELETE FROM messages WHERE session_id = ?", (self.info.id,))
+        _insert_messages(tx, self.info.id, 0, self.messages)
+        # The new history is flushed again from its start: a summary may repeat what was
+        # kept, never lose what was not.
+        tx.execute(
+            "UPDATE sessions SET flushed_seq = 0, history_epoch = history_epoch + 1 WHERE id = ?", (self.info.id,)
+        )
 
 
 @attrs.frozen
 class ListSessions(StoreRequest[tuple[list[SessionRow], int]]):
     """The *limit* conversations used last, newest first, and how many there are in all."""
 
+    write: ClassVar[bool] = False
+
     limit: int
 
-    def run(self, db: sqlite3.Connection) -> tuple[list[SessionRow], int]:
-        rows = db.execute(
+    def run(self, tx: Tx) -> tuple[list[SessionRow], int]:
+        rows = tx.execute(
             f"SELECT {_ROW_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (self.limit,)
         ).fetchall()
-        (total,) = db.execute("SELECT COUNT(*) FROM sessions").fetchone()
+        (total,) = tx.execute("SELECT COUNT(*) FROM sessions").fetchone()
         return [SessionRow(*row) for row in rows], int(total)
 
 
@@ -175,10 +181,12 @@ class ListSessions(StoreRequest[tuple[list[SessionRow], int]]):
 class FindSessions(StoreRequest[list[SessionRow]]):
     """The stored conversations whose id starts with *prefix* (two at most: enough to say it is ambiguous)."""
 
+    write: ClassVar[bool] = False
+
     prefix: str
 
-    def run(self, db: sqlite3.Connection) -> list[SessionRow]:
-        rows = db.execute(
+    def run(self, tx: Tx) -> list[SessionRow]:
+        rows = tx.execute(
             f"SELECT {_ROW_COLUMNS} FROM sessions s WHERE s.id >= ? AND s.id < ? ORDER BY s.id LIMIT 2",
             (self.prefix, self.prefix + "\U0010ffff"),
         ).fetchall()
@@ -194,12 +202,14 @@ class ExpiredSessions(StoreRequest[list[str]]):
     """The ids of the conversations not used since *cutoff*; with *flushed_only*, only those
     whose every message has been through the memory flush (see `_maintenance`)."""
 
+    write: ClassVar[bool] = False
+
     cutoff: float
     flushed_only: bool = False
 
-    def run(self, db: sqlite3.Connection) -> list[str]:
+    def run(self, tx: Tx) -> list[str]:
         flushed = f" AND {_UNFLUSHED} <= 0" if self.flushed_only else ""
-        rows = db.execute(f"SELECT s.id FROM sessions s WHERE s.updated_at < ?{flushed}", (self.cutoff,))
+        rows = tx.execute(f"SELECT s.id FROM sessions s WHERE s.updated_at < ?{flushed}", (self.cutoff,))
         return [r[0] for r in rows.fetchall()]
 
 
@@ -208,11 +218,13 @@ class FlushCandidates(StoreRequest[list[str]]):
     """The conversations not used since *updated_before* with at least *min_unflushed*
     messages not through the memory flush yet, the least recently used first."""
 
+    write: ClassVar[bool] = False
+
     min_unflushed: int
     updated_before: float
 
-    def run(self, db: sqlite3.Connection) -> list[str]:
-        rows = db.execute(
+    def run(self, tx: Tx) -> list[str]:
+        rows = tx.execute(
             f"SELECT s.id FROM sessions s WHERE s.updated_at < ? AND {_UNFLUSHED} >= ? ORDER BY s.updated_at",
             (self.updated_before, self.min_unflushed),
         )
@@ -237,21 +249,22 @@ class Unflushed:
 class LoadUnflushed(StoreRequest[Unflushed | None]):
     """What *session_id* has not flushed yet; None if there is no such conversation."""
 
+    write: ClassVar[bool] = False
+
     session_id: str
 
-    def run(self, db: sqlite3.Connection) -> Unflushed | None:
-        with db:
-            db.execute("BEGIN")  # one snapshot: the position and the messages agree
-            row = db.execute(
-                "SELECT user_id, agent_id, channel, flushed_seq, history_epoch FROM sessions WHERE id = ?",
-                (self.session_id,),
-            ).fetchone()
-            if row is None:
-                return None
-            user_id, agent_id, channel, start, epoch = row
-            rows = db.execute(
-                "SELECT message FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq", (self.session_id, start)
-            ).fetchall()
+    def run(self, tx: Tx) -> Unflushed | None:
+        # One read transaction, one snapshot: the position and the messages agree.
+        row = tx.execute(
+            "SELECT user_id, agent_id, channel, flushed_seq, history_epoch FROM sessions WHERE id = ?",
+            (self.session_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        user_id, agent_id, channel, start, epoch = row
+        rows = tx.execute(
+            "SELECT message FROM messages WHERE session_id = ? AND seq >= ? ORDER BY seq", (self.session_id, start)
+        ).fetchall()
         messages = [Message.from_record(text) for (text,) in rows]
         return Unflushed(self.session_id, user_id, agent_id, channel, epoch, start + len(rows), messages)
 
@@ -265,13 +278,11 @@ class MarkFlushed(StoreRequest[None]):
     epoch: int
     end: int
 
-    def run(self, db: sqlite3.Connection) -> None:
-        with db:
-            db.execute("BEGIN")
-            db.execute(
-                "UPDATE sessions SET flushed_seq = ? WHERE id = ? AND history_epoch = ? AND flushed_seq < ?",
-                (self.end, self.session_id, self.epoch, self.end),
-            )
+    def run(self, tx: Tx) -> None:
+        tx.execute(
+            "UPDATE sessions SET flushed_seq = ? WHERE id = ? AND history_epoch = ? AND flushed_seq < ?",
+            (self.end, self.session_id, self.epoch, self.end),
+        )
 
 
 @attrs.frozen
@@ -280,11 +291,9 @@ class DeleteSession(StoreRequest[bool]):
 
     session_id: str
 
-    def run(self, db: sqlite3.Connection) -> bool:
-        with db:
-            db.execute("BEGIN")
-            db.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
-            return db.execute("DELETE FROM sessions WHERE id = ?", (self.session_id,)).rowcount > 0
+    def run(self, tx: Tx) -> bool:
+        tx.execute("DELETE FROM messages WHERE session_id = ?", (self.session_id,))
+        return tx.execute("DELETE FROM sessions WHERE id = ?", (self.session_id,)).rowcount > 0
 
 
 @attrs.frozen
@@ -298,21 +307,17 @@ class ReserveTokens(StoreRequest[int | None]):
     tokens: int
     limit: int
 
-    def run(self, db: sqlite3.Connection) -> int | None:
-        with db:
-            db.execute("BEGIN IMMEDIATE")
-            row = db.execute(
-                "SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (self.agent_id, self.day)
-            ).fetchone()
-            used = row[0] if row else 0
-            if used + self.tokens > self.limit:
-                return None
-            db.execute(
-                "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, ?) "
-                "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = excluded.tokens",
-                (self.agent_id, self.day, used + self.tokens),
-            )
-            return int(used + self.tokens)
+    def run(self, tx: Tx) -> int | None:
+        # One statement, the check and the add together: a row is written (and returned)
+        # only while the total stays within the limit, so two reservers on two nodes can
+        # never both pass it. The SELECT's WHERE also lets SQLite parse the upsert.
+        rows = tx.execute(
+            "INSERT INTO token_usage (agent_id, day, tokens) SELECT ?, ?, ? WHERE ? <= ? "
+            "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = token_usage.tokens + excluded.tokens "
+            "WHERE token_usage.tokens + excluded.tokens <= ? RETURNING tokens",
+            (self.agent_id, self.day, self.tokens, self.tokens, self.limit, self.limit),
+        ).fetchall()  # all of them: a statement left unfinished would keep SQLite from committing
+        return int(rows[0][0]) if rows else None
 
 
 @attrs.frozen
@@ -325,13 +330,13 @@ class AdjustTokens(StoreRequest[None]):
     day: str
     delta: int
 
-    def run(self, db: sqlite3.Connection) -> None:
-        with db:
-            db.execute(
-                "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, max(?, 0)) "
-                "ON CONFLICT(agent_id, day) DO UPDATE SET tokens = max(tokens + ?, 0)",
-                (self.agent_id, self.day, self.delta, self.delta),
-            )
+    def run(self, tx: Tx) -> None:
+        tx.execute(
+            "INSERT INTO token_usage (agent_id, day, tokens) VALUES (?, ?, CASE WHEN ? > 0 THEN ? ELSE 0 END) "
+            "ON CONFLICT (agent_id, day) DO UPDATE SET tokens = "
+            "CASE WHEN token_usage.tokens + ? > 0 THEN token_usage.tokens + ? ELSE 0 END",
+            (self.agent_id, self.day, self.delta, self.delta, self.delta, self.delta),
+        )
 
 
 @attrs.frozen
@@ -339,12 +344,13 @@ class TokensUsed(StoreRequest[int]):
     """The tokens the agent used on *day*."""
 
     inline: ClassVar[bool] = True
+    write: ClassVar[bool] = False
 
     agent_id: str
     day: str
 
-    def run(self, db: sqlite3.Connection) -> int:
-        row = db.execute(
+    def run(self, tx: Tx) -> int:
+        row = tx.execute(
             "SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (self.agent_id, self.day)
         ).fetchone()
         return int(row[0]) if row else 0
@@ -358,8 +364,8 @@ class PairingCode(StoreRequest[str]):
     user_id: str
     display: str
 
-    def run(self, db: sqlite3.Connection) -> str:
-        return pairing.request_code(db, self.channel, self.user_id, self.display)
+    def run(self, tx: Tx) -> str:
+        return pairing.request_code(tx, self.channel, self.user_id, self.display)
 
 
 @attrs.frozen
@@ -367,12 +373,13 @@ class PairedAgent(StoreRequest[str | None]):
     """The agent *user_id* was paired with on *channel*, or None."""
 
     inline: ClassVar[bool] = True
+    write: ClassVar[bool] = False
 
     channel: str
     user_id: str
 
-    def run(self, db: sqlite3.Connection) -> str | None:
-        return pairing.allowed_agent(db, self.channel, self.user_id)
+    def run(self, tx: Tx) -> str | None:
+        return pairing.allowed_agent(tx, self.channel, self.user_id)
 
 
 @attrs.frozen
@@ -380,11 +387,12 @@ class Speaker(StoreRequest[str]):
     """Whom *user_id* on *channel* speaks as (see `_pairing.speaker`)."""
 
     inline: ClassVar[bool] = True
+    write: ClassVar[bool] = False
 
     channel: str
     user_id: str
     listed: bool
     canonical: str | None
 
-    def run(self, db: sqlite3.Connection) -> str:
-        return pairing.speaker(db, self.channel, self.user_id, listed=self.listed, canonical=self.canonical)
+    def run(self, tx: Tx) -> str:
+        return pairing.speaker(tx, self.channel, self.user_id, listed=self.listed, canonical=self.canonical)

@@ -16,6 +16,7 @@ from typing import Any, Final
 import attrs
 
 import supervision as sv
+from beamclaw_base import StoreConfig
 
 from ._config import MemoryConfig
 from ._index import INDEXES_SUP, AgentIndex, index_name
@@ -39,6 +40,8 @@ class _State:
     data_dir: Path
     config: MemoryConfig
     clock: Callable[[], float]
+    #: Where the agents' kept documents are (see `_remembered`).
+    store: StoreConfig
     #: Every agent whose index was started: the watcher starts again those not running.
     started: set[str] = attrs.field(factory=set)
 
@@ -50,8 +53,8 @@ def check_agent(agent: Any) -> str:
 
 
 class Agents(sv.GenServer):
-    def init(self, data_dir: Path, config: MemoryConfig, clock: Callable[[], float]) -> _State:
-        return _State(data_dir, config, clock)
+    def init(self, data_dir: Path, config: MemoryConfig, clock: Callable[[], float], store: StoreConfig) -> _State:
+        return _State(data_dir, config, clock, store)
 
     async def handle_call(
         self, request: StartIndex | StartedIndexes, caller: sv.Caller, state: _State
@@ -84,7 +87,7 @@ class Agents(sv.GenServer):
             return
         state.started.add(agent)
         spec = sv.ChildSpec(
-            agent, AgentIndex.start, args=(agent, state.data_dir, state.config, state.clock),
+            agent, AgentIndex.start, args=(agent, state.data_dir, state.config, state.clock, state.store),
             name=index_name(agent), restart=sv.TEMPORARY,
         )  # fmt: skip
         try:

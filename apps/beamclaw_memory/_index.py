@@ -25,6 +25,7 @@ import trio
 from loguru import logger
 
 import supervision as sv
+from beamclaw_base import StoreConfig, StoreRefused
 from beamclaw_obs import emit, scrub
 
 from ._bm25 import Bm25Index, IndexCorrupted
@@ -47,7 +48,8 @@ from ._messages import (
     SearchResult,
     Sync,
 )
-from ._remembered import RememberedStore
+from ._remembered import SQLITE_FILES, RememberedStore, open_remembered
+from ._remembered_db import shared_database
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
 from ._vectors import VectorSet
@@ -97,7 +99,7 @@ class _State:
     embedding_since: float = 0.0
     embed_after: float = 0.0  # the embedder failed: not before this time
     embed_error: str = ""
-    #: Exchanges kept (in kept.db) and not yet indexed: see `_remember`.
+    #: Exchanges kept (in the remembered store) and not yet indexed: see `_remember`.
     pending: list[tuple[Document, str]] = attrs.field(factory=list)
 
 
@@ -133,17 +135,30 @@ def _opened(path: Path) -> Bm25Index:
 class AgentIndex(sv.GenServer):
     """Answers an `IndexRequest`; `Sync` and `Remember` come as casts too."""
 
-    async def init(self, agent: str, data_dir: Path, config: MemoryConfig, clock: Callable[[], float]) -> _State:
+    async def init(
+        self,
+        agent: str,
+        data_dir: Path,
+        config: MemoryConfig,
+        clock: Callable[[], float],
+        store: StoreConfig = SQLITE_FILES,
+    ) -> _State:
         folder = data_dir / "memory" / agent
         root = workspace_of(data_dir, agent)
+        shared = await shared_database(store)
 
         def open_all() -> tuple[ChunkStore, RememberedStore, Bm25Index]:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            store = ChunkStore(folder / "chunks.db")
-            return store, RememberedStore(folder / "kept.db"), _open_keywords(folder, store)
+            remembered = open_remembered(store, folder, agent, shared)  # the truth first: its error stops all
+            try:
+                chunks = ChunkStore(folder / "chunks.db")
+                return chunks, remembered, _open_keywords(folder, chunks)
+            except BaseException:
+                remembered.close()
+                raise
 
-        store, remembered, keywords = await trio.to_thread.run_sync(open_all)
-        state = _State(agent, root, folder, config, clock, store, remembered, keywords)
+        chunks, remembered, keywords = await trio.to_thread.run_sync(open_all)
+        state = _State(agent, root, folder, config, clock, chunks, remembered, keywords)
         await self._sync(state)
         await self._restore_remembered(state)
         self._want_vectors(state)
@@ -161,7 +176,11 @@ class AgentIndex(sv.GenServer):
             case Sync():
                 return sv.Reply(await self._sync(state), state)
             case Remember(owner, doc, text):
-                await self._remember(state, owner, doc, text)
+                try:
+                    await self._remember(state, owner, doc, text)
+                except StoreRefused as exc:  # the text, not this process
+                    sv.reply_error(caller, exc)
+                    return sv.NoReply(state)
                 return sv.Reply(None, state)
             case Search(query, owner, limit):
                 return sv.Reply(await self._search(state, query, owner, limit), state)
@@ -183,7 +202,10 @@ class AgentIndex(sv.GenServer):
                 await self._index_pending(state)
                 await self._sync(state)
             case Remember(owner, doc, text):
-                await self._remember(state, owner, doc, text)
+                try:
+                    await self._remember(state, owner, doc, text)
+                except StoreRefused as exc:
+                    logger.warning("memory: not kept: {}", exc)
         self._want_vectors(state)
         return sv.NoReply(state)
 

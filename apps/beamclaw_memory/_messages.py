@@ -8,6 +8,7 @@ from typing import Any
 import attrs
 
 import supervision as sv
+from beamclaw_base import Database
 
 from ._embedding import Vectors
 
@@ -100,6 +101,11 @@ class StartIndex(sv.Request[str]):
 @attrs.frozen
 class StartedIndexes(sv.Request[list[str]]):
     """Every agent whose index was started (running or not now), sorted."""
+
+
+@attrs.frozen
+class SharedDatabase(sv.Request[Database]):
+    """The database every agent's kept documents share (PostgreSQL; see `_remembered_db`)."""
 
 
 @attrs.frozen

@@ -3,10 +3,15 @@ and flush notes.
 
 Everything else the memory app keeps is derived (from the workspace files, and from
 this), so it may be rebuilt; this is not: a conversation's history expires from core's
-store, and the messages a flush note came from were compacted away. So it lives in a
-file of its own, ``memory/<agent>/kept.db`` (the name existing data dirs have), written
-before anything is indexed; the chunk store is refilled from it when it is rebuilt, and
-a file that cannot be read is moved aside (never deleted) for its owner to recover.
+store, and the messages a flush note came from were compacted away. So it lives on the
+store layer (`beamclaw_base.Database`), written before anything is indexed; the chunk
+store is refilled from it when it is rebuilt.
+
+On SQLite each agent keeps a file of its own, ``memory/<agent>/kept.db`` (the name
+existing data dirs have; one that cannot be read stops the agent's memory with a
+`StoreError` saying so, and is never moved or replaced). On PostgreSQL every agent's
+documents share one table, keyed by agent, so every node finds them; the memory
+process holds one `Database` for all its agents (see `_remembered_db`).
 """
 
 from __future__ import annotations
@@ -16,40 +21,117 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from ._sqlite_file import connect
+from beamclaw_base import Database, Schema, Step, StoreConfig, StoreRefused, Tx, open_store
 
-_SCHEMA: Final = """
+#: The default store: SQLite files in the data dir (`StoreConfig()`, named once here).
+SQLITE_FILES: Final = StoreConfig()
+
+#: Version 1 on SQLite: the table that files from before the store layer hold already
+#: (at ``user_version`` 0, their documents left as they are), given the agent column the
+#: queries name (one file is one agent's, so its rows say ""; see `RememberedStore`).
+SCHEMA: Final = Schema(
+    "memory",
+    (
+        Step(
+            sqlite="""
 CREATE TABLE IF NOT EXISTS kept (
     doc TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
     body TEXT NOT NULL,
     created REAL NOT NULL
 );
-"""
+ALTER TABLE kept ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX kept_agent_doc ON kept (agent, doc);
+""",
+            postgres="""
+CREATE TABLE kept (
+    agent TEXT COLLATE "C" NOT NULL,
+    doc TEXT COLLATE "C" NOT NULL,
+    owner TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created double precision NOT NULL,
+    PRIMARY KEY (agent, doc)
+);
+""",
+        ),
+    ),
+)
 
 
 class RememberedStore:
-    """Blocking SQLite access (the index process calls it from worker threads)."""
+    """One agent's kept documents; blocking (the index process calls it from worker threads).
 
-    def __init__(self, path: Path) -> None:
-        self._db = connect(path, _SCHEMA)
+    Every query names the agent. On PostgreSQL that is what keeps one agent's documents
+    from another's in the shared table; on SQLite the file is the agent's own, so its
+    rows carry "" (as the rows written before the column existed do), and a renamed
+    agent folder keeps its documents.
+    """
+
+    def __init__(self, db: Database, agent: str, *, owns_db: bool) -> None:
+        self._db = db
+        self._agent = agent if db.dialect == "postgres" else ""
+        self._owns_db = owns_db
 
     def put(self, doc: str, owner: str, body: str) -> None:
-        self._db.execute(
-            "INSERT OR REPLACE INTO kept (doc, owner, body, created) VALUES (?, ?, ?, ?)",
-            (doc, owner, body, time.time()),
-        )
+        """Keep *body* as *doc* of *owner* (replacing what *doc* held); `StoreRefused` for
+        text holding NUL, which PostgreSQL cannot store (refused on both, so the two agree)."""
+        if any("\x00" in text for text in (doc, owner, body)):
+            raise StoreRefused(f"the memory cannot keep {doc!r}: it holds a NUL character")
+        row = (self._agent, doc, owner, body, time.time())
+
+        def work(tx: Tx) -> None:
+            tx.execute(
+                "INSERT INTO kept (agent, doc, owner, body, created) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (agent, doc) DO UPDATE SET "
+                "owner = excluded.owner, body = excluded.body, created = excluded.created",
+                row,
+            )
+
+        self._db.transact(work)
 
     def body(self, doc: str) -> str:
-        row = self._db.execute("SELECT body FROM kept WHERE doc = ?", (doc,)).fetchone()
-        return "" if row is None else str(row[0])
+        def work(tx: Tx) -> str:
+            row = tx.execute("SELECT body FROM kept WHERE agent = ? AND doc = ?", (self._agent, doc)).fetchone()
+            return "" if row is None else str(row[0])
+
+        return self._db.transact(work, write=False)
 
     def docs(self) -> set[str]:
-        return {doc for (doc,) in self._db.execute("SELECT doc FROM kept")}
+        def work(tx: Tx) -> set[str]:
+            return {doc for (doc,) in tx.execute("SELECT doc FROM kept WHERE agent = ?", (self._agent,)).fetchall()}
+
+        return self._db.transact(work, write=False)
 
     def everything(self) -> Iterator[tuple[str, str, str]]:
-        """(doc, owner, body) of every kept document."""
-        yield from self._db.execute("SELECT doc, owner, body FROM kept ORDER BY created")
+        """(doc, owner, body) of every kept document, oldest first."""
+
+        def work(tx: Tx) -> list[tuple[str, str, str]]:
+            rows = tx.execute(
+                "SELECT doc, owner, body FROM kept WHERE agent = ? ORDER BY created, doc", (self._agent,)
+            ).fetchall()
+            return [(str(doc), str(owner), str(body)) for doc, owner, body in rows]
+
+        yield from self._db.transact(work, write=False)
 
     def close(self) -> None:
-        self._db.close()
+        """Close the agent's own database (a shared one stays open for the other agents)."""
+        if self._owns_db:
+            self._db.close()
+
+
+def open_shared(config: StoreConfig) -> Database | None:
+    """The one database every agent's kept documents share on PostgreSQL (blocks), or None
+    on SQLite, where each agent has a file of its own."""
+    if config.backend == "sqlite":
+        return None
+    return open_store(config, SCHEMA, sqlite_file=None)
+
+
+def open_remembered(config: StoreConfig, folder: Path, agent: str, shared: Database | None) -> RememberedStore:
+    """*agent*'s kept documents: in *shared* when the memory process holds one (PostgreSQL),
+    else in the agent's own file in *folder* (blocks; `StoreError` if it cannot be used)."""
+    if shared is not None:
+        return RememberedStore(shared, agent, owns_db=False)
+    # FULL, as before the store layer: a power cut loses no document the memory was told to keep.
+    db = open_store(config, SCHEMA, sqlite_file=folder / "kept.db", synchronous="FULL")
+    return RememberedStore(db, agent, owns_db=True)

@@ -1,9 +1,9 @@
 """A memory SQLite file opened safely: one that cannot be read is moved aside, never deleted.
 
-Both of the memory's files (the chunk store and the remembered store) open this way, so
-a corrupt file costs a rebuild (or, for the remembered store, is left for its owner to
-recover), and a file that is only locked or unreadable now fails with `StoreUnavailable`
-without anything being moved.
+The chunk store opens this way (it is derived, and node-local whatever the store layer's
+backend), so a corrupt file costs a rebuild, and a file that is only locked or
+unreadable now fails with the store layer's `StoreUnavailable` without anything being
+moved. The kept documents are not derived: they are on the store layer (`_remembered`).
 """
 
 from __future__ import annotations
@@ -14,12 +14,8 @@ from pathlib import Path
 
 from loguru import logger
 
+from beamclaw_base import StoreUnavailable
 from beamclaw_obs import emit
-
-
-class StoreUnavailable(Exception):
-    """A memory file cannot be used now (locked, unreadable, a full disk): not corruption,
-    so nothing is rebuilt or moved; the message says why."""
 
 
 def connect(path: Path, schema: str) -> sqlite3.Connection:

@@ -2,6 +2,8 @@
 
     beamclaw_memory (one_for_one)
     ├── embedder  (GenServer): the embedding model and the embedding cache
+    ├── remembered (GenServer): on PostgreSQL, the one database of every agent's kept
+    │             documents (on SQLite each agent has its own file: not started)
     ├── indexes   (DynamicSupervisor): one AgentIndex per agent in use (temporary)
     ├── agents    (GenServer): starts the indexes, one per agent
     ├── watcher   (process): picks up edits to the workspace files; restarts crashed indexes
@@ -20,17 +22,27 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_tools import keep_registered
 
 from ._agents import AGENTS, MEMORY_OFF, Agents
 from ._config import MemoryConfig, parse_memory_config
 from ._embedder import EMBEDDER, EmbedderServer
 from ._index import INDEXES_SUP
+from ._remembered import SQLITE_FILES
+from ._remembered_db import REMEMBERED_DB, RememberedDatabase
 from ._tools import MemoryGetTool, MemorySearchTool
 from ._watcher import watch
 
 
-def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) -> sv.Supervisor:
+def memory_tree(
+    config: MemoryConfig,
+    data_dir: Path,
+    clock: Any = time.time,
+    store: StoreConfig = SQLITE_FILES,
+) -> sv.Supervisor:
+    """The tree; *store* says where the kept documents are (the derived indexes and the
+    embedding cache are always SQLite files in *data_dir*)."""
     if not config.enabled:
         return sv.Supervisor([], name=MEMORY_OFF, intensity=10, period=10.0)
     return sv.Supervisor(
@@ -42,8 +54,9 @@ def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) ->
                 name=EMBEDDER,
                 backoff=sv.Backoff(initial=0.5, maximum=30.0),
             ),
+            sv.ChildSpec("remembered", RememberedDatabase.start, args=(store,), name=REMEMBERED_DB),
             sv.DynamicSupervisor(intensity=100, period=10.0, name=INDEXES_SUP).child_spec("indexes"),
-            sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock), name=AGENTS),
+            sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock, store), name=AGENTS),
             sv.ChildSpec("watcher", watch, args=(config.watch_interval_seconds,)),
             keep_registered("tools", [MemorySearchTool(config.search.default_limit), MemoryGetTool()]),
         ],
@@ -53,5 +66,5 @@ def memory_tree(config: MemoryConfig, data_dir: Path, clock: Any = time.time) ->
     )
 
 
-def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
-    return memory_tree(parse_memory_config(table), data_dir)
+def supervision_tree(table: dict[str, Any], data_dir: Path, store: StoreConfig = SQLITE_FILES) -> sv.Supervisor:
+    return memory_tree(parse_memory_config(table), data_dir, store=store)

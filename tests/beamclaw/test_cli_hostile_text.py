@@ -17,6 +17,7 @@ import httpx
 import trio
 
 import beamclaw_core as core
+from beamclaw_base import StoreConfig
 from tests.support.model_server import Reply, scripted_model
 
 from .daemon import cli, running_daemon, write_config
@@ -98,8 +99,8 @@ async def test_every_command_prints_hostile_text_as_text(tmp_path: Path) -> None
             _printed(await cli(home, "scheduler", "list"), "never (beyond any date)")
 
             # A Telegram stranger's name, waiting for the owner's approval.
-            pairing = core.open_database(home / "sessions.db")
-            code = core.request_code(pairing, "telegram", "tg:666", HOSTILE)
+            pairing = core.open_session_store(StoreConfig(), home)
+            code = pairing.transact(lambda tx: core.request_code(tx, "telegram", "tg:666", HOSTILE))
             pairing.close()
             _printed(await cli(home, "pair", "list"), f"{code}  tg:666  {HOSTILE_SHOWN}")
 

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import beamclaw_core as core
+from beamclaw_base import StoreConfig
 from tests.support.model_server import Reply, scripted_model
 
 from .daemon import cli, control, running_daemon, write_config
@@ -74,8 +75,8 @@ async def test_the_lists_on_disk_print_whole_names_into_a_pipe_and_json(tmp_path
     ).items()
     assert ["✓", skill.name, "home", "A", "long", "skill"] in await _lines(home, "skills", "list")
 
-    db = core.open_database(home / "sessions.db")
-    code = core.request_code(db, "telegram", "tg:4242424242424242", "Ada Lovelace-Byron")
+    db = core.open_session_store(StoreConfig(), home)
+    code = db.transact(lambda tx: core.request_code(tx, "telegram", "tg:4242424242424242", "Ada Lovelace-Byron"))
     db.close()
     pairs = await _json(home, "pair")
     assert isinstance(pairs, dict) and pairs["paired"] == []

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import beamclaw_core as core
+from beamclaw_base import Database, StoreConfig
 from beamclaw_cli import main
+from beamclaw_core._store_requests import AppendMessages
+from tests.support.stores import sql
 
 
 @pytest.fixture
@@ -118,17 +123,17 @@ def test_skills_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None
 
 def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
     home.mkdir()
-    db = core.open_database(home / "sessions.db")
-    code_text = core.request_code(db, "telegram", "tg:42", "Ada L.")
+    db = core.open_session_store(StoreConfig(), home)
+    code_text = db.transact(lambda tx: core.request_code(tx, "telegram", "tg:42", "Ada L."))
     out = run(capsys, "pair")[1]
     assert ["telegram", code_text, "tg:42", "Ada", "L.", "59", "min"] in _rows(out) and "nobody paired yet" in out
     code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")  # a typo must not make an agent
     assert code == 1 and "there is no agent 'ada' (agents: default); create it with `beamclaw agent create ada`" in out
-    assert not (home / "agents" / "ada").exists() and core.allowed_agent(db, "telegram", "tg:42") is None
+    assert not (home / "agents" / "ada").exists() and _allowed(db, "tg:42") is None
     run(capsys, "agent", "create", "ada")
     code, out = run(capsys, "pair", "telegram", code_text, "--agent", "ada")
     assert code == 0 and out == "paired tg:42 on telegram with agent ada\n"
-    assert core.allowed_agent(db, "telegram", "tg:42") == "ada"
+    assert _allowed(db, "tg:42") == "ada"
     code, out = run(capsys, "pair", "telegram", "WRONG234")
     assert code == 1 and "no pending telegram pairing code 'WRONG234'" in out
     code, out = run(capsys, "pair", "link", "telegram", "tg:42", "local:ada\x1b[2J")
@@ -142,7 +147,51 @@ def test_pairing_commands(home: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (0, "tg:42 on telegram speaks as themselves\n")
     assert run(capsys, "pair", "unlink", "telegram", "tg:42") == (1, "tg:42 was not linked\n")
     assert run(capsys, "pair", "revoke", "telegram", "tg:42")[0] == 0
-    assert core.allowed_agent(db, "telegram", "tg:42") is None
+    assert _allowed(db, "tg:42") is None
+    db.close()
+
+
+def _allowed(db: Database, user_id: str) -> str | None:
+    return db.transact(lambda tx: core.allowed_agent(tx, "telegram", user_id), write=False)
+
+
+def _converse(db: Database, session_id: str, agent: str) -> None:
+    said = [core.Message("user", "hi"), core.Message("assistant", "hello")]
+    db.transact(AppendMessages(core.SessionInfo(session_id, "local:bob", agent), frozenset(), 0, said).run)
+
+
+def test_agent_delete_deletes_its_conversations_and_only_its(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run(capsys, "agent", "create", "ada")
+    with _store(home) as db:
+        _converse(db, "s-ada", "ada")
+        _converse(db, "s-default", "default")
+    assert run(capsys, "agent", "delete", "ada", "--yes") == (0, "deleted agent ada\n")
+    with _store(home) as db:
+        assert sql(db, "SELECT id FROM sessions") == [("s-default",)]
+        assert sql(db, "SELECT DISTINCT session_id FROM messages") == [("s-default",)]
+
+
+def test_agent_delete_that_fails_half_way_deletes_nothing(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The messages go first, then the conversations: when the second fails, the first is
+    undone and the workspace is kept, so the command can simply be run again."""
+    run(capsys, "agent", "create", "ada")
+    with _store(home) as db:
+        _converse(db, "s-ada", "ada")
+        sql(db, "CREATE TRIGGER keep BEFORE DELETE ON sessions BEGIN SELECT RAISE(ABORT, 'kept by a trigger'); END")
+    code, out = run(capsys, "agent", "delete", "ada", "--yes")
+    assert code == 2 and "kept by a trigger" in out
+    assert (home / "agents" / "ada" / "IDENTITY.md").exists()
+    with _store(home) as db:
+        assert sql(db, "SELECT count(*) FROM messages WHERE session_id = 's-ada'") == [(2,)]
+
+
+@contextlib.contextmanager
+def _store(home: Path) -> Iterator[Database]:
+    db = core.open_session_store(StoreConfig(), home)
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 def test_doctor_names_each_fix(home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +18,7 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
 import supervision as sv
+from beamclaw_base import Database, StoreConfig
 from tests.support.model_server import ScriptedModel, Step, scripted_model
 
 
@@ -70,9 +71,10 @@ class Running:
 def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: dict[str, Any],
          tools_table: dict[str, Any], *, memory_table: dict[str, Any] | None = None,
          clock: Callable[[], float] = time.time, sandbox_table: dict[str, Any] | None = None,
-         ) -> sv.Supervisor:  # fmt: skip
+         store: StoreConfig | None = None) -> sv.Supervisor:  # fmt: skip
     """The apps core needs; the memory app only when *memory_table* is given (core does
-    without); *clock* is core's wall clock."""
+    without); *clock* is core's wall clock, *store* where core keeps its conversations
+    (SQLite in *home* by default)."""
     with_memory = [] if memory_table is None else [memory.supervision_tree(memory_table, home).child_spec("memory")]
     return sv.Supervisor(
         [
@@ -81,7 +83,9 @@ def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: 
             tools.supervision_tree(tools_table, home).child_spec("tools"),
             *with_memory,
             sandbox.supervision_tree(sandbox_table or {}, home).child_spec("sandbox"),  # the jails bash runs in
-            core.supervision_tree(core_table(base_url, **core_overrides), home, clock).child_spec("core"),
+            core.supervision_tree(
+                core_table(base_url, **core_overrides), home, clock, store or StoreConfig()
+            ).child_spec("core"),
         ],
         name="test_root",
     )
@@ -92,23 +96,36 @@ RunCore = Callable[..., AbstractAsyncContextManager[Running]]
 
 @pytest.fixture
 def run_core(tmp_path: Path) -> RunCore:
-    """``async with run_core(*steps, core={...}, tools={...}, memory={...}) as r:`` a running tree."""
+    """``async with run_core(*steps, core={...}, tools={...}, memory={...}) as r:`` a running tree;
+    ``store=store_config`` runs core's store on that backend."""
 
     @asynccontextmanager
     async def running(
         *steps: Step, repeat: Step | None = None, tools: dict[str, Any] | None = None,
         home: Path | None = None, memory: dict[str, Any] | None = None,
-        clock: Callable[[], float] = time.time, sandbox: dict[str, Any] | None = None, **core_overrides: Any,
+        clock: Callable[[], float] = time.time, sandbox: dict[str, Any] | None = None,
+        store: StoreConfig | None = None, **core_overrides: Any,
     ) -> AsyncIterator[Running]:  # fmt: skip
         events: list[obs.ObsEvent] = []
         home = home or tmp_path / "home"
         async with scripted_model(*steps, repeat=repeat) as model:
             spec = tree(home, model.base_url, events, core_overrides, tools or {}, memory_table=memory, clock=clock,
-                        sandbox_table=sandbox)  # fmt: skip
+                        sandbox_table=sandbox, store=store)  # fmt: skip
             async with sv.open_supervisor(spec) as sup:
                 yield Running(home, model, sup, events)
 
     return running
+
+
+@contextmanager
+def session_store(home: Path, config: StoreConfig) -> Iterator[Database]:
+    """Core's store as the command line opens it, for a test that reads or changes rows
+    (with `tests.support.stores.sql`); closed after the block."""
+    db = core.open_session_store(config, home)
+    try:
+        yield db
+    finally:
+        db.close()
 
 
 async def wait_for(predicate: Callable[[], Any], timeout: float = 10.0) -> None:

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import threading
+from pathlib import Path
+
 import beamclaw_core as core
+from beamclaw_base import StoreConfig
+from beamclaw_core._store_requests import AdjustTokens, ReserveTokens, TokensUsed
 from tests.support.model_server import Reply
+from tests.support.stores import sql
 
-from .conftest import RunCore
+from .conftest import RunCore, session_store
 
 
-async def test_the_budget_refuses_a_call_that_would_pass_it(run_core: RunCore) -> None:
+async def test_the_budget_refuses_a_call_that_would_pass_it(run_core: RunCore, store_config: StoreConfig) -> None:
     costly = Reply("expensive", prompt_tokens=2500, completion_tokens=1500)
-    async with run_core(costly, Reply("never"), daily_token_budget=5000, budget_completion_reserve=200) as r:
+    budget = {"daily_token_budget": 5000, "budget_completion_reserve": 200}
+    async with run_core(costly, Reply("never"), store=store_config, **budget) as r:
         session = await r.open()
         assert (await core.send_message(session, "one", core.CollectingChannel())).ok
         assert await core.used_today("default") == 4000  # the reservation settled to real usage
@@ -25,18 +32,57 @@ async def test_the_budget_refuses_a_call_that_would_pass_it(run_core: RunCore) -
         assert [m.content for m in await core.history(session)] == ["one", "expensive", "two"]
 
 
-async def test_per_agent_budgets_override_the_default(run_core: RunCore) -> None:
-    async with run_core(repeat=Reply("ok"), daily_token_budget=10, budgets={"rich": 0}) as r:
+async def test_per_agent_budgets_override_the_default(run_core: RunCore, store_config: StoreConfig) -> None:
+    async with run_core(repeat=Reply("ok"), daily_token_budget=10, budgets={"rich": 0}, store=store_config) as r:
         poor = await r.open("u", "default")
         rich = await r.open("u", "rich")
         assert not (await core.send_message(poor, "hi", core.CollectingChannel())).ok
         assert (await core.send_message(rich, "hi", core.CollectingChannel())).ok
 
 
-async def test_a_failed_call_gives_its_reservation_back(run_core: RunCore) -> None:
+async def test_a_failed_call_gives_its_reservation_back(run_core: RunCore, store_config: StoreConfig) -> None:
     from tests.support.model_server import Status
 
-    async with run_core(Status(400), daily_token_budget=5000, provider={"max_retries": 0}) as r:
+    budget = {"daily_token_budget": 5000, "provider": {"max_retries": 0}}
+    async with run_core(Status(400), store=store_config, **budget) as r:
         session = await r.open()
         assert not (await core.send_message(session, "x", core.CollectingChannel())).ok
         assert await core.used_today("default") == 0
+
+
+def test_two_reservers_at_once_never_pass_the_limit(tmp_path: Path, store_config: StoreConfig) -> None:
+    """Two handles on one store (as two nodes on one PostgreSQL) reserve at the same time:
+    each reservation is checked against the total the other's left, so the total never
+    passes the limit and no two reservations are granted on the same total."""
+    limit, tokens, attempts = 1000, 7, 100
+
+    def reserve(results: list[int]) -> None:
+        with session_store(tmp_path, store_config) as db:
+            for _ in range(attempts):
+                total = db.transact(ReserveTokens("default", "2026-11-27", tokens, limit).run)
+                if total is not None:
+                    results.append(total)
+
+    results: list[list[int]] = [[], []]
+    threads = [threading.Thread(target=reserve, args=(mine,)) for mine in results]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    granted = sorted(results[0] + results[1])
+    assert granted == list(range(tokens, limit + 1, tokens))  # 142 of the 200 attempts, every total once
+    with session_store(tmp_path, store_config) as db:
+        assert sql(db, "SELECT tokens FROM token_usage") == [(limit // tokens * tokens,)]
+
+
+def test_a_settled_reservation_never_goes_below_nothing(tmp_path: Path, store_config: StoreConfig) -> None:
+    with session_store(tmp_path, store_config) as db:
+        db.transact(AdjustTokens("default", "2026-11-27", -50).run)  # nothing reserved yet: 0
+        assert db.transact(TokensUsed("default", "2026-11-27").run, write=False) == 0
+        assert db.transact(ReserveTokens("default", "2026-11-27", 100, 1000).run) == 100
+        db.transact(AdjustTokens("default", "2026-11-27", 30).run)
+        assert db.transact(TokensUsed("default", "2026-11-27").run, write=False) == 130
+        db.transact(AdjustTokens("default", "2026-11-27", -500).run)
+        assert db.transact(TokensUsed("default", "2026-11-27").run, write=False) == 0
+        assert db.transact(ReserveTokens("default", "2026-11-27", 1001, 1000).run) is None  # alone past it
+        assert sql(db, "SELECT tokens FROM token_usage") == [(0,)]

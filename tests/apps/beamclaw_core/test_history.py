@@ -12,11 +12,12 @@ import pytest
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import StoreConfig, Tx
 from beamclaw_core import INTERRUPTED, Message, ToolCall, answered_history
 from beamclaw_core._session_messages import Append
 from tests.support.model_server import Call, Reply, invalid_tool_history
 
-from .conftest import RunCore, Running, wait_for
+from .conftest import RunCore, Running, session_store, wait_for
 
 CALL = ToolCall("c1", "bash", "{}")
 ASK = Message("assistant", "", tool_calls=(CALL,))
@@ -76,24 +77,27 @@ async def test_a_crash_while_a_tool_runs_never_breaks_the_conversation(run_core:
         assert [(m.tool_call_id, m.content) for m in history if m.role == "tool"] == [("slow", INTERRUPTED)]
 
 
-async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(run_core: RunCore, tmp_path: Path) -> None:
+async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(
+    run_core: RunCore, tmp_path: Path, store_config: StoreConfig
+) -> None:
     home = tmp_path / "home"
-    async with run_core(home=home) as r:
+    async with run_core(home=home, store=store_config) as r:
         session = await r.open()
-    # What a kill -9 while a tool ran leaves on disk: the call saved, its result never.
-    db = core.open_database(home / "sessions.db")
+    # What a kill -9 while a tool ran leaves stored: the call saved, its result never.
     info = core.SessionInfo(session.id, session.user_id, session.agent_id, session.channel)
-    with db:
-        db.execute("BEGIN")
-        db.execute(
-            "INSERT OR REPLACE INTO sessions (id, user_id, agent_id, channel, created_at, updated_at) "
-            "VALUES (?, ?, ?, ?, 0, 0)",
+    left = [(info.id, seq, message.to_record()) for seq, message in enumerate([Message("user", "run it"), ASK])]
+
+    def kill_minus_9(tx: Tx) -> None:
+        tx.execute(
+            "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at) "
+            "VALUES (?, ?, ?, ?, 0, 0) ON CONFLICT (id) DO NOTHING",
             (info.id, info.user_id, info.agent_id, ""),
         )
-        for seq, message in enumerate([Message("user", "run it"), ASK]):
-            db.execute("INSERT INTO messages VALUES (?, ?, ?)", (info.id, seq, message.to_record()))
-    db.close()
-    async with run_core(Reply("back"), home=home) as r:
+        tx.executemany("INSERT INTO messages (session_id, seq, message) VALUES (?, ?, ?)", left)
+
+    with session_store(home, store_config) as db:
+        db.transact(kill_minus_9)
+    async with run_core(Reply("back"), home=home, store=store_config) as r:
         session = await r.open()
         stored = await core.history(session)
         assert stored[-1] == Message("tool", INTERRUPTED, tool_call_id="c1", name="bash")
@@ -102,7 +106,7 @@ async def test_a_history_left_open_by_a_killed_daemon_is_closed_on_restore(run_c
         await r.settle()
         assert r.named("history_repaired")[0].data["messages_after"] == 3
     # The repair was saved, not only made in memory.
-    async with run_core(home=home) as r:
+    async with run_core(home=home, store=store_config) as r:
         assert len(await core.history(await r.open())) == 5
 
 

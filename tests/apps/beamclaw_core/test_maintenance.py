@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import sqlite3
 import time
 from pathlib import Path
 from typing import Any
@@ -17,11 +16,13 @@ from trio.testing import MockClock
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_core._maintenance import MAINTENANCE
 from tests.apps.beamclaw_scheduler.conftest import virtual_clock
 from tests.support.model_server import Reply, Status
+from tests.support.stores import sql
 
-from .conftest import RunCore, wait_for
+from .conftest import RunCore, session_store, wait_for
 
 #: The memory flush's notes go to the user's daily log, a file a test can read.
 DAILY_LOG = {"memory_flush": "daily_log"}
@@ -49,13 +50,16 @@ def _daily_logs(home: Path) -> str:
     return "".join(p.read_text() for p in sorted(home.rglob("memory/*.md")))
 
 
-async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: RunCore, mock_clock: MockClock) -> None:
+async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(
+    run_core: RunCore, mock_clock: MockClock, store_config: StoreConfig
+) -> None:
     calm = _calm(mock_clock)
     clock = virtual_clock(_utc(2026, 5, 4, 1, 0))
     upkeep = {"enabled": True, "scan_interval_seconds": 1200, "quiet_hours": [2, 4], "nightly_min_messages": 4}
     steps = [Reply("a1"), Reply("a2"), Reply("b1"), Reply("- Ada drinks green tea")]
     async with run_core(
-        *steps, clock=clock, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG, **calm
+        *steps, clock=clock, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG, store=store_config,
+        **calm
     ) as r:  # fmt: skip
         ada, bob = await r.open("local:ada"), await r.open("local:bob")
         for text in ("I like green tea", "remember that"):
@@ -74,7 +78,8 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
     _jump(mock_clock, on=False)
     clock = virtual_clock(_utc(2026, 5, 4, 2, 30))
     async with run_core(
-        clock=clock, home=r.home, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG, **calm
+        clock=clock, home=r.home, maintenance={"idle_seconds": 0, **upkeep}, agentic_loop=DAILY_LOG,
+        store=store_config, **calm
     ) as again:  # fmt: skip
         _jump(mock_clock)
         await trio.sleep(3600)
@@ -83,14 +88,15 @@ async def test_the_nightly_flush_runs_once_a_night_in_the_quiet_hours(run_core: 
 
 
 async def test_expiry_waits_for_the_pre_expiry_flush_and_a_failed_one_loses_nothing(
-    run_core: RunCore, mock_clock: MockClock, tmp_path: Path
+    run_core: RunCore, mock_clock: MockClock, tmp_path: Path, store_config: StoreConfig
 ) -> None:
     calm = _calm(mock_clock)
     clock = virtual_clock(time.time())
     upkeep = {"idle_seconds": 0, "enabled": True, "scan_interval_seconds": 1200, "pre_expiry_minutes": 10}
     steps = [Reply("noted"), Status(500), Reply("- Ada's flight is on Friday")]
     async with run_core(
-        *steps, clock=clock, session_ttl_seconds=4000, maintenance=upkeep, agentic_loop=DAILY_LOG, **calm
+        *steps, clock=clock, session_ttl_seconds=4000, maintenance=upkeep, agentic_loop=DAILY_LOG,
+        store=store_config, **calm
     ) as r:  # fmt: skip
         ada = await r.open("local:ada")
         await core.send_message(ada, "my flight is on Friday", core.CollectingChannel())
@@ -105,24 +111,28 @@ async def test_expiry_waits_for_the_pre_expiry_flush_and_a_failed_one_loses_noth
         assert [e.data for e in r.named("maintenance_pre_expiry_flush")] == [{"session_id": ada.id}]
         assert "flight is on Friday" in _daily_logs(r.home)
         assert await core.sweep_expired(clock()) == [ada.id]
-    rows = sqlite3.connect(tmp_path / "home" / "sessions.db").execute("SELECT count(*) FROM sessions").fetchone()
-    assert rows == (0,)
+    with session_store(tmp_path / "home", store_config) as db:
+        assert sql(db, "SELECT count(*) FROM sessions") == [(0,)]
 
 
-async def test_without_maintenance_the_cleaner_deletes_as_before(run_core: RunCore) -> None:
-    async with run_core(Reply("hi"), session_ttl_seconds=60) as r:
+async def test_without_maintenance_the_cleaner_deletes_as_before(run_core: RunCore, store_config: StoreConfig) -> None:
+    async with run_core(Reply("hi"), session_ttl_seconds=60, store=store_config) as r:
         ada = await r.open("local:ada")
         await core.send_message(ada, "hello", core.CollectingChannel())
         assert await core.sweep_expired(time.time() + 61) == [ada.id]
         assert r.named("maintenance_pre_expiry_flush") == []
 
 
-async def test_a_crash_in_maintenance_restarts_it_alone(run_core: RunCore, mock_clock: MockClock) -> None:
+async def test_a_crash_in_maintenance_restarts_it_alone(
+    run_core: RunCore, mock_clock: MockClock, store_config: StoreConfig
+) -> None:
     calm = _calm(mock_clock)
     clock = virtual_clock(_utc(2026, 5, 4, 1, 0))
     upkeep = {"idle_seconds": 0, "enabled": True, "scan_interval_seconds": 1200, "nightly_min_messages": 1}
     steps = [Reply("hi"), Reply("- kept"), Reply("yes")]
-    async with run_core(*steps, clock=clock, maintenance=upkeep, agentic_loop=DAILY_LOG, **calm) as r:
+    async with run_core(
+        *steps, clock=clock, maintenance=upkeep, agentic_loop=DAILY_LOG, store=store_config, **calm
+    ) as r:
         ada = await r.open("local:ada")
         await core.send_message(ada, "hello", core.CollectingChannel())
         _jump(mock_clock)

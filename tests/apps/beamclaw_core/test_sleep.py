@@ -7,6 +7,7 @@ import trio
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import StoreConfig
 from tests.support.model_server import Call, Hold, Reply
 
 from .conftest import RunCore, wait_for
@@ -14,8 +15,8 @@ from .conftest import RunCore, wait_for
 IDLE = {"maintenance": {"idle_seconds": 0.3}}
 
 
-async def test_an_idle_conversation_sleeps_and_a_message_wakes_it(run_core: RunCore) -> None:
-    async with run_core(repeat=Reply("hello"), **IDLE) as r:
+async def test_an_idle_conversation_sleeps_and_a_message_wakes_it(run_core: RunCore, store_config: StoreConfig) -> None:
+    async with run_core(repeat=Reply("hello"), store=store_config, **IDLE) as r:
         ada, bob = await r.open("local:ada"), await r.open("local:bob")
         await core.send_message(ada, "first", core.CollectingChannel())
         await core.send_message(bob, "first", core.CollectingChannel())
@@ -28,8 +29,8 @@ async def test_an_idle_conversation_sleeps_and_a_message_wakes_it(run_core: RunC
         assert await core.running_sessions() == [ada.id]
 
 
-async def test_a_message_racing_the_sleep_is_answered(run_core: RunCore) -> None:
-    async with run_core(repeat=Reply("awake"), **IDLE) as r:
+async def test_a_message_racing_the_sleep_is_answered(run_core: RunCore, store_config: StoreConfig) -> None:
+    async with run_core(repeat=Reply("awake"), store=store_config, **IDLE) as r:
         ada = await r.open("local:ada")
         for _ in range(20):  # messages sent as the conversation falls asleep, again and again
             await trio.sleep(0.29)
@@ -38,10 +39,12 @@ async def test_a_message_racing_the_sleep_is_answered(run_core: RunCore) -> None
         assert len(await core.history(ada)) == 40
 
 
-async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_core: RunCore) -> None:
+async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(
+    run_core: RunCore, store_config: StoreConfig
+) -> None:
     hold = Hold(Reply("slow answer"))
     steps = [hold, Reply(tool_calls=(Call("bash", {"command": "command echo hi"}),))]
-    async with run_core(*steps, repeat=Reply("done"), autonomy_level="supervised", **IDLE) as r:
+    async with run_core(*steps, repeat=Reply("done"), autonomy_level="supervised", store=store_config, **IDLE) as r:
         ada = await r.open("local:ada")
         slow = await core.submit(ada, "take your time", core.CollectingChannel())
         await hold.reached.wait()
@@ -58,7 +61,9 @@ async def test_a_turn_in_progress_or_waiting_for_approval_keeps_it_awake(run_cor
         assert (await turn.wait()).text == "done"
 
 
-async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_model_fails(run_core: RunCore) -> None:
+async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_model_fails(
+    run_core: RunCore, store_config: StoreConfig
+) -> None:
     from tests.support.model_server import Status
 
     long = "words " * 150
@@ -67,7 +72,8 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
              Status(500), Status(500)]  # fmt: skip
     upkeep = {"maintenance": {"idle_seconds": 0.3, "idle_compaction": True, "compact_above_pct": 20,
                               "compact_to_pct": 10}}  # fmt: skip
-    async with run_core(*steps, provider={"context_window": 2000, "max_retries": 0}, **upkeep) as r:
+    provider = {"context_window": 2000, "max_retries": 0}
+    async with run_core(*steps, provider=provider, store=store_config, **upkeep) as r:
         ada = await r.open("local:ada")
         # Queued at once: a conversation with runs waiting is never idle, however slow the machine.
         turns = [await core.submit(ada, f"tell me more {n}", core.CollectingChannel()) for n in range(3)]

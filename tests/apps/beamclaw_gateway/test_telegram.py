@@ -16,6 +16,7 @@ from loguru import logger
 import beamclaw_core as core
 import beamclaw_gateway._telegram_bot as bot_module
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_core._session_messages import Status
 from beamclaw_gateway import supervision_tree as gateway_tree
 from beamclaw_gateway._telegram_bot import bot_name
@@ -75,8 +76,9 @@ async def test_pairing_keeps_strangers_out_until_approved(telegram: Callable[...
         fake.push(42, "hello? anyone?")
         await eventually(lambda: not fake.updates and fake.polls_in_flight == 1)
         assert fake.texts(42) == [invite] and g.model.count == 0  # one code a minute; nothing reached an agent
-        db = core.open_database(g.home / "sessions.db")
-        assert core.approve(db, "telegram", code, "default") == "telegram:42"
+        db = core.open_session_store(StoreConfig(), g.home)
+        assert db.transact(lambda tx: core.approve(tx, "telegram", code, "default")) == "telegram:42"
+        db.close()
         fake.push(42, "now?")
         await eventually(lambda: "Hello, paired friend." in fake.texts(42))
         assert g.model.requests[0]["messages"][-1] == {"role": "user", "content": "now?"}

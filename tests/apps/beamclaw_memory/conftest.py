@@ -14,6 +14,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_memory import EmbeddingConfig, MemoryConfig, SearchConfig, SearchResult, memory_tree, search
 from beamclaw_tools import supervision_tree as tools_tree
 
@@ -38,9 +39,13 @@ def memory_config(*, provider: str = "local", watch: float = 0.05, **search: Any
 
 @contextlib.asynccontextmanager
 async def running_memory(
-    data_dir: Path, config: MemoryConfig | None = None, clock: Callable[[], float] = time.time
+    data_dir: Path,
+    config: MemoryConfig | None = None,
+    clock: Callable[[], float] = time.time,
+    store: StoreConfig | None = None,
 ) -> AsyncIterator[None]:
-    tree = memory_tree(config or memory_config(), data_dir, clock)
+    """The memory app; its kept documents on *store* (default: SQLite files in *data_dir*)."""
+    tree = memory_tree(config or memory_config(), data_dir, clock, store or StoreConfig())
     root = sv.Supervisor(
         [tools_tree({}, data_dir).child_spec("tools"), tree.child_spec("memory")], name="test_root", intensity=50
     )

@@ -19,6 +19,7 @@ import trio
 
 import beamclaw_memory as memory
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_memory import EmbeddingConfig, EmbeddingError, MemoryConfig, OpenAIEmbedder, SearchConfig, chunk_text
 from beamclaw_memory._index import index_name
 from beamclaw_memory._tools import RESULTS_PREAMBLE
@@ -100,12 +101,14 @@ async def test_a_locked_chunk_store_is_waited_for_not_thrown_away(tmp_path: Path
         assert (await find("default", "vault code", owner="local:alice")).has("7-7-3")
 
 
-async def test_a_corrupted_chunk_store_is_moved_aside_and_kept_conversations_come_back(tmp_path: Path) -> None:
+async def test_a_corrupted_chunk_store_is_moved_aside_and_kept_conversations_come_back(
+    tmp_path: Path, store_config: StoreConfig
+) -> None:
     workspace(tmp_path)
-    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600), store=store_config):
         await memory.remember_now("default", "local:alice", "kept/s/1", "Alice's sister lives in Porto.")
     (tmp_path / "memory" / "default" / "chunks.db").write_bytes(os.urandom(8192))
-    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600), store=store_config):
         assert (await find("default", "sister Porto", owner="local:alice")).has("Porto")
         assert not (await find("default", "sister Porto", owner="local:bob")).result.hits
     assert list((tmp_path / "memory" / "default").glob("chunks.db.corrupt-*"))  # kept for a look, not deleted
