@@ -9,7 +9,17 @@ default) the app's tree is empty and `membership` answers None.
 """
 
 from ._config import ClusterConfig, parse_cluster_config
-from ._leases import Elsewhere, Lease, LeaseLost, acquire, acquire_named, fence, release, release_named
+from ._leases import (
+    Elsewhere,
+    Lease,
+    LeaseLost,
+    acquire,
+    acquire_named,
+    fence,
+    owned_elsewhere,
+    release,
+    release_named,
+)
 from ._membership import Membership
 from ._node import NODE, membership
 from ._nodes import NodeRow
@@ -36,6 +46,7 @@ __all__ = [
     "fence",
     "is_forwarded",
     "membership",
+    "owned_elsewhere",
     "parse_cluster_config",
     "release",
     "release_named",

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import attrs
 
-from beamclaw_base import Tx
+from beamclaw_base import StoreRefused, Tx
 
 from ._nodes import ALIVE
 
 
-class LeaseLost(Exception):
+class LeaseLost(StoreRefused):
     """This node no longer owns the conversation (another node took it over): stop, write nothing."""
 
 
@@ -88,6 +88,16 @@ def fence(tx: Tx, lease: Lease) -> None:
     ).fetchone()
     if row is None:
         raise LeaseLost(f"conversation {lease.session_id} moved to another node (epoch {lease.epoch} is over)")
+
+
+def owned_elsewhere(session_column: str) -> str:
+    """A SQL condition (one ``?``: this node's instance id) true when the conversation in
+    *session_column* is owned by another live node: the cleaner and the memory flush of
+    this node leave it to its owner."""
+    return (
+        "EXISTS (SELECT 1 FROM conversation_leases l JOIN cluster_nodes n ON n.instance_id = l.owner "
+        f"WHERE l.session_id = {session_column} AND l.owner <> ? AND {ALIVE})"
+    )
 
 
 def acquire_named(tx: Tx, name: str, instance_id: str, lease_seconds: float) -> int | None:

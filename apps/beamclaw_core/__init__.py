@@ -75,7 +75,7 @@ from ._provider import (
     Usage,
 )
 from ._session import SessionInfo, session_id
-from ._sessions import SESSIONS_SUP
+from ._sessions import SESSIONS_SUP, OwnedElsewhere
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, immediate_transaction, open_session_store
 from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
@@ -97,6 +97,7 @@ from ._workspace import (
 )
 
 __all__ = [
+    "OwnedElsewhere",
     "answer_approval",
     "BaseChannel",
     "ReplyOnlyChannel",
