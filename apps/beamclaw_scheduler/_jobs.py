@@ -271,6 +271,8 @@ class Jobs:
 
     @staticmethod
     def _list(tx: Tx, agent: str | None, user: str | None, everything: bool) -> list[Job]:
+        if "\x00" in f"{agent}{user}":  # no job holds one (`_add`), and PostgreSQL's text cannot
+            return []
         query, params = f"SELECT {JOB_COLUMNS} FROM jobs WHERE purpose = 'job'", list[str]()
         if not everything:
             query += " AND state != 'done'"
