@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 import trio
 
 from beamclaw_base import StoreConfig, StoreError, open_store
-from beamclaw_scheduler import Job, JobError, SchedulerConfig, make_schedule
+from beamclaw_scheduler import Job, JobError, SchedulerConfig, add_job, change_job, job_runs, list_jobs, make_schedule
 from beamclaw_scheduler._jobs import Answer, Jobs
 from beamclaw_scheduler._requests import (
     AddJob,
@@ -36,7 +37,7 @@ from beamclaw_scheduler._requests import (
 from beamclaw_scheduler._tables import SCHEMA
 from tests.support.stores import sql
 
-from .conftest import at
+from .conftest import Script, at, running_scheduler
 
 NOW = at(2026, 5, 4, 10, 0)
 
@@ -354,3 +355,29 @@ def test_a_job_database_of_a_newer_beamclaw_is_refused_and_kept(tmp_path: Path) 
     db = sqlite3.connect(tmp_path / "scheduler.db")
     assert db.execute("SELECT id FROM jobs").fetchall() == [("0badcafe",)]
     db.close()
+
+
+async def test_the_tree_on_the_configured_store_runs_a_due_time_once_and_keeps_its_jobs(
+    store_config: StoreConfig, tmp_path: Path
+) -> None:
+    script = Script(time.time)
+    async with running_scheduler(tmp_path, script, time.time, store=store_config):
+        job = await add_job(
+            agent_id="default", user_id="local:ada", channel="cli", kind="every", spec="1h", message="check the news",
+            created_by="cli", now=time.time(), min_interval=60,
+        )  # fmt: skip
+        await change_job("pause", job.id)
+        with opened(store_config, tmp_path, FakeClock()) as other:
+            sql(other.db, "UPDATE jobs SET next_due = ? WHERE id = ?", (time.time() + 0.2, job.id))
+        await change_job("resume", job.id)  # keeps the due time, and wakes the runner
+        with trio.fail_after(30):
+            while not script.fires:
+                await trio.sleep(0.05)
+            while (await job_runs(job.id))[0].state != "ok":
+                await trio.sleep(0.05)
+    async with running_scheduler(tmp_path, script, time.time, store=store_config):
+        (listed,) = await list_jobs()
+        runs = await job_runs(job.id)
+    assert [fire.job.id for _, fire in script.fires] == [job.id]
+    assert listed.id == job.id and listed.next_due is not None and listed.next_due > time.time() + 3000
+    assert [run.state for run in runs] == ["ok"]
