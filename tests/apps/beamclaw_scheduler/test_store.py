@@ -199,6 +199,33 @@ async def test_quotas_per_agent_and_per_user_are_checked_with_the_insert(
     ]  # fmt: skip
 
 
+async def test_two_stores_adding_at_once_never_pass_a_quota_together(store_config: StoreConfig, tmp_path: Path) -> None:
+    clock = FakeClock()
+    with (
+        opened(store_config, tmp_path, clock, max_jobs_per_user=5) as first,
+        opened(store_config, tmp_path, clock, max_jobs_per_user=5) as second,
+    ):
+        start = threading.Barrier(2)
+        refused: list[str] = []
+
+        def add_five(jobs: Jobs) -> None:
+            start.wait()
+            for _ in range(5):
+                try:
+                    jobs.db.transact(jobs.work(adding(clock), clock.now))
+                except JobError as exc:
+                    refused.append(str(exc))
+
+        async with trio.open_nursery() as nursery:
+            for jobs in (first, second):
+                nursery.start_soon(trio.to_thread.run_sync, add_five, jobs)
+        listed = await ask(first, ListJobs(None, "local:ada", True))
+    assert len(listed) == 5 and len(refused) == 5
+    assert set(refused) == {
+        "user 'local:ada' has 5 jobs, the most allowed (scheduler.max_jobs_per_user = 5): cancel one first"
+    }
+
+
 async def test_the_log_keeps_the_newest_50_runs_of_a_job(store_config: StoreConfig, tmp_path: Path) -> None:
     clock = FakeClock()
     with opened(store_config, tmp_path, clock) as jobs:
