@@ -16,14 +16,16 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_gateway as gateway
 import beamclaw_gateway._telegram_bot as bot_module
 import supervision as sv
-from beamclaw_base import StoreConfig
+from beamclaw_base import StoreConfig, open_store
 from beamclaw_core._session_messages import Status
 from beamclaw_gateway import supervision_tree as gateway_tree
 from beamclaw_gateway._telegram_bot import bot_name
 from beamclaw_gateway._telegram_ledger import Ledger
 from tests.support.model_server import Echo, Hold, Reply, Step
+from tests.support.stores import sql
 from tests.support.telegram_api import FakeTelegram, fake_telegram
 from tests.support.telegram_html import telegram_html_errors, visible
 
@@ -502,3 +504,26 @@ async def test_a_gateway_db_from_before_versions_opens_as_version_1_with_its_row
         assert db.execute("PRAGMA user_version").fetchone() == (1,)
         assert db.execute("SELECT bot, next_update FROM telegram_offsets").fetchall() == [(bot, 5)]
         assert db.execute("SELECT count(*) FROM telegram_inbox").fetchone() == (0,)
+
+
+async def test_a_webhook_update_that_cannot_be_stored_gets_a_503_so_telegram_sends_it_again(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
+) -> None:
+    monkeypatch.setenv("TG_WEBHOOK_SECRET", "hook-secret-123")
+    settings = {"mode": "webhook", "webhook_url": "https://example.org/webhook/telegram",
+                "webhook_secret": {"env": "TG_WEBHOOK_SECRET"}, "dm_policy": "open"}  # fmt: skip
+    update = {"update_id": 5, "message": {"message_id": 1, "chat": {"id": 8, "type": "private"},
+                                          "from": {"id": 8}, "text": "hello hook"}}  # fmt: skip
+    async with telegram(Reply("never"), store=store_config, **settings) as (g, fake):
+        await eventually(lambda: fake.webhook is not None)
+        db = open_store(store_config, gateway.SCHEMA, sqlite_file=g.home / "gateway.db")
+        try:
+            sql(db, "DROP TABLE telegram_inbox")  # a store that refuses the write
+        finally:
+            db.close()
+        async with g.client(headers={"Authorization": ""}) as http:
+            answer = await http.post(
+                "/webhook/telegram", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}
+            )
+        assert answer.status_code == 503 and "could not be stored; send it again" in answer.text
+        assert g.model.count == 0
