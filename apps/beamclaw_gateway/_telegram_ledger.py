@@ -13,12 +13,17 @@ message is dropped without the user being told:
   while preparing finds the update still in the inbox when it restarts.
 - Acting on it, at most once. The update leaves the inbox and enters ``unanswered`` in
   one transaction *before* the act (the reply, or the turn handed to a session), and
-  the act is shielded, so a poller killed mid-act finishes it first. The row is
+  the act is shielded, so a poller killed mid-act finishes it first. A claim that finds
+  the update gone from the inbox (claimed already) acts on nothing. The row is
   cleared once the user has the answer: the reply sent, or the turn's final message.
 - Told, never silently lost. If the daemon dies between the two (a crash, SIGKILL, a
   power cut mid-turn, a shutdown with a turn running), the next start finds rows of an
   earlier boot and tells each user which message went unanswered, so they can send it
   again; it never replays a message whose answer may already have been sent.
+
+The tables are in the gateway's store (``gateway.db`` in the data dir with
+``synchronous=FULL``, or PostgreSQL): one `Database`, held by the gateway's store process
+(`_store`) and shared by the channel, the webhook route and each turn's `Pending`.
 """
 
 from __future__ import annotations
