@@ -168,6 +168,11 @@ def _text(params: dict[str, Any], max_chars: int) -> tuple[str, str]:
         raise RpcError(
             INVALID_PARAMS, f"params.message text holds a lone surrogate at character {exc.start}; send valid Unicode"
         ) from None
+    if "\x00" in text:  # no text column stores it (PostgreSQL refuses it), and no reader wants it
+        raise RpcError(
+            INVALID_PARAMS,
+            f"params.message text holds a NUL character (U+0000) at character {text.index(chr(0))}; remove it",
+        )
     context_id = message.get("contextId") or uuid.uuid4().hex
     _id(context_id, "params.message.contextId")
     # Stored, and the conversation's key: a credential-like id would be stored raw, and

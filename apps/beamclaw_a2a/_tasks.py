@@ -1,4 +1,4 @@
-"""The task manager: every A2A task's state, in SQLite, and who is waiting to hear of it.
+"""The task manager: every A2A task's state, in the store, and who is waiting to hear of it.
 
 States follow A2A: submitted -> working -> completed | failed | canceled (or rejected,
 input-required). Tasks are persisted, so GetTask still answers after a restart; a
@@ -13,13 +13,17 @@ it did not exist; an admin's client sees every task.
 Texts pass the scrubber (`beamclaw_obs.scrub`, `scrub_data`) on the way in, so no credential a
 caller or the agent wrote is stored, and on the way out, so none stored before the
 scrubber knew its shape (or before tasks were scrubbed at all) is handed back.
+
+The tasks live in the a2a schema of the configured store (``a2a.db`` in the data dir, or
+PostgreSQL). Every request is one transaction; watchers hear of a change and events are
+emitted only once it is committed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import sqlite3
+import functools
 import time
 import uuid
 from pathlib import Path
@@ -30,6 +34,7 @@ import trio
 
 import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_base import Database, Schema, Step, StoreConfig, Tx, open_store
 
 from ._config import A2AConfig
 
@@ -41,7 +46,13 @@ RESTART_WAIT: Final = 2.0
 TERMINAL: Final = frozenset({"completed", "failed", "canceled", "rejected"})
 STATES: Final = frozenset({"submitted", "working", "input-required", "auth-required", *TERMINAL})
 
-_SCHEMA: Final = """
+#: The tasks' table, as its versions build it. SQLite files kept the version in
+#: ``user_version`` already (version 1 files may say 0), so both steps are safe on them.
+SCHEMA: Final = Schema(
+    "a2a",
+    (
+        Step(
+            sqlite="""
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     context_id TEXT NOT NULL,
@@ -52,9 +63,26 @@ CREATE TABLE IF NOT EXISTS tasks (
     updated_at REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_context ON tasks(context_id, created_at);
-"""
-#: Version 2: each task's owner (tasks from before have none: only an admin sees them).
-_OWNER_COLUMN: Final = "ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''"
+""",
+            postgres="""
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    context_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    request TEXT NOT NULL,
+    reply TEXT NOT NULL DEFAULT '',
+    created_at double precision NOT NULL,
+    updated_at double precision NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_context ON tasks(context_id, created_at);
+""",
+        ),
+        # Version 2: each task's owner (tasks from before have none: only an admin sees them).
+        Step.portable("ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''"),
+    ),
+)
+#: TERMINAL as an SQL list, for the statements that leave an ended task as it is.
+_ENDED: Final = "(" + ", ".join(f"'{state}'" for state in sorted(TERMINAL)) + ")"
 
 
 @attrs.frozen
@@ -109,23 +137,19 @@ class TaskRecord:
         return datetime.datetime.fromtimestamp(self.updated_at, datetime.UTC).isoformat().replace("+00:00", "Z")
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
-    db.execute("PRAGMA journal_mode=WAL")
-    db.executescript(_SCHEMA)
-    if db.execute("PRAGMA user_version").fetchone()[0] < 2:
-        if "owner" not in {row[1] for row in db.execute("PRAGMA table_info(tasks)")}:
-            db.execute(_OWNER_COLUMN)
-        db.execute("PRAGMA user_version=2")
-    path.chmod(0o600)
-    now = time.time()
-    db.execute("UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
-               "updated_at = ? WHERE state IN ('submitted', 'working')", (now,))  # fmt: skip
-    return db
-
-
 _COLUMNS: Final = "id, context_id, state, request, reply, created_at, updated_at"
+
+
+def _storable(text: str) -> str:
+    """*text* as a text column holds it: PostgreSQL refuses NUL, so it becomes U+FFFD on
+    both backends (a client's message with one is refused before it gets here)."""
+    return text.replace("\x00", "\ufffd")
+
+
+def _fail_interrupted(tx: Tx, now: float) -> None:
+    """At start: a task still submitted or working lost its turn with the daemon."""
+    tx.execute("UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
+               "updated_at = ? WHERE state IN ('submitted', 'working')", (now,))  # fmt: skip
 
 
 def _scrubbed(row: tuple[Any, ...]) -> TaskRecord:
@@ -135,13 +159,56 @@ def _scrubbed(row: tuple[Any, ...]) -> TaskRecord:
     return TaskRecord(task_id, context_id, state, request, reply, created_at, updated_at)
 
 
-def _row(db: sqlite3.Connection, task_id: str, scope: str | None = None) -> TaskRecord:
+def _row(tx: Tx, task_id: str, scope: str | None = None) -> TaskRecord:
     """The task, if *scope* (an owner; None: any) may see it; `TaskNotFound` otherwise."""
-    row = db.execute(f"SELECT {_COLUMNS}, owner FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    row = tx.execute(f"SELECT {_COLUMNS}, owner FROM tasks WHERE id = ?", (task_id,)).fetchone()
     if row is None or (scope is not None and row[-1] != scope):
         shown = task_id if len(task_id) <= 64 else task_id[:64] + "..."
         raise TaskNotFound(f"task {shown!r} not found")
-    return _scrubbed(row[:-1])
+    return _scrubbed(tuple(row[:-1]))
+
+
+def _insert(tx: Tx, record: TaskRecord, owner: str) -> None:
+    values = (*attrs.astuple(record), owner)
+    tx.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+
+
+def _update(tx: Tx, task_id: str, state: str, reply: str, now: float) -> tuple[TaskRecord, bool]:
+    """The task moved to *state*, unless it has ended (a canceled task stays canceled when
+    its turn ends); whether it changed."""
+    changed = tx.execute(
+        f"UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ? AND state NOT IN {_ENDED}",
+        (state, reply, now, task_id),
+    ).rowcount
+    return _row(tx, task_id), changed > 0
+
+
+def _cancel(tx: Tx, task_id: str, scope: str | None, now: float) -> TaskRecord:
+    current = _row(tx, task_id, scope)
+    if current.terminal:
+        raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
+    tx.execute("UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (now, task_id))
+    return _row(tx, task_id)
+
+
+def _list(
+    tx: Tx, *, scope: str | None, context_id: str | None, state: str | None, limit: int, offset: int
+) -> tuple[list[TaskRecord], int]:
+    where, args = ["1 = 1"], []
+    if scope is not None:
+        where.append("owner = ?")
+        args.append(scope)
+    if context_id:
+        where.append("context_id = ?")
+        args.append(context_id)
+    if state:
+        where.append("state = ?")
+        args.append(state)
+    clause = " AND ".join(where)
+    total = tx.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
+    rows = tx.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC, id LIMIT ? OFFSET ?",
+                      [*args, limit, offset]).fetchall()  # fmt: skip
+    return [_scrubbed(tuple(r)) for r in rows], int(total)
 
 
 # --- what the task manager is asked (each typed with its reply, `supervision.Request`) ---
@@ -213,73 +280,71 @@ TaskRequest = CreateTask | UpdateTask | GetTask | ListTasks | CancelTask | Watch
 
 @attrs.define
 class _State:
-    db: sqlite3.Connection
+    db: Database
     config: A2AConfig
     watchers: dict[str, list[trio.MemorySendChannel[TaskRecord]]] = attrs.field(factory=dict)
 
 
+def _opened(path: Path, store: StoreConfig) -> Database:
+    db = open_store(store, SCHEMA, sqlite_file=path)
+    try:
+        now = time.time()
+        db.transact(lambda tx: _fail_interrupted(tx, now))
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
 class TaskManager(sv.GenServer):
-    async def init(self, path: Path, config: A2AConfig) -> _State:
+    """The tasks' one process: it owns the store's `Database` and the watchers.
+
+    Its SQL runs on the event loop on SQLite (short statements, as before) and in worker
+    threads on PostgreSQL (`Database.run` decides).
+    """
+
+    async def init(self, path: Path, config: A2AConfig, store: StoreConfig) -> _State:
         sv.register(TASKS)
-        return _State(await trio.to_thread.run_sync(_open, path), config)
+        return _State(await trio.to_thread.run_sync(_opened, path, store), config)
 
     async def handle_call(self, request: TaskRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         try:
-            return sv.Reply(self._answer(request, state), state)
+            return sv.Reply(await self._answer(request, state), state)
         except (TaskNotFound, TaskNotCancelable) as exc:
             sv.reply_error(caller, exc)
             return sv.NoReply(state)
 
-    def _answer(self, request: TaskRequest, state: _State) -> object:
+    async def _answer(self, request: TaskRequest, state: _State) -> object:
         db = state.db
         match request:
             case CreateTask(context_id, text, client):
                 now = time.time()
-                record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", obs.scrub(text), "", now, now)
-                db.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                           (*attrs.astuple(record), client.owner))  # fmt: skip
+                record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", _storable(obs.scrub(text)), "", now, now)
+                await db.run(lambda tx: _insert(tx, record, client.owner), inline=True)
                 return record
             case UpdateTask(task_id, new_state, reply):
-                current = _row(db, task_id)
-                if current.terminal:  # a canceled task stays canceled when its turn ends
-                    return current
-                db.execute("UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ?",
-                           (new_state, obs.scrub(reply), time.time(), task_id))  # fmt: skip
-                record = _row(db, task_id)
-                self._notify(state, record)
-                obs.emit("a2a_task_updated", task_id=task_id, state=new_state)
+                stored, now = _storable(obs.scrub(reply)), time.time()
+                record, changed = await db.run(lambda tx: _update(tx, task_id, new_state, stored, now), inline=True)
+                if changed:
+                    self._notify(state, record)
+                    obs.emit("a2a_task_updated", task_id=task_id, state=new_state)
                 return record
             case GetTask(task_id, client):
-                return _row(db, task_id, client.scope)
+                return await db.run(lambda tx: _row(tx, task_id, client.scope), write=False, inline=True)
             case ListTasks(client, context_id, task_state, limit, offset):
-                where, args = ["1 = 1"], []
-                if client.scope is not None:
-                    where.append("owner = ?")
-                    args.append(client.scope)
-                if context_id:
-                    where.append("context_id = ?")
-                    args.append(context_id)
-                if task_state:
-                    where.append("state = ?")
-                    args.append(task_state)
-                clause = " AND ".join(where)
-                total = db.execute(f"SELECT count(*) FROM tasks WHERE {clause}", args).fetchone()[0]
-                rows = db.execute(f"SELECT {_COLUMNS} FROM tasks WHERE {clause} ORDER BY created_at DESC "
-                                  "LIMIT ? OFFSET ?", [*args, limit, offset]).fetchall()  # fmt: skip
-                return [_scrubbed(r) for r in rows], total
+                page = functools.partial(_list, scope=client.scope, context_id=context_id, state=task_state,
+                                         limit=limit, offset=offset)  # fmt: skip
+                return await db.run(page, write=False, inline=True)
             case CancelTask(task_id, client):
-                current = _row(db, task_id, client.scope)
-                if current.terminal:
-                    raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
-                db.execute("UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (time.time(), task_id))
-                record = _row(db, task_id)
+                now = time.time()
+                record = await db.run(lambda tx: _cancel(tx, task_id, client.scope, now), inline=True)
                 self._notify(state, record)
                 obs.emit("a2a_task_updated", task_id=task_id, state="canceled")
                 return record
             case TaskConfig():
                 return state.config
             case WatchTask(task_id, client):
-                current = _row(db, task_id, client.scope)
+                current = await db.run(lambda tx: _row(tx, task_id, client.scope), write=False, inline=True)
                 send, receive = trio.open_memory_channel[TaskRecord](64)
                 if current.terminal:
                     send.close()
@@ -298,8 +363,8 @@ class TaskManager(sv.GenServer):
             for send in state.watchers.pop(record.id, []):
                 send.close()
 
-    def terminate(self, reason: Any, state: _State) -> None:
-        state.db.close()
+    async def terminate(self, reason: Any, state: _State) -> None:
+        await trio.to_thread.run_sync(state.db.close)
 
 
 async def task_call(request: sv.Request[R]) -> R:

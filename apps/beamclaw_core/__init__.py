@@ -77,7 +77,7 @@ from ._provider import (
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP, OwnedElsewhere
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
-from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, immediate_transaction, open_session_store
+from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, open_session_store
 from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._turn import Turn, TurnError, TurnResult
@@ -101,7 +101,6 @@ __all__ = [
     "answer_approval",
     "BaseChannel",
     "ReplyOnlyChannel",
-    "immediate_transaction",
     "Reach",
     "outbound",
     "outbound_channel",

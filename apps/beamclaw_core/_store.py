@@ -10,10 +10,7 @@ than this BeamClaw is refused rather than misread. What can take long (see
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
@@ -146,21 +143,6 @@ def open_session_store(config: StoreConfig, data_dir: Path, *, checkpoint_every:
     created or migrated; blocks, `StoreError` if it cannot be used. The daemon's store
     process holds one; the command line opens its own for `beamclaw pair` and `agent delete`."""
     return open_store(config, SCHEMA, sqlite_file=data_dir / SESSIONS_FILE, checkpoint_every=checkpoint_every)
-
-
-@contextlib.contextmanager
-def immediate_transaction(db: sqlite3.Connection) -> Iterator[None]:
-    """A write transaction on an autocommit connection (``isolation_level=None``), taken
-    at once (``BEGIN IMMEDIATE``: no upgrade from a read to fail half-way), rolled back
-    when the block raises. For the stores not on `beamclaw_base.Database` yet (the
-    scheduler's, the Telegram ledger)."""
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
 
 
 class Store(sv.GenServer):

@@ -15,10 +15,12 @@ from ._openapi import openapi_document
 from ._principals import LOCAL, Forbidden, Principal, Principals, Role
 from ._rate_limit import RateLimiter
 from ._server import serve_http
+from ._telegram_ledger import SCHEMA
 from ._tree import supervision_tree
 
 __all__ = [
     "LOCAL",
+    "SCHEMA",
     "Forbidden",
     "GatewayConfig",
     "Principal",

@@ -20,7 +20,6 @@ import base64
 import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable
-from pathlib import Path
 from typing import Any, Final
 
 import attrs
@@ -33,6 +32,7 @@ import supervision as sv
 from beamclaw_base import RetryPolicy, retry
 
 from ._config import GatewayConfig, TelegramConfig
+from ._store import gateway_database
 from ._telegram_api import BotApi, TelegramError
 from ._telegram_channel import ChatNotices, TelegramChannel
 from ._telegram_ledger import Ledger, Pending, store_pushed
@@ -60,9 +60,9 @@ _EXPECTED: Final = (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTime
 # Per bot and boot, so a restarted channel does not log a failing sendChatAction anew.
 _NOTICES: dict[tuple[str, str], ChatNotices] = {}
 
-# An act: given the update's Pending row (None when nothing is owed), do what the update
-# calls for; True when that answered it, False when a turn's channel will.
-Effect = Callable[[Pending | None], Awaitable[bool]]
+# An act: given the update's Pending row, do what the update calls for; True when that
+# answered it, False when a turn's channel will.
+Effect = Callable[[Pending], Awaitable[bool]]
 
 
 @attrs.frozen
@@ -104,11 +104,11 @@ class _Act:
 
     chat_id: int | None = None  # the chat owed an answer; None when nothing is
     preview: str = ""
-    effect: Effect | None = None
+    effect: Effect | None = None  # set only with a chat_id: every act answers a chat
 
 
 def _reply(bot: _Bot, chat_id: int, text: str) -> Effect:
-    async def reply(_: Pending | None) -> bool:
+    async def reply(_: Pending) -> bool:
         await bot.api.call("sendMessage", chat_id=chat_id, text=text)
         return True
 
@@ -228,7 +228,7 @@ async def _voice(bot: _Bot, message: dict[str, Any]) -> tuple[str | None, str]:
 
 
 def _turn(bot: _Bot, handle: core.SessionHandle, chat_id: int, text: str, images: tuple[str, ...]) -> Effect:
-    async def take_turn(pending: Pending | None) -> bool:
+    async def take_turn(pending: Pending) -> bool:
         channel = TelegramChannel(bot.api, chat_id, bot.config.edit_interval_seconds, bot.notices, pending)
         turn = await core.submit(handle, text, channel, images)
         channel.turn = turn
@@ -251,7 +251,7 @@ def _context_text(usage: core.ContextUsage) -> str:
 
 
 def _command(bot: _Bot, handle: core.SessionHandle, chat_id: int, command: str) -> Effect:
-    async def act(_: Pending | None) -> bool:
+    async def act(_: Pending) -> bool:
         if command == "/context":
             usage = await core.context_usage(handle)
             await bot.api.call("sendMessage", chat_id=chat_id, text=_context_text(usage))
@@ -325,23 +325,23 @@ async def _handle(bot: _Bot, update: dict[str, Any]) -> None:
     with trio.CancelScope(shield=True), trio.move_on_after(_ACT_DEADLINE):
         owed = act.chat_id if act.effect is not None else None
         pending = await bot.ledger.claim(update_id, owed, act.preview)
-        if act.effect is None:
-            return
+        if act.effect is None or pending is None:
+            return  # nothing to do, or the update was claimed already: acting again could answer twice
         try:
-            if await act.effect(pending) and pending is not None:
+            if await act.effect(pending):
                 await pending.answered()
         except _EXPECTED as exc:
             logger.warning("Telegram update {} was not answered: {}", update_id, exc)
 
 
 async def _drain(bot: _Bot) -> None:
-    for update in bot.ledger.inbox():
+    for update in await bot.ledger.inbox():
         await _handle(bot, update)
 
 
 async def _tell_unanswered(bot: _Bot) -> None:
     """Tell each user whose message an earlier run took but never answered (it died mid-turn)."""
-    for item in bot.ledger.unanswered_before():
+    for item in await bot.ledger.unanswered_before():
         text = (f"Sorry, I was restarted before I could answer your message \u201c{item.preview}\u201d. "
                 "Please send it again.")  # fmt: skip
         with trio.CancelScope(shield=True), trio.move_on_after(_ACT_DEADLINE):
@@ -415,7 +415,6 @@ async def _webhook(bot: _Bot, url: str) -> None:
 
 async def telegram_bot(
     gateway: GatewayConfig,
-    data_dir: Path,
     webhook_url: str,
     boot: str,
     task_status: Any = trio.TASK_STATUS_IGNORED,
@@ -424,11 +423,12 @@ async def telegram_bot(
 
     *boot* names this run of the daemon (the same across restarts of this process), so
     unanswered updates of an earlier run can be told apart from turns still running.
+    Its ledger is in the gateway's store (`_store`), which outlives it.
     """
     config = gateway.channels.telegram
     token = config.token.get("the Telegram channel")
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
-    ledger = await Ledger.open(data_dir / "gateway.db", _bot_id(token), boot)
+    ledger = await Ledger.open(await gateway_database(), _bot_id(token), boot)
     shared = await core.owned_http_client(SENDER)  # replies outlive this process: see HttpClientOwner
     client = httpx.AsyncClient(trust_env=False)
     bot = _Bot(
@@ -453,7 +453,6 @@ async def telegram_bot(
         # the next poller does not meet it at Telegram (409).
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
-        ledger.close()
 
 
 async def _register_commands(bot: _Bot) -> None:
@@ -474,10 +473,10 @@ def bot_name(token: str) -> str:
     return f"beamclaw_gateway.telegram:{_bot_id(token)}"
 
 
-async def webhook_update(token: str, data_dir: Path, update: dict[str, Any]) -> None:
+async def webhook_update(token: str, update: dict[str, Any]) -> None:
     """Store a webhook's update in the channel's inbox, then wake the channel: stored
     first, so an update Telegram was told it got survives any crash after (a channel
     not running drains it when it starts)."""
-    await store_pushed(data_dir / "gateway.db", _bot_id(token), update)
+    await store_pushed(await gateway_database(), _bot_id(token), update)
     with contextlib.suppress(sv.NoProc):
         sv.send(bot_name(token), _WebhookUpdate())

@@ -1,4 +1,4 @@
-"""What the bot took from Telegram and what it still owes an answer for, in SQLite.
+"""What the bot took from Telegram and what it still owes an answer for, in the gateway's store.
 
 The delivery semantics, chosen so that a user never gets the same answer twice and no
 message is dropped without the user being told:
@@ -13,98 +13,111 @@ message is dropped without the user being told:
   while preparing finds the update still in the inbox when it restarts.
 - Acting on it, at most once. The update leaves the inbox and enters ``unanswered`` in
   one transaction *before* the act (the reply, or the turn handed to a session), and
-  the act is shielded, so a poller killed mid-act finishes it first. The row is
+  the act is shielded, so a poller killed mid-act finishes it first. A claim that finds
+  the update gone from the inbox (claimed already) acts on nothing. The row is
   cleared once the user has the answer: the reply sent, or the turn's final message.
 - Told, never silently lost. If the daemon dies between the two (a crash, SIGKILL, a
   power cut mid-turn, a shutdown with a turn running), the next start finds rows of an
   earlier boot and tells each user which message went unanswered, so they can send it
   again; it never replays a message whose answer may already have been sent.
+
+The tables are in the gateway's store (``gateway.db`` in the data dir with
+``synchronous=FULL``, or PostgreSQL): one `Database`, held by the gateway's store process
+(`_store`) and shared by the channel, the webhook route and each turn's `Pending`.
 """
 
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import attrs
-import trio
+from loguru import logger
 
-import beamclaw_core as core
+from beamclaw_base import Database, Schema, Step, StoreError, Tx
 
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS telegram_offsets (bot TEXT PRIMARY KEY, next_update INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS telegram_inbox (bot TEXT NOT NULL, update_id INTEGER NOT NULL, "
-    "body TEXT NOT NULL, PRIMARY KEY (bot, update_id))",
-    "CREATE TABLE IF NOT EXISTS telegram_unanswered (bot TEXT NOT NULL, update_id INTEGER NOT NULL, "
-    "chat_id INTEGER NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id))",
+#: The ledger's tables. Files from before versions (``user_version`` 0, the same tables)
+#: open as version 1 unchanged. Telegram's ids pass 2**31 (supergroup chats are below
+#: -2**31), hence BIGINT on PostgreSQL; SQLite's INTEGER holds 64 bits already.
+SCHEMA: Final = Schema(
+    "gateway",
+    (
+        Step(
+            sqlite="""
+CREATE TABLE IF NOT EXISTS telegram_offsets (bot TEXT PRIMARY KEY, next_update INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS telegram_inbox (bot TEXT NOT NULL, update_id INTEGER NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (bot, update_id));
+CREATE TABLE IF NOT EXISTS telegram_unanswered (bot TEXT NOT NULL, update_id INTEGER NOT NULL,
+    chat_id INTEGER NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id));
+""",
+            postgres="""
+CREATE TABLE IF NOT EXISTS telegram_offsets (bot TEXT PRIMARY KEY, next_update BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS telegram_inbox (bot TEXT NOT NULL, update_id BIGINT NOT NULL,
+    body TEXT NOT NULL, PRIMARY KEY (bot, update_id));
+CREATE TABLE IF NOT EXISTS telegram_unanswered (bot TEXT NOT NULL, update_id BIGINT NOT NULL,
+    chat_id BIGINT NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id));
+""",
+        ),
+    ),
 )
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    # Autocommit; writes open their own transaction. FULL sync: a claim must survive a
-    # power cut, or the answer it guards could be sent twice.
-    db = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=10.0)
-    db.execute("PRAGMA synchronous=FULL")
-    return db
+def _advance(tx: Tx, bot: str, next_update: int) -> None:
+    """Move *bot*'s offset to *next_update*, never back."""
+    tx.execute(
+        "INSERT INTO telegram_offsets (bot, next_update) VALUES (?, ?) ON CONFLICT (bot) DO UPDATE SET next_update = "
+        "CASE WHEN excluded.next_update > telegram_offsets.next_update THEN excluded.next_update "
+        "ELSE telegram_offsets.next_update END",
+        (bot, next_update),
+    )
 
 
-def _open(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    db = _connect(path)
-    db.execute("PRAGMA journal_mode=WAL")
-    for statement in _SCHEMA:
-        db.execute(statement)
-    path.chmod(0o600)
-    return db
+def _take_in(tx: Tx, bot: str, updates: list[tuple[int, str]]) -> None:
+    tx.executemany(
+        "INSERT INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?) ON CONFLICT (bot, update_id) DO NOTHING",
+        [(bot, update_id, body) for update_id, body in updates],
+    )
+    _advance(tx, bot, max(update_id for update_id, _ in updates) + 1)
 
 
-def _store_pushed(path: Path, bot: str, update_id: int, body: str) -> None:
-    db = _open(path)
-    try:
-        with core.immediate_transaction(db):
-            row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
-            if row is not None and update_id < row[0]:
-                return  # had already: Telegram sent it again
-            db.execute(
-                "INSERT OR IGNORE INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?)", (bot, update_id, body)
-            )
-            db.execute(
-                "INSERT INTO telegram_offsets (bot, next_update) VALUES (?, ?) ON CONFLICT(bot) "
-                "DO UPDATE SET next_update = MAX(next_update, excluded.next_update)",
-                (bot, update_id + 1),
-            )
-    finally:
-        db.close()
+def _store_pushed(tx: Tx, bot: str, update_id: int, body: str) -> None:
+    row = tx.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
+    if row is not None and update_id < row[0]:
+        return  # had already: Telegram sent it again
+    _take_in(tx, bot, [(update_id, body)])
 
 
-async def store_pushed(path: Path, bot: str, update: dict[str, Any]) -> None:
+async def store_pushed(db: Database, bot: str, update: dict[str, Any]) -> None:
     """Store an update a webhook received in *bot*'s inbox (unless it was had before),
     durably, before the webhook answers: a crash after the answer cannot lose it."""
-    await trio.to_thread.run_sync(_store_pushed, path, bot, int(update["update_id"]), json.dumps(update))
+    update_id, body = int(update["update_id"]), json.dumps(update)
+    await db.run(lambda tx: _store_pushed(tx, bot, update_id, body))
 
 
 @attrs.frozen
 class Pending:
     """An update acted on but not yet answered; the turn's channel clears it when done.
 
-    It holds a path, not a connection: the turn outlives the poller that took the update.
+    It holds the gateway's `Database`, not the channel: the turn outlives the poller that
+    took the update.
     """
 
-    path: Path
+    db: Database = attrs.field(eq=False)
     bot: str
     update_id: int
 
-    def _clear(self) -> None:
-        db = _connect(self.path)
-        try:
-            db.execute("DELETE FROM telegram_unanswered WHERE bot = ? AND update_id = ?", (self.bot, self.update_id))
-        finally:
-            db.close()
-
     async def answered(self) -> None:
-        await trio.to_thread.run_sync(self._clear)
+        """Clear the row: the user has the answer. If the store cannot be reached the row
+        stays, and the next start tells the user the message may have gone unanswered."""
+        bot, update_id = self.bot, self.update_id
+        try:
+            await self.db.run(
+                lambda tx: tx.execute(
+                    "DELETE FROM telegram_unanswered WHERE bot = ? AND update_id = ?", (bot, update_id)
+                )
+            )
+        except StoreError as exc:
+            logger.warning("Telegram update {} was answered, but its ledger row stays: {}", update_id, exc)
 
 
 @attrs.frozen
@@ -118,35 +131,20 @@ class Unanswered:
 
 @attrs.define
 class Ledger:
-    """One bot's offset, inbox and unanswered updates; owned by the channel process."""
+    """One bot's offset, inbox and unanswered updates, as the channel process sees them."""
 
-    path: Path
+    db: Database
     bot: str
     boot: str  # this run of the daemon: rows of another boot lost their turn
-    db: sqlite3.Connection
     next_update: int = 0
 
     @classmethod
-    async def open(cls, path: Path, bot: str, boot: str) -> Ledger:
-        db = await trio.to_thread.run_sync(_open, path)
-        row = db.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
-        return cls(path, bot, boot, db, row[0] if row else 0)
+    async def open(cls, db: Database, bot: str, boot: str) -> Ledger:
+        def offset(tx: Tx) -> int:
+            row = tx.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
+            return int(row[0]) if row else 0
 
-    def close(self) -> None:
-        self.db.close()
-
-    def _receive(self, fresh: list[tuple[int, str]]) -> None:
-        top = max(update_id for update_id, _ in fresh) + 1
-        with core.immediate_transaction(self.db):
-            self.db.executemany(
-                "INSERT OR IGNORE INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?)",
-                [(self.bot, update_id, body) for update_id, body in fresh],
-            )
-            self.db.execute(
-                "INSERT INTO telegram_offsets (bot, next_update) VALUES (?, ?) "
-                "ON CONFLICT(bot) DO UPDATE SET next_update = excluded.next_update",
-                (self.bot, top),
-            )
+        return cls(db, bot, boot, await db.run(offset, write=False, inline=True))
 
     async def receive(self, updates: Any) -> int:
         """Store the updates not seen before and move the offset past them; how many were new.
@@ -161,41 +159,58 @@ class Ledger:
         ]
         if not fresh:
             return 0
-        await trio.to_thread.run_sync(self._receive, fresh)
+        bot = self.bot
+        await self.db.run(lambda tx: _take_in(tx, bot, fresh))
         self.next_update = max(update_id for update_id, _ in fresh) + 1
         return len(fresh)
 
-    def inbox(self) -> list[dict[str, Any]]:
+    async def inbox(self) -> list[dict[str, Any]]:
         """The stored updates not yet acted on, oldest first."""
-        rows = self.db.execute(
-            "SELECT body FROM telegram_inbox WHERE bot = ? ORDER BY update_id", (self.bot,)
-        ).fetchall()
+        bot = self.bot
+        rows = await self.db.run(
+            lambda tx: tx.execute(
+                "SELECT body FROM telegram_inbox WHERE bot = ? ORDER BY update_id", (bot,)
+            ).fetchall(),
+            write=False,
+            inline=True,
+        )
         return [json.loads(body) for (body,) in rows]
 
-    def _claim(self, update_id: int, chat_id: int | None, preview: str) -> None:
-        with core.immediate_transaction(self.db):
-            self.db.execute("DELETE FROM telegram_inbox WHERE bot = ? AND update_id = ?", (self.bot, update_id))
-            if chat_id is not None:
-                self.db.execute(
-                    "INSERT OR REPLACE INTO telegram_unanswered (bot, update_id, chat_id, boot, preview) "
-                    "VALUES (?, ?, ?, ?, ?)",
-                    (self.bot, update_id, chat_id, self.boot, preview),
-                )
+    def _claim(self, tx: Tx, update_id: int, chat_id: int | None, preview: str) -> bool:
+        found = tx.execute("DELETE FROM telegram_inbox WHERE bot = ? AND update_id = ?", (self.bot, update_id))
+        taken = found.rowcount > 0
+        if taken and chat_id is not None:
+            tx.execute(
+                "INSERT INTO telegram_unanswered (bot, update_id, chat_id, boot, preview) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT (bot, update_id) DO UPDATE SET chat_id = excluded.chat_id, boot = excluded.boot, "
+                "preview = excluded.preview",
+                (self.bot, update_id, chat_id, self.boot, preview),
+            )
+        return taken
 
     async def claim(self, update_id: int, chat_id: int | None, preview: str = "") -> Pending | None:
         """Take the update out of the inbox; with a *chat_id*, as owing that chat an answer.
 
-        Not cancellable once begun (a worker thread is waited for), so the claim is whole
-        or absent.
+        The `Pending` row when this claim took the update owing *chat_id* an answer; None
+        when it owes nothing (*chat_id* None) or the update was not in the inbox any more
+        (taken by another claim: act on nothing, or it would be answered twice). Whole or
+        absent: one transaction (the caller shields it). A NUL in *preview* (PostgreSQL's
+        text refuses it) is stored as U+FFFD: the preview is only ever shown.
         """
-        await trio.to_thread.run_sync(self._claim, update_id, chat_id, preview)
-        return Pending(self.path, self.bot, update_id) if chat_id is not None else None
+        shown = preview.replace("\x00", "\ufffd")
+        taken = await self.db.run(lambda tx: self._claim(tx, update_id, chat_id, shown))
+        return Pending(self.db, self.bot, update_id) if taken and chat_id is not None else None
 
-    def unanswered_before(self) -> list[Unanswered]:
+    async def unanswered_before(self) -> list[Unanswered]:
         """Updates acted on by an earlier boot and never answered (their turn died with it)."""
-        rows = self.db.execute(
-            "SELECT update_id, chat_id, preview FROM telegram_unanswered WHERE bot = ? AND boot != ? "
-            "ORDER BY update_id",
-            (self.bot, self.boot),
-        ).fetchall()
-        return [Unanswered(Pending(self.path, self.bot, u), chat, preview) for u, chat, preview in rows]
+        bot, boot = self.bot, self.boot
+        rows = await self.db.run(
+            lambda tx: tx.execute(
+                "SELECT update_id, chat_id, preview FROM telegram_unanswered WHERE bot = ? AND boot <> ? "
+                "ORDER BY update_id",
+                (bot, boot),
+            ).fetchall(),
+            write=False,
+            inline=True,
+        )
+        return [Unanswered(Pending(self.db, self.bot, u), chat, preview) for u, chat, preview in rows]

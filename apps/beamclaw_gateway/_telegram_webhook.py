@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import hmac
 import json
-import sqlite3
 
 from loguru import logger
 from quart import Blueprint, Response, request
+
+import supervision as sv
+from beamclaw_base import StoreError
 
 from ._http_api import context, error, json_body
 from ._telegram_bot import webhook_update
@@ -32,8 +34,8 @@ async def update() -> Response:
     if token is None:
         return error("the Telegram channel has no token", 503, "unavailable")
     try:
-        await webhook_update(token, context().data_dir, body)
-    except (OSError, sqlite3.Error) as exc:  # not stored: Telegram is told to send it again
+        await webhook_update(token, body)
+    except (StoreError, sv.NoProc, sv.CallTimeout) as exc:  # not stored: Telegram is told to send it again
         logger.warning("Telegram webhook update {} could not be stored: {}", body["update_id"], exc)
         return error("the update could not be stored; send it again", 503, "unavailable")
     return Response(json.dumps({"ok": True}), content_type="application/json")

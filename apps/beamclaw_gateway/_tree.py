@@ -3,6 +3,7 @@
     beamclaw_gateway (one_for_one, 10 restarts / 30 s)
     ├── http
     └── telegram (rest_for_one, 10 restarts / 30 s; restarted after 1-5 s)
+        ├── store      the gateway's store (`_store`): the Telegram ledger, gateway.db
         ├── sender     the HTTP client replies go out on (outlives the channel)
         └── channel    polls (or takes webhook updates); restarted after 0.5-5 s
 
@@ -16,13 +17,15 @@ from __future__ import annotations
 import functools
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import StoreConfig
 
 from ._config import GatewayConfig, parse_gateway_config
 from ._server import serve_http
+from ._store import GatewayStore
 from ._telegram_bot import SENDER, telegram_bot
 
 # The channel's restart delay doubles from 0.5 s and stops at 5 s (±20 % jitter): a
@@ -39,18 +42,22 @@ _SUBTREE_BACKOFF = sv.Backoff(initial=1.0, maximum=5.0)
 # and never uses up its intensity, which would stop the HTTP server (and the daemon's
 # API with it). A few HTTP server restarts in a row are absorbed the same way.
 _INTENSITY, _PERIOD = 10, 30.0
+#: The default store: SQLite files in the data dir.
+_IN_DATA_DIR: Final = StoreConfig()
 
 
-def _telegram(config: GatewayConfig, data_dir: Path) -> sv.Supervisor:
+def _telegram(config: GatewayConfig, data_dir: Path, store: StoreConfig) -> sv.Supervisor:
     telegram = config.channels.telegram
     boot = uuid.uuid4().hex  # this run of the daemon (see telegram_bot)
-    channel = functools.partial(telegram_bot, config, data_dir, telegram.webhook_url, boot)
+    channel = functools.partial(telegram_bot, config, telegram.webhook_url, boot)
     return sv.Supervisor(
         [
+            sv.ChildSpec("store", GatewayStore.start, args=(data_dir / "gateway.db", store)),
             sv.ChildSpec("sender", core.HttpClientOwner.start, args=(SENDER, False)),
             sv.ChildSpec("channel", channel, shutdown=5.0, backoff=_CHANNEL_BACKOFF),
         ],
-        # rest_for_one: a restarted sender restarts the channel, which holds its client.
+        # rest_for_one: a restarted sender restarts the channel, which holds its client; a
+        # restarted store restarts both, so no channel holds a closed Database.
         strategy=sv.REST_FOR_ONE,
         intensity=_INTENSITY,
         period=_PERIOD,
@@ -58,11 +65,13 @@ def _telegram(config: GatewayConfig, data_dir: Path) -> sv.Supervisor:
     )
 
 
-def supervision_tree(table: dict[str, Any], data_dir: Path) -> sv.Supervisor:
+def supervision_tree(table: dict[str, Any], data_dir: Path, store: StoreConfig = _IN_DATA_DIR) -> sv.Supervisor:
+    """The HTTP server and, when enabled, the Telegram subtree; the Telegram ledger is kept
+    in *store* (``[store]``; SQLite: ``gateway.db`` in *data_dir*)."""
     config = parse_gateway_config(table)
     children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
     if config.channels.telegram.enabled:
-        children.append(_telegram(config, data_dir).child_spec("telegram", backoff=_SUBTREE_BACKOFF))
+        children.append(_telegram(config, data_dir, store).child_spec("telegram", backoff=_SUBTREE_BACKOFF))
     return sv.Supervisor(
         children, strategy=sv.ONE_FOR_ONE, name="beamclaw_gateway", intensity=_INTENSITY, period=_PERIOD
     )

@@ -2,12 +2,15 @@
 
 An agent acts on its own, on time, exactly once per due time: the store records each
 fire before it runs, the runner only keeps time, and the executor runs each fire in a
-temporary worker (see `_tree` for the supervision tree and `_store` for the guarantees).
+temporary worker (see `_tree` for the supervision tree and `_jobs` for the guarantees).
 """
+
+from beamclaw_base import StoreError
 
 from ._api import SchedulerNotRunning, add_job, change_job, find_job, job_runs, list_jobs
 from ._config import HeartbeatConfig, SchedulerConfig, parse_scheduler_config
 from ._job import Fire, Job, RunRecord
+from ._jobs import JobError
 from ._schedule import (
     BadSchedule,
     Schedule,
@@ -15,7 +18,6 @@ from ._schedule import (
     make_schedule,
     parse_time,
 )
-from ._store import JobError, StoreError
 from ._tool import SchedulerTool, describe_job
 from ._tree import scheduler_tree, supervision_tree
 

@@ -8,9 +8,10 @@ import supervision as sv
 from beamclaw_obs import scrub
 
 from ._job import Job, RunRecord
+from ._jobs import JobError
 from ._requests import AddJob, ChangeJob, FindJob, JobRuns, ListJobs
 from ._schedule import make_schedule
-from ._store import JobError, store_call
+from ._store import store_call
 
 R = TypeVar("R")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 from typing import Literal
 
 import attrs
@@ -17,7 +18,12 @@ Outcome = Literal["ok", "failed", "skipped", "suppressed"]
 
 @attrs.frozen
 class AddJob(sv.Request[Job]):
-    """A new active job (quota checked per agent and per user)."""
+    """A new active job (quota checked per agent and per user).
+
+    Its id is drawn with the request, so a store that adds it again (a commit in doubt,
+    tried once more) finds the job it added rather than adding a second; 64 random bits,
+    so that jobs added through different nodes never share one.
+    """
 
     agent_id: str
     user_id: str
@@ -25,6 +31,7 @@ class AddJob(sv.Request[Job]):
     schedule: Schedule
     message: str
     created_by: str
+    job_id: str = attrs.field(factory=lambda: secrets.token_hex(8))
 
 
 @attrs.frozen

@@ -17,8 +17,9 @@ import supervision as sv
 from beamclaw_core import agent_names
 
 from ._config import HeartbeatConfig
+from ._jobs import CLAIM_BATCH, Clock
 from ._requests import Claim, NextWake, SyncHeartbeats
-from ._store import CLAIM_BATCH, RUNNER, Clock, store_call
+from ._store import RUNNER, store_call
 
 #: The longest sleep between looks at the store, whatever the next due time: a clock
 #: that jumps (a suspended laptop, a corrected time) is noticed within this.

@@ -17,8 +17,8 @@ from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, Too
 
 from ._api import add_job, change_job, list_jobs
 from ._job import Job
+from ._jobs import Clock, JobError
 from ._schedule import BadSchedule, describe_time
-from ._store import Clock, JobError
 
 _CHANGES: Final = ("cancel", "pause", "resume")
 

@@ -31,8 +31,9 @@ from ._heartbeat import (
     within_active_hours,
 )  # fmt: skip
 from ._job import HEARTBEAT, Fire, Job
+from ._jobs import Clock
 from ._requests import Delivered, DeliveredRecently, Outcome
-from ._store import Clock, store_call
+from ._store import store_call
 
 #: A heartbeat output the same as one delivered within this many seconds is not sent again.
 _DEDUP_SECONDS: Final = 24 * 3600.0

@@ -7,8 +7,8 @@ the event stream's framing) is tested in tests/apps/beamclaw_gateway/test_a2a_ro
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,13 @@ import pytest
 import beamclaw_a2a as a2a
 import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_base import Database, StoreConfig, open_store
 from tests.apps.beamclaw_core.conftest import tree as core_tree
 from tests.support.model_server import ScriptedModel, Step, scripted_model
 
 BASE_URL = "http://a2a.test"
+#: Tasks in a2a.db in the test's home, unless a test gives its `store_config`.
+IN_DATA_DIR = StoreConfig()
 
 
 @attrs.define
@@ -31,6 +34,16 @@ class A2A:
     client: a2a.Client = a2a.Client("alice")
     #: Every event emitted meanwhile.
     events: list[obs.ObsEvent] = attrs.field(factory=list)
+    store: StoreConfig = IN_DATA_DIR
+
+    @contextmanager
+    def tasks(self) -> Iterator[Database]:
+        """The tasks' store, opened beside the running task manager (for `sql`)."""
+        db = open_store(self.store, a2a.SCHEMA, sqlite_file=self.home / "a2a.db")
+        try:
+            yield db
+        finally:
+            db.close()
 
     async def handle(self, body: bytes | str) -> dict[str, Any] | AsyncIterator[dict[str, Any]]:
         """*body* as the running service answers it for `client`."""
@@ -55,16 +68,18 @@ RunA2A = Callable[..., AbstractAsyncContextManager[A2A]]
 
 @pytest.fixture
 def run_a2a(tmp_path: Path) -> RunA2A:
-    """``async with run_a2a(*steps) as a:`` obs, tools, sandbox, core and the A2A app."""
+    """``async with run_a2a(*steps) as a:`` obs, tools, sandbox, core and the A2A app, its
+    tasks in *store* (SQLite in the test's home unless given); again, the same home."""
 
     @asynccontextmanager
-    async def running(*steps: Step, repeat: Step | None = None) -> AsyncIterator[A2A]:
+    async def running(*steps: Step, repeat: Step | None = None, store: StoreConfig = IN_DATA_DIR) -> AsyncIterator[A2A]:
         home = tmp_path / "home"
         events: list[obs.ObsEvent] = []
         async with scripted_model(*steps, repeat=repeat) as model:
             base = core_tree(home, model.base_url, events, {}, {})
-            spec = sv.Supervisor([*base.children, a2a.supervision_tree({}, home).child_spec("a2a")], name="beamclaw")
+            tasks = a2a.supervision_tree({}, home, store).child_spec("a2a")
+            spec = sv.Supervisor([*base.children, tasks], name="beamclaw")
             async with sv.open_supervisor(spec):
-                yield A2A(home, model, events=events)
+                yield A2A(home, model, events=events, store=store)
 
     return running

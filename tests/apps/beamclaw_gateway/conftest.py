@@ -19,8 +19,12 @@ import beamclaw_a2a as a2a
 import beamclaw_gateway as gateway
 import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_base import StoreConfig
 from tests.apps.beamclaw_core.conftest import tree as core_tree
 from tests.support.model_server import ScriptedModel, Step, scripted_model
+
+#: The apps' stores in the test's home, unless a test gives its `store_config`.
+IN_DATA_DIR = StoreConfig()
 
 
 def free_port() -> int:
@@ -72,7 +76,8 @@ async def ws_upgrade(port: int, headers: dict[str, str] | None = None) -> tuple[
 
 @pytest.fixture
 def run_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunGateway:
-    """``async with run_gateway(*steps, gateway={...}, token=...) as g:`` a daemon with its HTTP API."""
+    """``async with run_gateway(*steps, gateway={...}, token=...) as g:`` a daemon with its HTTP API;
+    the gateway and A2A keep their data in *store* (core keeps SQLite in the home)."""
 
     @asynccontextmanager
     async def running(
@@ -80,6 +85,7 @@ def run_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunGateway:
         repeat: Step | None = None,
         gateway_table: dict[str, Any] | None = None,
         token: str | None = None,
+        store: StoreConfig = IN_DATA_DIR,
         **core_overrides: Any,
     ) -> AsyncIterator[Gateway]:
         if token is None:
@@ -96,8 +102,8 @@ def run_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunGateway:
             spec = sv.Supervisor(
                 [
                     *base.children,
-                    a2a.supervision_tree({}, home).child_spec("a2a"),
-                    gateway.supervision_tree(table, home).child_spec("gateway"),
+                    a2a.supervision_tree({}, home, store).child_spec("a2a"),
+                    gateway.supervision_tree(table, home, store).child_spec("gateway"),
                 ],
                 name="beamclaw",
             )

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import itertools
+import json
 import random
+import sqlite3
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,18 +16,20 @@ import trio
 from loguru import logger
 
 import beamclaw_core as core
+import beamclaw_gateway as gateway
 import beamclaw_gateway._telegram_bot as bot_module
 import supervision as sv
-from beamclaw_base import StoreConfig
+from beamclaw_base import StoreConfig, open_store
 from beamclaw_core._session_messages import Status
 from beamclaw_gateway import supervision_tree as gateway_tree
 from beamclaw_gateway._telegram_bot import bot_name
 from beamclaw_gateway._telegram_ledger import Ledger
 from tests.support.model_server import Echo, Hold, Reply, Step
+from tests.support.stores import sql
 from tests.support.telegram_api import FakeTelegram, fake_telegram
 from tests.support.telegram_html import telegram_html_errors, visible
 
-from .conftest import Gateway, RunGateway
+from .conftest import IN_DATA_DIR, Gateway, RunGateway
 
 TOKEN = "123456:test-telegram-token-abcdefghijkl"
 
@@ -55,13 +59,14 @@ def telegram(run_gateway: RunGateway, monkeypatch: pytest.MonkeyPatch) -> Callab
         first_update: int = 1,
         instant: bool = False,
         gateway_extra: dict[str, Any] | None = None,
+        store: StoreConfig = IN_DATA_DIR,
         **telegram: Any,
     ) -> AsyncIterator[tuple[Gateway, FakeTelegram]]:
         async with fake_telegram(TOKEN, first_update, instant) as fake:
             channel = {"enabled": True, "api_base": fake.base_url, "poll_timeout_seconds": 2,
                        "edit_interval_seconds": 0.0, **telegram}  # fmt: skip
             table = {"channels": {"telegram": channel}, **(gateway_extra or {})}
-            async with run_gateway(*steps, repeat=repeat, gateway_table=table) as g:
+            async with run_gateway(*steps, repeat=repeat, gateway_table=table, store=store) as g:
                 yield g, fake
 
     return running
@@ -120,8 +125,10 @@ async def test_a_long_code_block_arrives_in_valid_pieces_and_a_refused_one_alone
         assert [line for line in lines if line.startswith("if a[")] == code.split("\n")
 
 
-async def test_a_channel_crash_mid_poll_loses_and_repeats_nothing(telegram: Callable[..., Any]) -> None:
-    async with telegram(repeat=Reply("ack"), dm_policy="open") as (g, fake):
+async def test_a_channel_crash_mid_poll_loses_and_repeats_nothing(
+    telegram: Callable[..., Any], store_config: StoreConfig
+) -> None:
+    async with telegram(repeat=Reply("ack"), dm_policy="open", store=store_config) as (g, fake):
         fake.push(5, "one")
         await eventually(lambda: g.model.count == 1 and fake.polls_in_flight == 1)
         old = sv.whereis(bot_name(TOKEN))
@@ -138,12 +145,12 @@ async def test_a_channel_crash_mid_poll_loses_and_repeats_nothing(telegram: Call
         await eventually(lambda: fake.texts(5).count("ack") == 3)
 
 
-async def test_the_offset_survives_a_restart(telegram: Callable[..., Any], run_gateway: RunGateway) -> None:
-    async with telegram(repeat=Reply("ack"), dm_policy="open") as (g, fake):
+async def test_the_offset_survives_a_restart(telegram: Callable[..., Any], store_config: StoreConfig) -> None:
+    async with telegram(repeat=Reply("ack"), dm_policy="open", store=store_config) as (g, fake):
         fake.push(5, "first")
         await eventually(lambda: g.model.count == 1)
         home = g.home
-    async with telegram(repeat=Reply("ack"), dm_policy="open") as (g, fake):
+    async with telegram(repeat=Reply("ack"), dm_policy="open", store=store_config) as (g, fake):
         assert g.home == home
         # A new fake forgets what was confirmed: it offers update 1 again, as Telegram would
         # before an offset is confirmed. The saved offset skips it.
@@ -190,11 +197,13 @@ async def test_a_photo_reaches_the_model(telegram: Callable[..., Any]) -> None:
         assert content[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
 
 
-async def test_the_webhook_checks_its_secret(telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_webhook_checks_its_secret(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
+) -> None:
     monkeypatch.setenv("TG_WEBHOOK_SECRET", "hook-secret-123")
     settings = {"mode": "webhook", "webhook_url": "https://example.org/webhook/telegram",
                 "webhook_secret": {"env": "TG_WEBHOOK_SECRET"}, "dm_policy": "open"}  # fmt: skip
-    async with telegram(Reply("via webhook"), **settings) as (g, fake):
+    async with telegram(Reply("via webhook"), store=store_config, **settings) as (g, fake):
         await eventually(lambda: fake.webhook is not None)
         assert fake.webhook["secret_token"] == "hook-secret-123"
         update = {"update_id": 77, "message": {"message_id": 1, "chat": {"id": 8, "type": "private"},
@@ -247,20 +256,20 @@ RESTARTED = (
 
 
 async def test_a_turn_cut_by_a_restart_is_reported_once_and_never_answered_twice(
-    telegram: Callable[..., Any],
+    telegram: Callable[..., Any], store_config: StoreConfig
 ) -> None:
     hold = Hold(then=Reply("the answer that never came"))
-    async with telegram(hold, dm_policy="open") as (_, fake):
+    async with telegram(hold, dm_policy="open", store=store_config) as (_, fake):
         fake.push(5, "think hard about this")
         await eventually(hold.reached.is_set)
     # The daemon stopped mid-turn. The next one does not replay the message (its answer
     # might have been half sent) but tells the user, once.
-    async with telegram(repeat=Echo(), dm_policy="open", first_update=10) as (g, fake):
+    async with telegram(repeat=Echo(), dm_policy="open", first_update=10, store=store_config) as (g, fake):
         await eventually(lambda: RESTARTED in fake.texts(5))
         fake.push(5, "hello again")
         await eventually(lambda: "You said: hello again" in fake.texts(5))
         assert fake.texts(5) == [RESTARTED, "You said: hello again"] and g.model.count == 1
-    async with telegram(repeat=Echo(), dm_policy="open", first_update=20) as (g, fake):
+    async with telegram(repeat=Echo(), dm_policy="open", first_update=20, store=store_config) as (g, fake):
         await eventually(lambda: fake.polls_in_flight == 1)  # the notices go out before the first poll
         assert fake.texts(5) == [] and g.model.count == 0
 
@@ -277,7 +286,7 @@ async def new_channel(old: sv.Pid | None) -> sv.Pid:
 
 
 async def test_a_kill_while_acting_or_preparing_neither_repeats_nor_loses_an_update(
-    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
 ) -> None:
     hello = "Hello! Send me a message to start. /new starts over."
     after_claim: list[Callable[[], None]] = []
@@ -290,7 +299,7 @@ async def test_a_kill_while_acting_or_preparing_neither_repeats_nor_loses_an_upd
         return pending
 
     monkeypatch.setattr(Ledger, "claim", claim_then_maybe_die)
-    async with telegram(repeat=Reply("a cat"), dm_policy="open") as (g, fake):
+    async with telegram(repeat=Reply("a cat"), dm_policy="open", store=store_config) as (g, fake):
         pid = await new_channel(None)
         # Killed right after claiming /start (committed: it will not be handled again),
         # before replying: the act is shielded, so the reply still goes out, once.
@@ -367,8 +376,8 @@ async def test_a_crash_looping_channel_is_back_in_seconds_and_the_http_server_is
         http = [next(c for c in tree["children"] if c["id"] == "http") for tree in (before, after)]
         assert http[0]["pid"] == http[1]["pid"] and after["restarts"] == 0
         telegram_tree = next(c for c in after["children"] if c["id"] == "telegram")
-        assert [c["id"] for c in telegram_tree["children"]] == ["sender", "channel"]
-        assert telegram_tree["restarts"] == 0 and telegram_tree["children"][1]["restarts"] == 3
+        assert [c["id"] for c in telegram_tree["children"]] == ["store", "sender", "channel"]
+        assert telegram_tree["restarts"] == 0 and telegram_tree["children"][2]["restarts"] == 3
         assert g.model.count == 1
     # The channel's restart delay is capped at 5 s (±20 % jitter), and a channel that
     # keeps crashing escalates from the telegram subtree less often than the gateway's
@@ -395,7 +404,7 @@ async def test_a_reply_nobody_waits_for_reaches_the_telegram_chat(telegram: Call
 
 
 async def test_a_webhook_update_answered_200_survives_a_channel_crash_and_is_handled_once(
-    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
 ) -> None:
     """Telegram forgets an update once the webhook answered 200: the update must be stored
     by then. The channel is crashed the moment it takes the update up (whichever step it
@@ -424,7 +433,7 @@ async def test_a_webhook_update_answered_200_survives_a_channel_crash_and_is_han
     update = {"update_id": 90, "message": {"message_id": 1, "chat": {"id": 8, "type": "private"},
                                            "from": {"id": 8}, "text": "hello hook"}}  # fmt: skip
     secret = {"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}
-    async with telegram(repeat=Reply("via webhook"), **settings) as (g, fake):
+    async with telegram(repeat=Reply("via webhook"), store=store_config, **settings) as (g, fake):
         await eventually(lambda: fake.webhook is not None)
         pid = await new_channel(None)
         async with g.client(headers={"Authorization": ""}) as http:
@@ -436,3 +445,86 @@ async def test_a_webhook_update_answered_200_survives_a_channel_crash_and_is_han
         await idle("telegram:8")
         await trio.sleep(0.3)
         assert not armed and fake.texts(8) == ["via webhook"] and g.model.count == 1
+
+
+async def test_an_update_claimed_already_is_not_acted_on_again(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
+) -> None:
+    """Each update is read from the inbox twice (as two drains, or two nodes, might): the
+    second claim finds it gone and acts on nothing, so nothing is answered twice."""
+    inbox = Ledger.inbox
+
+    async def read_twice(self: Ledger) -> list[dict[str, Any]]:
+        return [update for update in await inbox(self) for _ in range(2)]
+
+    monkeypatch.setattr(Ledger, "inbox", read_twice)
+    hello = "Hello! Send me a message to start. /new starts over."
+    async with telegram(repeat=Reply("once"), dm_policy="open", store=store_config) as (g, fake):
+        fake.push(5, "/start")
+        fake.push(5, "a question")
+        await eventually(lambda: "once" in fake.texts(5))
+        await idle("telegram:5")
+        await eventually(lambda: fake.polls_in_flight == 1 and not fake.updates)
+        assert fake.texts(5) == [hello, "once"] and g.model.count == 1
+
+
+#: gateway.db as BeamClaw wrote it before it had versions (user_version 0).
+_UNVERSIONED_LEDGER = (
+    "CREATE TABLE telegram_offsets (bot TEXT PRIMARY KEY, next_update INTEGER NOT NULL)",
+    "CREATE TABLE telegram_inbox (bot TEXT NOT NULL, update_id INTEGER NOT NULL, "
+    "body TEXT NOT NULL, PRIMARY KEY (bot, update_id))",
+    "CREATE TABLE telegram_unanswered (bot TEXT NOT NULL, update_id INTEGER NOT NULL, "
+    "chat_id INTEGER NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id))",
+)
+
+
+async def test_a_gateway_db_from_before_versions_opens_as_version_1_with_its_rows(
+    telegram: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = tmp_path / "home" / "gateway.db"
+    path.parent.mkdir(parents=True)
+    bot = bot_name(TOKEN).rpartition(":")[2]
+    stored = {"update_id": 3, "message": {"message_id": 3, "chat": {"id": 5, "type": "private"}, "from": {"id": 5},
+                                          "text": "stored before the upgrade"}}  # fmt: skip
+    with sqlite3.connect(path) as db:
+        for statement in _UNVERSIONED_LEDGER:
+            db.execute(statement)
+        db.execute("INSERT INTO telegram_offsets VALUES (?, 4)", (bot,))
+        db.execute("INSERT INTO telegram_inbox VALUES (?, 3, ?)", (bot, json.dumps(stored)))
+        db.execute("INSERT INTO telegram_unanswered VALUES (?, 2, 5, 'an-earlier-boot', 'asked before')", (bot,))
+    async with telegram(repeat=Echo(), dm_policy="open", first_update=4) as (_, fake):
+        await eventually(lambda: "You said: stored before the upgrade" in fake.texts(5))
+        fake.push(5, "and after")
+        await eventually(lambda: "You said: and after" in fake.texts(5))
+        told = (
+            "Sorry, I was restarted before I could answer your message \u201casked before\u201d. Please send it again."
+        )
+        assert fake.texts(5) == [told, "You said: stored before the upgrade", "You said: and after"]
+        await idle("telegram:5")
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (1,)
+        assert db.execute("SELECT bot, next_update FROM telegram_offsets").fetchall() == [(bot, 5)]
+        assert db.execute("SELECT count(*) FROM telegram_inbox").fetchone() == (0,)
+
+
+async def test_a_webhook_update_that_cannot_be_stored_gets_a_503_so_telegram_sends_it_again(
+    telegram: Callable[..., Any], monkeypatch: pytest.MonkeyPatch, store_config: StoreConfig
+) -> None:
+    monkeypatch.setenv("TG_WEBHOOK_SECRET", "hook-secret-123")
+    settings = {"mode": "webhook", "webhook_url": "https://example.org/webhook/telegram",
+                "webhook_secret": {"env": "TG_WEBHOOK_SECRET"}, "dm_policy": "open"}  # fmt: skip
+    update = {"update_id": 5, "message": {"message_id": 1, "chat": {"id": 8, "type": "private"},
+                                          "from": {"id": 8}, "text": "hello hook"}}  # fmt: skip
+    async with telegram(Reply("never"), store=store_config, **settings) as (g, fake):
+        await eventually(lambda: fake.webhook is not None)
+        db = open_store(store_config, gateway.SCHEMA, sqlite_file=g.home / "gateway.db")
+        try:
+            sql(db, "DROP TABLE telegram_inbox")  # a store that refuses the write
+        finally:
+            db.close()
+        async with g.client(headers={"Authorization": ""}) as http:
+            answer = await http.post(
+                "/webhook/telegram", json=update, headers={"X-Telegram-Bot-Api-Secret-Token": "hook-secret-123"}
+            )
+        assert answer.status_code == 503 and "could not be stored; send it again" in answer.text
+        assert g.model.count == 0

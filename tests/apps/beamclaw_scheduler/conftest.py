@@ -15,6 +15,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_base import StoreConfig
 from beamclaw_scheduler import Fire, SchedulerConfig, scheduler_tree
 from beamclaw_tools import supervision_tree as tools_tree
 
@@ -49,10 +50,15 @@ def virtual_clock(start: float) -> Callable[[], float]:
 
 @contextlib.asynccontextmanager
 async def running_scheduler(
-    tmp_path: Path, script: Script, clock: Callable[[], float], plan: dict[str, float] | None = None, **config: Any
+    tmp_path: Path,
+    script: Script,
+    clock: Callable[[], float],
+    plan: dict[str, float] | None = None,
+    store: StoreConfig = StoreConfig(),  # noqa: B008 - frozen, never changed
+    **config: Any,
 ) -> AsyncIterator[None]:
     settings = SchedulerConfig(**config)
-    tree = scheduler_tree(settings, tmp_path / "scheduler.db", script, clock, lambda: dict(plan or {}))
+    tree = scheduler_tree(settings, tmp_path / "scheduler.db", script, clock, lambda: dict(plan or {}), store=store)
     root = sv.Supervisor(
         [tools_tree({}, tmp_path).child_spec("tools"), tree.child_spec("scheduler")], name="test_root", intensity=50
     )

@@ -3,14 +3,16 @@ listed, and one user cannot take an agent's whole job quota."""
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
 from trio.testing import MockClock
 
+from beamclaw_base import StoreConfig, open_store
 from beamclaw_scheduler import BadSchedule, JobError, SchedulerTool, add_job, describe_job, list_jobs, make_schedule
+from beamclaw_scheduler._tables import SCHEMA
 from beamclaw_tools import ToolContext, ToolError, ToolSession
+from tests.support.stores import sql
 
 from .conftest import Script, at, running_scheduler, virtual_clock
 
@@ -56,9 +58,8 @@ async def test_a_job_stored_before_the_bound_is_listed_as_never(tmp_path: Path, 
     async with running_scheduler(tmp_path, Script(clock), clock):
         job = await _add(clock)
         for far in (1e20, float("inf")):
-            db = sqlite3.connect(tmp_path / "scheduler.db")
-            with db:
-                db.execute("UPDATE jobs SET spec = ?, next_due = ? WHERE id = ?", (repr(far), far, job.id))
+            db = open_store(StoreConfig(), SCHEMA, sqlite_file=tmp_path / "scheduler.db")
+            sql(db, "UPDATE jobs SET spec = ?, next_due = ? WHERE id = ?", (repr(far), far, job.id))
             db.close()
             (stored,) = await list_jobs()
             assert stored.next_due == far
