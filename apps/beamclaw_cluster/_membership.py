@@ -27,6 +27,8 @@ class Membership:
     advertise_url: str
     lease_seconds: float
     database: Database
+    #: The secret the nodes sign forwarded requests with (`signed_headers`).
+    secret: str = attrs.field(repr=False)
     #: Trio's clock time until which this member is surely still alive in the registry
     #: (the database's answer, minus a margin); past it the member acts no more.
     valid_until: float = -math.inf

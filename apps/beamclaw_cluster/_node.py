@@ -45,7 +45,8 @@ class _State:
 
 
 async def _join(config: ClusterConfig, database: Database) -> Membership:
-    member = Membership(uuid.uuid4().hex, config.node_id, config.advertise_url, config.lease_seconds, database)
+    secret = config.secret.get("a cluster node") if config.secret is not None else ""
+    member = Membership(uuid.uuid4().hex, config.node_id, config.advertise_url, config.lease_seconds, database, secret)
     await database.run(
         lambda tx: nodes.register(tx, member.instance_id, member.node_id, member.advertise_url, member.lease_seconds)
     )
@@ -59,6 +60,8 @@ class Node(sv.GenServer):
     """``call(NODE, WhoAmI())`` for the membership; joins in `init`, leaves in `terminate`."""
 
     async def init(self, config: ClusterConfig, store: StoreConfig) -> _State:
+        if config.secret is not None:
+            config.secret.get("a cluster node")  # MissingSecret, naming the variable, before anything is opened
         database = await trio.to_thread.run_sync(lambda: open_store(store, SCHEMA, sqlite_file=None))
         try:
             membership = await _join(config, database)

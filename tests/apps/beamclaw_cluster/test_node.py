@@ -3,6 +3,7 @@ took it for dead, and leaves at stop."""
 
 from __future__ import annotations
 
+import traceback
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,12 @@ from beamclaw_cluster._node import Beat
 from tests.support.stores import sql
 
 pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture(autouse=True)
+def _cluster_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BEAMCLAW_CLUSTER_SECRET", "cluster-secret-of-the-test-0123456789")
+
 
 _TABLE = {"enabled": True, "node_id": "node-a", "advertise_url": "http://127.0.0.1:18801",
           "lease_seconds": 3.0, "secret": {"env": "BEAMCLAW_CLUSTER_SECRET"}}  # fmt: skip
@@ -50,3 +57,13 @@ async def test_a_node_joins_renews_rejoins_after_being_taken_for_dead_and_leaves
         assert sql(db, "SELECT owner FROM conversation_leases") == [(None,)]
     finally:
         db.close()
+
+
+async def test_a_node_without_its_secret_in_the_environment_does_not_start_and_says_which(
+    postgres_store_config: StoreConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("BEAMCLAW_CLUSTER_SECRET")
+    with pytest.raises(BaseException) as failed:
+        async with sv.open_supervisor(supervision_tree(_TABLE, tmp_path, postgres_store_config)):
+            pass
+    assert "BEAMCLAW_CLUSTER_SECRET" in "".join(traceback.format_exception(failed.value))

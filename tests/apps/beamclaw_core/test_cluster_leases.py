@@ -23,6 +23,12 @@ from .conftest import RunCore, session_store
 
 pytestmark = pytest.mark.postgres
 
+
+@pytest.fixture(autouse=True)
+def _cluster_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BEAMCLAW_CLUSTER_SECRET", "cluster-secret-of-the-test-0123456789")
+
+
 _NODE = {"enabled": True, "node_id": "node-a", "advertise_url": "http://127.0.0.1:18801", "lease_seconds": 30.0,
          "secret": {"env": "BEAMCLAW_CLUSTER_SECRET"}}  # fmt: skip
 _ALICE = core.session_id("local:alice", "default")
