@@ -11,10 +11,18 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
-from typing import Final
+from typing import Final, Protocol
 
 import attrs
+
+
+class _Headers(Protocol):
+    """What both httpx's and the web framework's header collections offer."""
+
+    def get(self, key: str, /) -> str | None: ...
+
+    def __contains__(self, key: str, /) -> bool: ...
+
 
 #: The forwarding node's name (for the logs), the principal, the time, the MAC.
 NODE_HEADER: Final = "X-BeamClaw-Node"
@@ -52,16 +60,16 @@ def signed_headers(secret: str, node_id: str, principal: str, request: Forwarded
     }
 
 
-def is_forwarded(headers: Mapping[str, str]) -> bool:
+def is_forwarded(headers: _Headers) -> bool:
     """Whether the request says it was forwarded by a node (checked by `verified_principal`)."""
     return SIGNATURE_HEADER in headers
 
 
-def verified_principal(secret: str, request: Forwarded, headers: Mapping[str, str], now: float) -> str | None:
+def verified_principal(secret: str, request: Forwarded, headers: _Headers, now: float) -> str | None:
     """The principal name a correctly signed, fresh forwarded *request* acts for; else None."""
-    signature = headers.get(SIGNATURE_HEADER, "")
-    signed_at = headers.get(TIME_HEADER, "")
-    principal = headers.get(PRINCIPAL_HEADER, "")
+    signature = headers.get(SIGNATURE_HEADER) or ""
+    signed_at = headers.get(TIME_HEADER) or ""
+    principal = headers.get(PRINCIPAL_HEADER) or ""
     try:
         age = abs(now - float(signed_at))
     except ValueError:

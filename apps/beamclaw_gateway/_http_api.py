@@ -13,11 +13,14 @@ from typing import Any, Final
 import attrs
 from quart import Blueprint, Response, current_app, g, request
 
+import beamclaw_cluster as cluster
 import beamclaw_core as core
 import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_base import StoreUnavailable
 
 from ._config import GatewayConfig
+from ._forwarding import OwnerUnreachable, forward
 from ._principals import Principal
 from ._request_models import CHAT_REQUEST, ChatRequest
 from ._turns import BadRequest, agent_for, header_user, parse_json, run_events, user_id
@@ -29,6 +32,8 @@ class Context:
 
     config: GatewayConfig
     data_dir: Path
+    #: This node's membership of a cluster, or None on one node.
+    member: cluster.Membership | None = None
 
 
 def context() -> Context:
@@ -55,6 +60,8 @@ def error_body(message: str, status: int, code: str) -> str:
 
 #: Seconds a client is told to wait when a process it needs is being restarted.
 RESTART_RETRY_AFTER: Final = 1
+#: Seconds a client is told to wait when the database is away (a restart takes a few).
+_STORE_RETRY_AFTER: Final = 2
 
 
 def turn_failure(result: core.TurnResult) -> tuple[int, dict[str, str]] | None:
@@ -295,6 +302,28 @@ async def restarting(exc: Exception) -> Response:
         f"BeamClaw is restarting a part this request needs ({type(exc).__name__}); "
         "nothing was lost, please retry in a second",
         503, "restarting", **{"Retry-After": str(RESTART_RETRY_AFTER)},
+    )  # fmt: skip
+
+
+@api.errorhandler(core.OwnedElsewhere)
+async def owned_elsewhere(exc: core.OwnedElsewhere) -> Response:
+    """Another node owns the conversation: its answer, through this node. A request that
+    was forwarded already is not passed on again (the conversation moved meanwhile)."""
+    member = context().member
+    if member is None or g.get("beamclaw_forwarded", False):
+        return error(f"{exc}; please retry", 503, "moved", **{"Retry-After": str(RESTART_RETRY_AFTER)})
+    try:
+        return await forward(exc.where, member, principal())
+    except OwnerUnreachable as unreachable:  # dead, most likely: its lease ends, and a retry takes over
+        return error(str(unreachable), 503, "owner_unreachable", **{"Retry-After": str(unreachable.retry_after)})
+
+
+@api.errorhandler(StoreUnavailable)
+async def store_unavailable(exc: StoreUnavailable) -> Response:
+    """The database is away for now (a restart, a failover): nothing acknowledged is lost."""
+    return error(
+        "the store is unavailable for now; nothing acknowledged was lost, please retry", 503, "store_unavailable",
+        **{"Retry-After": str(_STORE_RETRY_AFTER)},
     )  # fmt: skip
 
 
