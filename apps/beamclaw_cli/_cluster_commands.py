@@ -12,12 +12,12 @@ from typing import Final
 
 import attrs
 
-import beamclaw
 import beamclaw_cluster as cluster
 from beamclaw_base import StoreError, open_store
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
+from ._store_config import add_config_option, store_of
 
 _HELP: Final = Help(
     "the cluster's nodes, their heartbeats, conversations owned and leases",
@@ -33,12 +33,12 @@ _ACTIONS: Final = {
 
 def add_parser(commands: Commands) -> None:
     for parser in add_group(commands, "cluster", _HELP, _ACTIONS).values():
-        parser.add_argument("--config", metavar="PATH", help="configuration file")
+        add_config_option(parser)
         add_json_option(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    store = beamclaw.store_config(beamclaw.load_config(getattr(args, "config", None)))
+    store = store_of(args)
     if store.backend != "postgres":
         print("beamclaw: no cluster: this configuration keeps its data in SQLite "
               '([store] backend = "postgres" for one)', file=sys.stderr)  # fmt: skip

@@ -1,4 +1,5 @@
-"""`beamclaw cluster status` reads the cluster from its database, no daemon needed."""
+"""`beamclaw cluster status` reads the cluster from its database, no daemon needed; the
+commands that change stored data change the configured store."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import beamclaw_core as core
 from beamclaw_base import StoreConfig, open_store
 from beamclaw_cli import main
 from beamclaw_cluster import SCHEMA, acquire, acquire_named
@@ -68,3 +70,17 @@ def test_status_with_the_database_away_says_so_without_the_password(
     assert main(["cluster", "status", "--config", _config(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert err.startswith("beamclaw: ") and "pw-never-shown-4242" not in err
+
+
+@pytest.mark.postgres
+def test_pair_approves_in_the_store_of_the_configuration_not_a_local_file(
+    postgres_store_config: StoreConfig, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setenv("BEAMCLAW_HOME", str(tmp_path / "home"))
+    db = core.open_session_store(postgres_store_config, tmp_path)
+    code = db.transact(lambda tx: core.request_code(tx, "telegram", "telegram:42", "Ada"))
+    assert main(["pair", "telegram", code, "--config", _config(tmp_path)]) == 0
+    assert db.transact(lambda tx: core.allowed_agent(tx, "telegram", "telegram:42"), write=False) == "default"
+    db.close()
+    assert not (tmp_path / "home" / "sessions.db").exists()
