@@ -22,7 +22,9 @@ import supervision as sv
 from beamclaw_base import Database, Notified, StoreConfig, notify_group, open_store
 from beamclaw_cluster import SCHEMA as CLUSTER_SCHEMA
 from beamclaw_cluster import _nodes as nodes
-from beamclaw_scheduler import SchedulerConfig, find_job, job_runs
+from beamclaw_cluster import membership
+from beamclaw_cluster import supervision_tree as cluster_tree
+from beamclaw_scheduler import SchedulerConfig, add_job, find_job, job_runs, scheduler_tree
 from beamclaw_scheduler import _runner as runner_module
 from beamclaw_scheduler._jobs import WAKE_CHANNEL, Jobs
 from beamclaw_scheduler._owner import Owner
@@ -38,6 +40,7 @@ from beamclaw_scheduler._requests import (
     SyncHeartbeats,
 )
 from beamclaw_scheduler._tables import SCHEMA
+from beamclaw_tools import supervision_tree as tools_tree
 from tests.support.stores import sql
 
 from .conftest import Script, running_scheduler
@@ -76,7 +79,8 @@ def dies(registry: Database, jobs: Jobs) -> None:
 
 async def claim_all(jobs: Jobs, now: float) -> int:
     """Claim until nothing more is due (a batch at a time), as the runner does."""
-    claimed = total = await ask(jobs, Claim(now))
+    claimed: int = await ask(jobs, Claim(now))
+    total = claimed
     while claimed:
         claimed = await ask(jobs, Claim(now))
         total += claimed
@@ -256,3 +260,52 @@ async def test_a_job_added_through_another_node_wakes_this_nodes_runner(
 
 def _iso(when: float) -> str:
     return dt.datetime.fromtimestamp(when, dt.UTC).isoformat()
+
+
+@pytest.mark.postgres
+async def test_in_a_cluster_tree_the_runner_recovers_a_node_that_dies_meanwhile_and_claims_as_its_member(
+    postgres_store_config: StoreConfig, registry: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BEAMCLAW_CLUSTER_SECRET", "cluster-secret-of-the-test-0123456789")
+    table = {"enabled": True, "node_id": "here", "advertise_url": "http://127.0.0.1:18801", "lease_seconds": 3.0,
+             "secret": {"env": "BEAMCLAW_CLUSTER_SECRET"}}  # fmt: skip
+    clock = FakeClock(time.time())
+    with (
+        node(postgres_store_config, registry, "dies", clock) as dying,
+        node(postgres_store_config, registry, "lives", clock) as living,
+    ):
+        running = {}
+        for jobs in (dying, living):
+            await add(jobs, clock)
+            assert await claim_all(jobs, clock.now + 60) == 1
+            (running[jobs.owner.id],) = await run(jobs, finish=False)
+        script = Script(time.time)
+        tree = scheduler_tree(SchedulerConfig(), None, script, time.time, dict, store=postgres_store_config)
+        root = sv.Supervisor(
+            [
+                tools_tree({}, tmp_path).child_spec("tools"),
+                cluster_tree(table, tmp_path, postgres_store_config).child_spec("cluster"),
+                tree.child_spec("scheduler"),
+            ],
+            name="test_root",
+        )
+        async with sv.open_supervisor(root):
+            member = await membership()
+            assert member is not None
+            dies(registry, dying)  # after this node started: found by the runner's rounds
+            with trio.fail_after(60):  # only a bound for a hang
+                while sql(dying.db, "SELECT state FROM runs WHERE id = ?", (running[dying.owner.id],)) != [
+                    ("interrupted",)
+                ]:
+                    await trio.sleep(0.2)
+            added = await add_job(
+                agent_id="default", user_id="local:ada", channel="cli", kind="at", spec=_iso(time.time() + 1),
+                message="check the news", created_by="cli", now=time.time(), min_interval=60,
+            )  # fmt: skip
+            with trio.fail_after(60):  # only a bound for a hang
+                while not script.fires:
+                    await trio.sleep(0.1)
+            owners = sql(dying.db, "SELECT owner FROM runs WHERE job_id = ?", (added.id,))
+            other = sql(dying.db, "SELECT state FROM runs WHERE id = ?", (running[living.owner.id],))
+    assert owners == [(member.instance_id,)]
+    assert other == [("running",)]  # a live node's run is never touched
