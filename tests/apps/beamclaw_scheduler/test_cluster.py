@@ -110,8 +110,9 @@ async def test_three_nodes_run_each_due_time_of_1000_jobs_once_and_recover_only_
         node(postgres_store_config, registry, "b", clock) as b,
         node(postgres_store_config, registry, "c", clock) as c,
     ):
-        for n in range(JOBS):
-            await add((a, b, c)[n % 3], clock, user=f"local:user{n % 20}", agent=f"agent{n // 20}")
+        async with trio.open_nursery() as nursery:  # each node adds a third, all at once
+            for first, jobs in enumerate((a, b, c)):
+                nursery.start_soon(_add_jobs, jobs, clock, range(first, JOBS, 3))
         a_job = await add(a, clock, user="local:ada", agent="ops", kind="at", spec="2026-05-04T08:01:30")
         # Minute 1: all three claim at once; each runs its own claims.
         clock.now = NOW + 60
@@ -120,8 +121,9 @@ async def test_three_nodes_run_each_due_time_of_1000_jobs_once_and_recover_only_
             for name, jobs in (("a", a), ("b", b), ("c", c)):
                 nursery.start_soon(_claim_into, claimed, name, jobs, clock.now)
         assert sum(claimed.values()) == JOBS
-        for jobs in (a, b, c):
-            await run(jobs)
+        async with trio.open_nursery() as nursery:
+            for jobs in (a, b, c):
+                nursery.start_soon(run, jobs)
         # a starts a run of its own that is still running when c dies.
         clock.now = NOW + 90
         assert await claim_all(a, clock.now) == 1
@@ -140,8 +142,9 @@ async def test_three_nodes_run_each_due_time_of_1000_jobs_once_and_recover_only_
         taken = {"a": await ask(a, ClaimedFires()), "b": await ask(b, ClaimedFires())}
         assert len(taken["a"]) + len(taken["b"]) == JOBS - JOBS // 2
         assert {f.run_id for f in taken["a"] + taken["b"]} == {f.run_id for f in c_fires} - set(cut)
-        for jobs in (a, b):
-            await run(jobs)
+        async with trio.open_nursery() as nursery:
+            for jobs in (a, b):
+                nursery.start_soon(run, jobs)
         # The dead node's late finishes are refused, it claims and starts nothing more,
         # and its restart as a new member does not run the interrupted ones again.
         assert {await ask(c, FinishRun(run_id, "ok", "late")) for run_id in cut} == {"ignored"}
@@ -167,6 +170,11 @@ async def test_three_nodes_run_each_due_time_of_1000_jobs_once_and_recover_only_
     cut_jobs = {job_id for job_id, _, state, _ in runs if state == "interrupted"}
     assert {job_id for job_id, job in jobs_listed.items() if job.errors == 1} == cut_jobs
     assert all(job.errors == 0 for job_id, job in jobs_listed.items() if job_id not in cut_jobs)
+
+
+async def _add_jobs(jobs: Jobs, clock: FakeClock, numbers: range) -> None:
+    for n in numbers:
+        await add(jobs, clock, user=f"local:user{n % 20}", agent=f"agent{n // 20}")
 
 
 async def _claim_into(claimed: dict[str, int], name: str, jobs: Jobs, now: float) -> None:
