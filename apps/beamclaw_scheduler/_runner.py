@@ -33,6 +33,10 @@ from ._store import RUNNER, store_call
 MAX_SLEEP: Final = 30.0
 #: How often the heartbeat jobs are matched to the agents there are (a new agent gets one).
 _AGENTS_EVERY: Final = 60.0
+#: The wait when something is still due right after a claim: another node is claiming it
+#: at this moment, or this node may not claim now (the cluster took it for dead and it is
+#: joining again). It looks again after this, never at once in a loop.
+_STILL_DUE: Final = 1.0
 
 
 def heartbeat_plan(beat: HeartbeatConfig, data_dir: Path, default_agent: str) -> dict[str, float]:
@@ -68,7 +72,8 @@ async def runner(
         while await store_call(Claim(clock())) >= CLAIM_BATCH:
             await trio.lowlevel.checkpoint()
         wake = await store_call(NextWake())
-        delay = MAX_SLEEP if wake is None else min(MAX_SLEEP, max(0.0, wake - clock()))
+        left = MAX_SLEEP if wake is None else wake - clock()
+        delay = min(MAX_SLEEP, left) if left > 0 else _STILL_DUE
         if recover_every is not None:
             delay = min(delay, max(0.0, recovered + recover_every - trio.current_time()))
         try:
