@@ -17,6 +17,7 @@ import trio
 import beamclaw_a2a as a2a
 import beamclaw_cluster as cluster
 import beamclaw_core as core
+import supervision as sv
 from beamclaw_base import Database, StoreConfig, open_store
 from tests.support.model_server import Hold, Reply
 from tests.support.stores import sql
@@ -119,3 +120,23 @@ async def test_a_message_for_a_conversation_another_node_owns_is_not_made_a_task
         assert elsewhere.value.where.node_id == "node-b"
         assert (await a.rpc("ListTasks", {}))["result"]["totalSize"] == 0
         assert a.model.requests == []
+
+
+@pytest.mark.postgres
+async def test_a_task_canceled_through_another_node_stops_its_turn_here(
+    run_a2a: RunA2A, postgres_store_config: StoreConfig
+) -> None:
+    hold = Hold(then=Reply("too late"))
+    async with run_a2a(hold, store=postgres_store_config) as a:
+        params = {**_message("m-1"), "configuration": {"returnImmediately": True}}
+        task_id = (await a.rpc("SendMessage", params))["result"]["task"]["id"]
+        with trio.fail_after(_HANG):
+            await hold.reached.wait()
+        with a.tasks() as db:  # node B cancels it: its change and its notification
+            sql(db, "UPDATE tasks SET state = 'canceled' WHERE id = ?", (task_id,))
+            sql(db, "SELECT pg_notify('bc_a2a', ?)", (task_id,))
+        with trio.fail_after(_HANG):  # the worker stops, its turn with it, though the model never answered
+            while sv.which_children("beamclaw_a2a.workers"):
+                await trio.sleep(0.05)
+        hold.release()
+        assert (await a.rpc("GetTask", {"id": task_id}))["result"]["status"]["state"] == "TASK_STATE_CANCELED"
