@@ -36,6 +36,8 @@ from loguru import logger
 
 from beamclaw_base import Database, Schema, Step, StoreError, Tx
 
+from ._idempotency import STEP as IDEMPOTENCY_KEYS
+
 #: The ledger's tables. Files from before versions (``user_version`` 0, the same tables)
 #: open as version 1 unchanged. Telegram's ids pass 2**31 (supergroup chats are below
 #: -2**31), hence BIGINT on PostgreSQL; SQLite's INTEGER holds 64 bits already.
@@ -58,6 +60,7 @@ CREATE TABLE IF NOT EXISTS telegram_unanswered (bot TEXT NOT NULL, update_id BIG
     chat_id BIGINT NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id));
 """,
         ),
+        IDEMPOTENCY_KEYS,  # version 2: the chat route's Idempotency-Key (`_idempotency`)
     ),
 )
 

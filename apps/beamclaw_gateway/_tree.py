@@ -1,6 +1,7 @@
 """The gateway app's tree: the HTTP server and, when enabled, the Telegram channel's subtree.
 
     beamclaw_gateway (one_for_one, 10 restarts / 30 s)
+    ├── keys       the store of the chat route's idempotency keys (`_store`, gateway.db)
     ├── http
     └── telegram (rest_for_one, 10 restarts / 30 s; restarted after 1-5 s)
         ├── store      the gateway's store (`_store`): the Telegram ledger, gateway.db
@@ -25,7 +26,7 @@ from beamclaw_base import StoreConfig
 
 from ._config import GatewayConfig, parse_gateway_config
 from ._server import serve_http
-from ._store import GatewayStore
+from ._store import KEYS, GatewayStore
 from ._telegram_bot import SENDER, telegram_bot
 
 # The channel's restart delay doubles from 0.5 s and stops at 5 s (±20 % jitter): a
@@ -69,7 +70,10 @@ def supervision_tree(table: dict[str, Any], data_dir: Path, store: StoreConfig =
     """The HTTP server and, when enabled, the Telegram subtree; the Telegram ledger is kept
     in *store* (``[store]``; SQLite: ``gateway.db`` in *data_dir*)."""
     config = parse_gateway_config(table)
-    children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
+    children = [
+        sv.ChildSpec("keys", GatewayStore.start, args=(data_dir / "gateway.db", store, KEYS)),
+        sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0),
+    ]
     if config.channels.telegram.enabled:
         children.append(_telegram(config, data_dir, store).child_spec("telegram", backoff=_SUBTREE_BACKOFF))
     return sv.Supervisor(

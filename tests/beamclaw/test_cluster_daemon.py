@@ -4,11 +4,13 @@ their data."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import attrs
 import httpx
@@ -17,7 +19,7 @@ import trio
 
 import beamclaw_core as core
 from beamclaw_base import StoreConfig
-from tests.support.model_server import Echo, ScriptedModel, scripted_model
+from tests.support.model_server import Echo, Hold, Reply, ScriptedModel, scripted_model
 from tests.support.postgres import DSN_VARIABLE
 from tests.support.stores import sql
 
@@ -141,3 +143,54 @@ async def test_a_forged_forwarded_request_is_refused(
         response = await http.post(f"{a.url}/v1/chat/completions", json=body, headers=forged)
         assert response.status_code == 401
         assert model.requests == []
+
+
+async def _rpc(http: httpx.AsyncClient, node: Node, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    response = await http.post(f"{node.url}/a2a", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()
+    return answer
+
+
+async def test_a_message_or_a_retried_request_is_one_turn_through_either_node(
+    tmp_path: Path, postgres_store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_SECRET_VARIABLE, "cluster-secret-of-the-test-0123456789")
+    hold = Hold(then=Reply("done on node-a"))
+    async with (
+        scripted_model(hold, repeat=Echo()) as model,
+        _nodes(tmp_path, model, "node-a", "node-b") as (a, b),
+        httpx.AsyncClient() as http,
+    ):
+        message = {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": "slow"}], "contextId": "c1"}
+        params = {"message": message, "configuration": {"returnImmediately": True}}
+        task_id = (await _rpc(http, a, "SendMessage", params))["result"]["task"]["id"]
+        with trio.fail_after(60):
+            await hold.reached.wait()
+        # The same message through node-b (node-a owns the conversation): the same task.
+        assert (await _rpc(http, b, "SendMessage", params))["result"]["task"]["id"] == task_id
+        # A watcher on node-b hears of the task that node-a finishes.
+        subscribe = {"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": task_id}}
+        states = []
+        with trio.fail_after(60):
+            async with http.stream("POST", f"{b.url}/a2a", json=subscribe, timeout=60) as events:
+                async for line in events.aiter_lines():
+                    if line.startswith("data: "):
+                        result = json.loads(line.removeprefix("data: "))["result"]
+                        if "task" in result:
+                            hold.release()
+                        elif "statusUpdate" in result:
+                            states.append(result["statusUpdate"]["status"]["state"])
+        assert states[-1] == "TASK_STATE_COMPLETED"
+        got = await _rpc(http, b, "GetTask", {"id": task_id})
+        assert got["result"]["artifacts"][0]["parts"][0]["text"] == "done on node-a"
+
+        # A chat request retried with its Idempotency-Key through the other node: its answer again.
+        body = {"model": "default", "user": "bob", "messages": [{"role": "user", "content": "hi"}]}
+        key = {"Idempotency-Key": "retry-me"}
+        first = await http.post(f"{a.url}/v1/chat/completions", json=body, headers=key, timeout=60)
+        again = await http.post(f"{b.url}/v1/chat/completions", json=body, headers=key, timeout=60)
+        assert first.status_code == again.status_code == 200, again.text
+        assert again.json() == first.json()
+        assert len(model.requests) == 2  # the task's turn and the chat's, each once
