@@ -22,13 +22,14 @@ from ._leases import (
 )
 from ._membership import Membership
 from ._node import NODE, membership
-from ._nodes import NodeRow
+from ._nodes import ALIVE, NodeRow
 from ._schema import SCHEMA
 from ._signing import Forwarded, is_forwarded, signed_headers, verified_principal
 from ._status import ClusterStatus, NamedLeaseRow, cluster_status
 from ._tree import supervision_tree
 
 __all__ = [
+    "ALIVE",
     "NODE",
     "SCHEMA",
     "ClusterConfig",
