@@ -504,10 +504,13 @@ async def _in_cluster(bot: _Bot, webhook_url: str) -> NoReturn:
 
     async def work(lease: PollerLease) -> None:
         await bot.ledger.reopen(lease)
+        if bot.config.mode != "webhook":
+            await _poll(bot)
+            return
         group = notify_group(WEBHOOK_CHANNEL)
         sv.pg.join(group)  # a webhook update any node stored is announced to the holder
         try:
-            await _work(bot, webhook_url)
+            await _webhook(bot, webhook_url)
         finally:
             sv.pg.leave(group)
 
