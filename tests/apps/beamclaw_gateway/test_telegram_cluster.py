@@ -19,10 +19,11 @@ import trio
 
 import beamclaw_cluster as cluster
 import beamclaw_gateway as gateway
-from beamclaw_base import Database, StoreConfig, open_store
+import supervision as sv
+from beamclaw_base import Database, Notified, StoreConfig, listener, notify_group, open_store
 from beamclaw_cluster import _nodes as nodes
 from beamclaw_gateway._telegram_lease import PollerLease, lease_name, while_holding
-from beamclaw_gateway._telegram_ledger import Ledger
+from beamclaw_gateway._telegram_ledger import WEBHOOK_CHANNEL, Ledger, store_pushed
 from tests.support.stores import sql
 
 pytestmark = pytest.mark.postgres
@@ -172,3 +173,28 @@ async def test_a_dead_members_unanswered_updates_are_told_once_and_a_live_member
     await again.pending.answered()
     rows = sql(gateway_db, "SELECT update_id, boot FROM telegram_unanswered ORDER BY update_id")
     assert [tuple(row) for row in rows] == [(2, b.instance_id)]
+
+
+async def test_a_webhook_update_stored_by_any_node_wakes_the_lease_holder_once(
+    postgres_store_config: StoreConfig, gateway_db: Database
+) -> None:
+    tree = sv.Supervisor([sv.ChildSpec("listener", listener, args=(postgres_store_config, [WEBHOOK_CHANNEL]))])
+    with sv.as_process():
+        sv.pg.join(notify_group(WEBHOOK_CHANNEL))  # as the holder's channel does
+
+        async def woken() -> Notified:
+            message: Notified = await sv.receive(timeout=30, match=lambda m: isinstance(m, Notified))
+            return message
+
+        async with sv.open_supervisor(tree):
+            assert await woken() == Notified(WEBHOOK_CHANNEL, None)  # connected: drain what is there
+            update = {"update_id": 40, "message": {}}
+            await store_pushed(gateway_db, "bot-1", update)  # through another node's webhook route
+            assert await woken() == Notified(WEBHOOK_CHANNEL, "bot-1")
+            await store_pushed(gateway_db, "bot-1", update)  # Telegram sent it again: nothing to do
+            await store_pushed(gateway_db, "bot-1", {"update_id": 41, "message": {}})
+            assert await woken() == Notified(WEBHOOK_CHANNEL, "bot-1")
+            with pytest.raises(sv.ReceiveTimeout):
+                await sv.receive(timeout=1, match=lambda m: isinstance(m, Notified))
+    holder = await Ledger.open(gateway_db, "bot-1", "node-a", members=True)
+    assert [u["update_id"] for u in await holder.inbox()] == [40, 41]
