@@ -28,7 +28,7 @@ from tests.support.stores import sql
 
 pytestmark = pytest.mark.postgres
 
-_LEASE = 1.0  # seconds: short, so that a takeover happens within the test
+_LEASE = 3.0  # seconds: short, so that a takeover happens within the test
 
 
 @pytest.fixture
@@ -96,21 +96,27 @@ async def test_two_nodes_never_poll_one_bot_at_once_and_the_lease_moves_when_its
 
     async with trio.open_nursery() as nursery, _alive(nursery, a) as a_beats, _alive(nursery, b):
         nursery.start_soon(lambda: poller(a))
-        with trio.fail_after(10):
-            while events != [("a", "polls")]:
+        with trio.fail_after(30):
+            while not events:
                 await trio.sleep(0.05)
         nursery.start_soon(lambda: poller(b))
-        await trio.sleep(_LEASE * 3)  # b keeps trying all the while
-        assert events == [("a", "polls")]
+        await trio.sleep(_LEASE * 2)  # b keeps trying all the while
+        assert {who for who, _ in events} == {"a"}
 
         a_beats.cancel()  # a's node stalls: no more heartbeats, so no more renewals that count
-        with trio.fail_after(20):
+        with trio.fail_after(30):
             while ("b", "polls") not in events:
                 await trio.sleep(0.05)
-        assert events == [("a", "polls"), ("a", "stops"), ("b", "polls")]
-        rows = sql(cluster_db, "SELECT owner, epoch FROM named_leases WHERE name = ?", (name,))
-        assert [tuple(row) for row in rows] == [(b.instance_id, 2)]
         nursery.cancel_scope.cancel()
+    # One poller at a time: each stops before the next starts (a slow renewal may stop a
+    # for a moment, then it takes its own lease again), and the lease went to b.
+    polling = None
+    for who, what in events:
+        assert (polling, what) in {(None, "polls"), (who, "stops")}, events
+        polling = who if what == "polls" else None
+    assert {who for who, _ in events[: events.index(("b", "polls"))]} == {"a"}
+    rows = sql(cluster_db, "SELECT owner, epoch FROM named_leases WHERE name = ?", (name,))
+    assert [tuple(row) for row in rows] == [(b.instance_id, 2)]
 
 
 async def test_a_poller_that_lost_the_lease_stores_nothing_and_the_next_goes_on_from_the_stored_offset(
