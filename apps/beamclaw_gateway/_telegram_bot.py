@@ -61,7 +61,10 @@ _FAILING: Final = RetryPolicy(attempts=None, wait_initial=1.0, wait_max=30.0, ji
 #: A 409 this many tries in a row (about a minute) is no restart's predecessor: said loudly.
 _CONFLICT_PERSISTS: Final = 6
 _PREVIEW: Final = 60
-_EXPECTED: Final = (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTimeout, sv.ProcessExited)
+_EXPECTED: Final = (
+    TelegramError, core.InvalidAgentName, core.OwnedElsewhere, sv.NoProc, sv.CallTimeout, sv.ProcessExited,
+)  # fmt: skip
+_OWNED_RETRY: Final = 0.5  # seconds between tries to open a conversation another live node still owns
 
 # Per bot and boot, so a restarted channel does not log a failing sendChatAction anew.
 _NOTICES: dict[tuple[str, str], ChatNotices] = {}
@@ -312,11 +315,27 @@ def _chat_of(update: dict[str, Any]) -> int | None:
     return None
 
 
+async def _prepared(bot: _Bot, update: dict[str, Any]) -> _Act:
+    """`prepare`, tried again for up to a lease while another live node owns the chat's
+    conversation: at a takeover the node that polled before may look alive a moment
+    longer than its lease on the bot, and its conversations are free once it does not.
+    (Only in a cluster: on one node no conversation is owned elsewhere.)"""
+    member = await cluster.membership()
+    until = trio.current_time() + (member.lease_seconds if member is not None else 0.0)
+    while True:
+        try:
+            return await prepare(bot, update)
+        except core.OwnedElsewhere:
+            if trio.current_time() >= until:
+                raise
+        await trio.sleep(_OWNED_RETRY)
+
+
 async def _handle(bot: _Bot, update: dict[str, Any]) -> None:
     """Prepare one stored update (again, if a kill interrupted it), then act on it once."""
     update_id = int(update["update_id"])
     try:
-        act = await prepare(bot, update)
+        act = await _prepared(bot, update)
     except Exception as exc:  # noqa: BLE001 - a bad update must not stop the channel (it would come back)
         if isinstance(exc, _EXPECTED):
             logger.warning("Telegram update {} could not be handled: {}", update_id, exc)
