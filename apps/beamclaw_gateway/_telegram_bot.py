@@ -58,8 +58,9 @@ _POLL_FLOOR: Final = 0.5  # seconds between the starts of two polls that bring n
 _ACT_DEADLINE: Final = 20.0  # the longest a shielded act may hold up a kill or a shutdown
 #: A poller's failed calls: tried until they succeed, 1, 2, 4 ... s apart, at most 30 s.
 _FAILING: Final = RetryPolicy(attempts=None, wait_initial=1.0, wait_max=30.0, jitter=0.25)
-#: A 409 this many tries in a row (about a minute) is no restart's predecessor: said loudly.
-_CONFLICT_PERSISTS: Final = 6
+#: A 409 this many tries in a row (about 7 s) is no restart's predecessor nor a previous
+#: lease holder (Telegram ends their long poll at once): said loudly.
+_CONFLICT_PERSISTS: Final = 4
 _PREVIEW: Final = 60
 _EXPECTED: Final = (
     TelegramError, core.InvalidAgentName, core.OwnedElsewhere, sv.NoProc, sv.CallTimeout, sv.ProcessExited,
