@@ -92,7 +92,7 @@ async def while_holding(
             continue
         epoch, until = taken
         lease = PollerLease(name, member.instance_id, epoch)
-        logger.info("Telegram: this node holds {} (epoch {}) and polls", name, epoch)
+        logger.info("Telegram: this node holds {} (epoch {}) and acts for the bot", name, epoch)
         async with trio.open_nursery() as nursery:
             scope = trio.CancelScope(deadline=until)
             nursery.start_soon(_keep, member, lease, scope)
@@ -103,7 +103,7 @@ async def while_holding(
                 logger.warning("Telegram: {}; stopped", exc)
             nursery.cancel_scope.cancel()
         if scope.cancelled_caught:
-            logger.warning("Telegram: this node no longer surely holds {}; stopped polling", name)
+            logger.warning("Telegram: this node no longer surely holds {}; stopped acting for the bot", name)
 
 
 async def _keep(member: cluster.Membership, lease: PollerLease, scope: trio.CancelScope) -> None:
