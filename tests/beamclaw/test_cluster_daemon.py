@@ -18,10 +18,12 @@ import pytest
 import trio
 
 import beamclaw_core as core
-from beamclaw_base import StoreConfig
+import beamclaw_gateway as gateway
+from beamclaw_base import StoreConfig, open_store
 from tests.support.model_server import Echo, Hold, Reply, ScriptedModel, scripted_model
 from tests.support.postgres import DSN_VARIABLE
 from tests.support.stores import sql
+from tests.support.telegram_emulator import Emulator, ensure_installed, telegram_emulator
 
 from .daemon import free_port, start_daemon
 
@@ -38,7 +40,7 @@ class Node:
     process: trio.Process
 
 
-def _config(tmp_path: Path, name: str, port: int, model: ScriptedModel, lease_seconds: float) -> Path:
+def _config(tmp_path: Path, name: str, port: int, model: ScriptedModel, lease_seconds: float, *, extra: str) -> Path:
     path = tmp_path / f"{name}.toml"
     path.write_text(
         f'[store]\nbackend = "postgres"\ndsn = {{ env = "{DSN_VARIABLE}" }}\n'
@@ -46,7 +48,7 @@ def _config(tmp_path: Path, name: str, port: int, model: ScriptedModel, lease_se
         f'lease_seconds = {lease_seconds}\nsecret = {{ env = "{_SECRET_VARIABLE}" }}\n'
         f'[core]\ndefault_provider = "scripted"\nautonomy_level = "full"\n'
         f'[core.providers.scripted]\nbase_url = "{model.base_url}"\nmodel = "scripted-model"\n'
-        f"[gateway.http]\nport = {port}\n",
+        f"[gateway.http]\nport = {port}\n{extra}",
         encoding="utf-8",
     )
     return path
@@ -60,14 +62,14 @@ async def _stop(process: trio.Process) -> None:
 
 @asynccontextmanager
 async def _nodes(
-    tmp_path: Path, model: ScriptedModel, *names: str, lease_seconds: float = 3.0
+    tmp_path: Path, model: ScriptedModel, *names: str, lease_seconds: float = 3.0, extra: str = ""
 ) -> AsyncIterator[list[Node]]:
     async with AsyncExitStack() as stack:
         nodes = []
         for name in names:
             port, home = free_port(), tmp_path / name
             process = await start_daemon(
-                _config(tmp_path, name, port, model, lease_seconds), home, tmp_path / f"{name}.log"
+                _config(tmp_path, name, port, model, lease_seconds, extra=extra), home, tmp_path / f"{name}.log"
             )
             stack.push_async_callback(_stop, process)
             nodes.append(Node(name, f"http://127.0.0.1:{port}", home, process))
@@ -194,3 +196,65 @@ async def test_a_message_or_a_retried_request_is_one_turn_through_either_node(
         assert first.status_code == again.status_code == 200, again.text
         assert again.json() == first.json()
         assert len(model.requests) == 2  # the task's turn and the chat's, each once
+
+
+_TOKEN = "654321:emulated-telegram-token-abcdefgh"
+
+
+def _telegram_table(emulator: Emulator) -> str:
+    return (
+        "[gateway.channels.telegram]\nenabled = true\n"
+        f'api_base = "{emulator.api_base}"\ndm_policy = "open"\nedit_interval_seconds = 0.0\n'
+    )
+
+
+async def _answers(emulator: Emulator, chats: list[int]) -> list[str]:
+    return [m.get("text", "") for chat in chats for m in await emulator.bot_messages(chat)]
+
+
+async def test_the_telegram_poller_killed_is_taken_over_with_every_update_answered_once(
+    tmp_path: Path, postgres_store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reason = ensure_installed()
+    if reason is not None:
+        pytest.skip(reason)
+    monkeypatch.setenv(_SECRET_VARIABLE, "cluster-secret-of-the-test-0123456789")
+    monkeypatch.setenv("TELEGRAM_BOT_TOKEN", _TOKEN)
+    ledger = open_store(postgres_store_config, gateway.SCHEMA, sqlite_file=None)
+    chats = [101, 102]
+    try:
+        async with (
+            telegram_emulator(_TOKEN, free_port()) as emulator,
+            scripted_model(repeat=Echo()) as model,
+            _nodes(tmp_path, model, "node-a", "node-b", extra=_telegram_table(emulator)) as nodes,
+        ):
+            await emulator.say(101, "m1")
+            with trio.fail_after(60):  # bounded only so that a hang fails
+                while "You said: m1" not in await _answers(emulator, chats) or sql(
+                    ledger, "SELECT 1 FROM telegram_unanswered"
+                ):
+                    await trio.sleep(0.1)
+            pollers = {by for _, by in await emulator.polls()}
+            assert len(pollers) == 1, pollers  # one node polls, the other waits for the lease
+            [holder] = [n for n in nodes if pollers == {f"BeamClaw (node {n.name})"}]
+            [other] = [n for n in nodes if n is not holder]
+
+            os.kill(holder.process.pid, signal.SIGKILL)
+            await holder.process.wait()
+            sent = [(101, "m2"), (102, "m3"), (101, "m4"), (102, "m5")]
+            for user, text in sent:
+                await emulator.say(user, text)
+            expected = ["You said: m1"] + [f"You said: {text}" for _, text in sent]
+            with trio.fail_after(90):  # the lease time plus a few seconds, bounded only against a hang
+                while not set(expected) <= set(await _answers(emulator, chats)):
+                    await trio.sleep(0.2)
+            answers = await _answers(emulator, chats)
+            assert sorted(a for a in answers if a in expected) == sorted(expected)  # each once
+            assert not [a for a in answers if a.startswith("Sorry")], answers  # nothing was cut off
+            # The polls never interleave: the holder's, then (after its death) only the other's.
+            order = [by for _, by in await emulator.polls()]
+            switch = order.index(f"BeamClaw (node {other.name})")
+            assert set(order[:switch]) == {f"BeamClaw (node {holder.name})"}
+            assert set(order[switch:]) == {f"BeamClaw (node {other.name})"}
+    finally:
+        ledger.close()
