@@ -284,19 +284,22 @@ class AgentIndex(sv.GenServer):
     async def _catch_up(self, state: _State) -> None:
         """Index the kept documents changed since the last one indexed (every one at start)
         that the chunk store lacks or holds otherwise: kept through another node, or the
-        chunk store was rebuilt, or a crash came between the two writes."""
-        await self._index_pending(state)  # this node's own first: they are not indexed twice
+        chunk store was rebuilt, or a crash came between the two writes. This node's own
+        puts come back here too: those still pending are left to their batch."""
         after = max(0, state.seen - CATCH_UP_WINDOW)
 
         def read() -> tuple[dict[str, str], list[Kept]]:
             return state.store.signatures(("conversation",)), state.remembered.changed_since(after)
 
         indexed, changed = await trio.to_thread.run_sync(read)
+        waiting = {document.doc: document.signature for document, _ in state.pending}
         fresh = [
             (Document(doc, owner, "conversation", digest), body)
             for _, doc, owner, body in changed
-            if indexed.get(doc) != (digest := _digest(body))
+            if (digest := _digest(body)) not in {indexed.get(doc), waiting.get(doc)}
         ]
+        renewed = {document.doc for document, _ in fresh}
+        state.pending = [item for item in state.pending if item[0].doc not in renewed]  # never older over newer
         await self._put_many(state, fresh)
         state.seen = max([state.seen, *(sequence for sequence, *_ in changed)])
         if fresh:
