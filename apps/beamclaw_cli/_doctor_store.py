@@ -46,12 +46,12 @@ def _server(dsn: str) -> str:
 
 
 def _cleared(text: str, dsn: str) -> str:
-    """*text* (a driver's error) without *dsn*'s password."""
+    """*text* (a driver's error, on one line) without *dsn*'s password."""
     from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - PostgreSQL only
 
-    password = str(conninfo_to_dict(dsn).get("password") or "")
+    password = str(conninfo_to_dict(dsn).get("password") or "")  # parsed already by `_server`
     text = text.replace(dsn, "<the DSN>")
-    return obs.scrub(text.replace(password, "***") if password else text).strip()
+    return " ".join(obs.scrub(text.replace(password, "***") if password else text).split())
 
 
 def _probe(dsn: str, namespace: str) -> tuple[dict[str, int], str]:
@@ -106,8 +106,9 @@ async def store_checks(config: dict[str, Any], path: Path) -> list[Check]:
         where = _server(dsn)
     except ImportError:
         return [Check("fail", "psycopg (the PostgreSQL driver) is not installed", "pip install 'beamclaw[postgres]'")]
-    except psycopg.ProgrammingError as exc:
-        return [Check("fail", f"{variable} is not a PostgreSQL DSN: {_cleared(str(exc), dsn)}", f"fix {variable}")]
+    except psycopg.ProgrammingError:  # its message quotes the DSN's text, which may be the password's
+        return [Check("fail", f"{variable} cannot be read as a PostgreSQL DSN",
+                      f"fix {variable}: postgresql://USER:PASSWORD@HOST:5432/DATABASE")]  # fmt: skip
     try:
         versions, synchronous = await trio.to_thread.run_sync(_probe, dsn, store.namespace)
     except psycopg.Error as exc:

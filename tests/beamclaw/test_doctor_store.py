@@ -57,6 +57,9 @@ async def test_a_dsn_pointing_at_nothing_says_so_without_the_password_and_the_cl
     assert f'✗ [store] backend = "postgres", but {DSN_VARIABLE} (its DSN) is not set' in out
     assert "BEAMCLAW_CLUSTER_SECRET is not set" not in out
 
+    out = await _doctor(tmp_path, config, {DSN_VARIABLE: f"host=db password={_PASSWORD} user"})  # malformed
+    assert f"✗ {DSN_VARIABLE} cannot be read as a PostgreSQL DSN" in out and _PASSWORD not in out
+
 
 @pytest.mark.postgres
 async def test_a_newer_schema_and_synchronous_commit_off_are_named(
