@@ -120,9 +120,14 @@ def _parser() -> argparse.ArgumentParser:
         "draw the running daemon's supervision tree",
         "Draw every process of the running daemon: id, pid, kind, restart type, state, "
         "restarts, uptime and mailbox; conversations show their user, agent and channel.",
-        ["beamclaw tree", "beamclaw tree --watch", "beamclaw tree --json | jq '.children[].id'"],
-    )
+        ["beamclaw tree", "beamclaw tree --watch", "beamclaw tree --json | jq '.children[].id'",
+         "beamclaw tree --cluster"],
+    )  # fmt: skip
     tree.add_argument("--watch", action="store_true", help="redraw it live until Ctrl-C")
+    tree.add_argument(
+        "--cluster", action="store_true", help="every node's tree: the nodes from the database, each asked over HTTP"
+    )
+    tree.add_argument("--config", metavar="PATH", help="configuration file (with --cluster)")
     tree.add_argument("--json", action="store_true", help="print it as JSON")
     tree.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
     add_command(

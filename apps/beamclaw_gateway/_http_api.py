@@ -21,6 +21,7 @@ import supervision as sv
 from beamclaw_base import Database, StoreUnavailable
 
 from . import _idempotency as idempotency
+from ._cluster_trees import TREE_PATH, node_trees
 from ._config import GatewayConfig
 from ._forwarding import OwnerUnreachable, forward
 from ._idempotency import Answer, Running
@@ -121,9 +122,33 @@ async def metrics() -> Response:
     return Response(text, content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
-@api.get("/v1/supervision/tree")
+@api.get(TREE_PATH)
 async def tree() -> Response:
-    return Response(json.dumps(sv.inspect_tree(context().config.root)), content_type="application/json")
+    """This node's tree; with ``?cluster=1``, ``{"nodes": [...]}``: every node's, each asked
+    for its own with a request signed for the caller (see `node_trees`; on one node, this
+    daemon's alone)."""
+    ctx = context()
+    local = sv.inspect_tree(ctx.config.root)
+    if request.args.get("cluster", "") not in {"1", "true"} or g.beamclaw_forwarded:
+        return Response(json.dumps(local), content_type="application/json")
+    member = ctx.member
+    if member is None:
+        nodes = [{"node_id": None, "instance_id": None, "url": None, "state": "alive", "heartbeat_age": 0.0,
+                  "tree": local, "error": ""}]  # fmt: skip
+        return Response(json.dumps({"nodes": nodes}), content_type="application/json")
+    try:
+        status = await member.database.run(cluster.cluster_status, write=False)
+    except StoreUnavailable as exc:
+        return error(f"the cluster's registry cannot be read now: {exc}", 503, "unavailable",
+                     **{"Retry-After": str(_STORE_RETRY_AFTER)})  # fmt: skip
+    who = principal()
+
+    def signed() -> dict[str, str]:
+        forwarded = cluster.Forwarded("GET", TREE_PATH, b"")
+        return cluster.signed_headers(member.secret, member.node_id, who.name, forwarded, time.time())
+
+    nodes = await node_trees(status.nodes, signed, (member.instance_id, local))
+    return Response(json.dumps({"nodes": nodes}), content_type="application/json")
 
 
 @api.get("/v1/models")

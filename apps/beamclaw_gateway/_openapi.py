@@ -144,7 +144,16 @@ _DOCUMENT: Final[dict[str, Any]] = {
         "/v1/supervision/tree": {
             "get": {
                 "summary": "The live supervision tree",
-                "responses": {"200": _json("the tree"), **_errors(401, 429)},
+                "parameters": [
+                    {
+                        "name": "cluster",
+                        "in": "query",
+                        "required": False,
+                        "description": "1: every node's tree, as {nodes: [{node_id, url, state, tree, error}]}",
+                        "schema": {"type": "string", "enum": ["1", "true"]},
+                    }
+                ],
+                "responses": {"200": _json("the tree, or every node's"), **_errors(401, 429, 503)},
             }
         },
         "/v1/models": {

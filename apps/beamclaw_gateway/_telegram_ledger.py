@@ -37,9 +37,8 @@ from loguru import logger
 import beamclaw_cluster as cluster
 from beamclaw_base import Database, Schema, Step, StoreError, Tx, notify
 
-from ._telegram_lease import PollerLease, hold
-
 from ._idempotency import STEP as IDEMPOTENCY_KEYS
+from ._telegram_lease import PollerLease, hold
 
 #: The ledger's tables. Files from before versions (``user_version`` 0, the same tables)
 #: open as version 1 unchanged. Telegram's ids pass 2**31 (supergroup chats are below
