@@ -37,6 +37,7 @@ from ._api import (
     stop_session,
     stop_turn,
     submit,
+    turns_in_progress,
 )
 from ._approval import Decision, decide
 from ._budget import BudgetExceeded, used_today
@@ -208,6 +209,7 @@ __all__ = [
     "submit",
     "supervision_tree",
     "truncated",
+    "turns_in_progress",
     "sweep_expired",
     "used_today",
 ]

@@ -317,7 +317,10 @@ async def _idempotent(key: str, handle: core.SessionHandle, text: str, chat: Cha
             return error(f"this {idempotency.HEADER} was used for another request; use a new key for a new "
                          "request", 422, "idempotency_key_reused")  # fmt: skip
         answer = known.answer
-        if answer is None:  # started, and no request of this node (the owner) holds it: it was cut
+        if answer is None and await core.turns_in_progress(handle):
+            # Its request was cut (the client or a forwarding node went) but the turn goes on.
+            return _still_running()
+        if answer is None:  # started, no request of this node (the owner) holds it, no turn runs: it was cut
             answer = await _from_history(handle, text, chat, model)
             await held.keep(answer)
         return Response(answer.body, status=answer.status, content_type=answer.content_type,
