@@ -6,14 +6,17 @@ Several clients each talk about a conversation of their own, every message a too
 A client sends its next numbered message only once the previous one was answered (a
 200), and retries everything else under the message's ``Idempotency-Key``: a 503 after
 its Retry-After, a refused connection (the node is down) and a request cut under way
-(its node was killed) on another node, as a client behind a load balancer would.
+(its node was killed) on another node, as a client behind a load balancer would. A
+200 that is not the agent's answer tells that the message's turn was cut before the
+agent answered: the message is sent again under a new key.
 Meanwhile the chaos task kills a random node and starts it again on the same data dir
 and port, one node always up.
 
 Afterwards every conversation gets one more message (a strict model refuses a history
 with an unanswered tool call, so this also has every conversation's history restored and
 repaired by its owner), and the histories are read from the database: every acknowledged
-message is there exactly once and in the order it was sent, and every tool call is
+message is answered there exactly once, in the order it was sent (one whose turn was
+cut and which was sent again is there once more, unanswered), and every tool call is
 answered. The figures are printed, timing is never asserted. Seeded
 (``BEAMCLAW_CHAOS_SEED``) and bounded (``BEAMCLAW_CHAOS_SECONDS``, default 60): a failure
 names its seed, and each start of a node leaves its stderr in the test's directory.
@@ -94,8 +97,8 @@ class _Node:
 class _Figures:
     #: Per conversation, the messages answered with a 200, in the order sent.
     acked: dict[str, list[str]] = attrs.field(factory=dict)
-    #: What each acknowledged message was answered with (to name a lost one's).
-    answers: dict[str, str] = attrs.field(factory=dict)
+    #: 200s telling that a message's turn was cut before the agent answered (sent again).
+    interrupted: int = 0
     statuses: Counter[int] = attrs.field(factory=Counter)
     #: Requests cut under way by a kill (their fate unknown; not acknowledged).
     cut: int = 0
@@ -123,12 +126,14 @@ def _config(tmp_path: Path, name: str, port: int, model: ScriptedModel) -> Path:
 async def _send(
     http: httpx.AsyncClient, nodes: list[_Node], rng: random.Random, figures: _Figures, *, user: str, text: str
 ) -> None:
-    """Send *text* through random nodes until it is answered with a 200: a failure is
-    retried (after its Retry-After) under the same ``Idempotency-Key``, so a message whose
-    request was cut, or whose owner died under it, is still one turn."""
-    key = uuid.uuid4().hex
+    """Send *text* through random nodes until the agent answers it: a failure is retried
+    (after its Retry-After) under the same ``Idempotency-Key``, so a message whose request
+    was cut, or whose owner died under it, is still one turn. A 200 that is not the
+    agent's answer says the turn was cut before the agent answered: the message is sent
+    again under a new key, as that answer asks."""
     body = {"model": "default", "user": user, "messages": [{"role": "user", "content": text}]}
     failed_at: float | None = None
+    key = uuid.uuid4().hex
     while True:
         node = rng.choice(nodes)
         try:
@@ -143,7 +148,11 @@ async def _send(
             continue
         figures.statuses[response.status_code] += 1
         if response.status_code == 200:
-            figures.answers[text] = response.json()["choices"][0]["message"]["content"]
+            answer = response.json()["choices"][0]["message"]["content"]
+            if answer != _ANSWER:
+                figures.interrupted += 1
+                key = uuid.uuid4().hex
+                continue
             if failed_at is not None:
                 figures.longest_unanswered = max(figures.longest_unanswered, trio.current_time() - failed_at)
             return
@@ -179,6 +188,21 @@ async def _chaos(nodes: list[_Node], rng: random.Random, logs: Path, figures: _F
             restarts.start_soon(node.start, logs)
 
 
+def _answered(history: list[core.Message]) -> list[str]:
+    """The user messages of *history* the agent answered (an assistant message of text
+    follows before the next user message), in order; a message whose turn was cut and
+    which was sent again is there once unanswered, once answered."""
+    answered = []
+    asked: str | None = None
+    for message in history:
+        if message.role == "user":
+            asked = message.content
+        elif message.role == "assistant" and message.content and not message.tool_calls and asked is not None:
+            answered.append(asked)
+            asked = None
+    return answered
+
+
 def _history(store: StoreConfig, tmp_path: Path, user: str) -> list[core.Message]:
     db = core.open_session_store(store, tmp_path)
     try:
@@ -204,8 +228,9 @@ async def test_random_kills_of_nodes_under_load_lose_and_duplicate_nothing(
             port = free_port()
             nodes.append(_Node(name, port, _config(tmp_path, name, port, model), tmp_path / name))
             stack.push_async_callback(nodes[-1].stop)
-        for node in nodes:
-            await node.start(tmp_path)
+        async with trio.open_nursery() as starting:  # a start is mostly imports: side by side
+            for node in nodes:
+                starting.start_soon(node.start, tmp_path)
 
         figures = _Figures()
         until = trio.current_time() + SECONDS
@@ -222,27 +247,22 @@ async def test_random_kills_of_nodes_under_load_lose_and_duplicate_nothing(
                     acked.append(f"{user} after the chaos")
 
         histories = {user: _history(postgres_store_config, tmp_path, f"api:{user}") for user in figures.acked}
-        duplicated = 0
-        twice: list[str] = []
-        lost: dict[str, str] = {}
-        for user, acked in figures.acked.items():
-            said = [m.content for m in histories[user] if m.role == "user"]
-            lost |= {text: figures.answers[text] for text in acked if text not in said}
-            duplicated += sum(count - 1 for count in Counter(said).values())
-            twice += [text for text, count in Counter(said).items() if count > 1]
+        answered = {user: _answered(history) for user, history in histories.items()}
+        lost = [text for user, acked in figures.acked.items() for text in acked if text not in answered[user]]
+        twice = [text for texts in answered.values() for text, count in Counter(texts).items() if count > 1]
+        duplicated = sum(count - 1 for texts in answered.values() for count in Counter(texts).values() if count > 1)
         print(
             f"cluster chaos: {SECONDS:g} s, {len(NODES)} nodes, {figures.kills} kills, {CONVERSATIONS} conversations: "
             f"answered turns {figures.statuses[200]}, 503s {figures.statuses[503]}, statuses {dict(figures.statuses)}, "
-            f"cut {figures.cut}, refused {figures.refused}, lost {len(lost)}, duplicated {duplicated}, "
+            f"cut {figures.cut}, refused {figures.refused}, told interrupted {figures.interrupted}, "
+            f"lost {len(lost)}, duplicated {duplicated}, "
             f"longest unanswered {figures.longest_unanswered:.1f} s {replay}"
         )
 
-        assert lost == {}, f"answered (with this answer), then lost {replay}"
-        assert duplicated == 0, f"taken twice: {twice} {replay}"
+        assert lost == [], f"answered, then lost {replay}"
+        assert duplicated == 0, f"answered twice: {twice} {replay}"
         assert model.refusals == [], f"the model was sent an invalid history: {model.refusals[:1]} {replay}"
         for user, acked in figures.acked.items():
-            history = histories[user]
-            said = [m.content for m in history if m.role == "user"]
-            assert [text for text in said if text in acked] == acked, f"{user}: out of order {replay}"
-            invalid = invalid_tool_history([m.to_openai() for m in history])
+            assert [text for text in answered[user] if text in acked] == acked, f"{user}: out of order {replay}"
+            invalid = invalid_tool_history([m.to_openai() for m in histories[user]])
             assert invalid is None, f"{user}: {invalid} {replay}"
