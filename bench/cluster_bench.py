@@ -151,10 +151,10 @@ async def _turns(base: Path, model: ScriptedModel, rounds: int) -> dict[str, dic
     unavailable = dict.fromkeys(samples, 0)
     async with _daemons(base, model, specs) as daemons, httpx.AsyncClient(timeout=60) as http:
         for daemon in daemons:  # warm: the conversation opened, the model connection made
-            await _answered(http, daemon.url, "bench", "warm up")
+            await _answered(http, daemon.url, daemon.name, "warm up")
         for i in range(rounds):
-            for daemon in daemons:
-                elapsed, retried = await _answered(http, daemon.url, "bench", f"message {i}")
+            for daemon in daemons:  # a conversation of each daemon's own (two share the database)
+                elapsed, retried = await _answered(http, daemon.url, daemon.name, f"message {i}")
                 samples[daemon.name].append(elapsed)
                 unavailable[daemon.name] += retried
     return {name: _ms(values) | {"503s": unavailable[name]} for name, values in samples.items()}
@@ -238,11 +238,11 @@ async def _main(quick: bool) -> dict[str, Any]:
                 os.environ[DSN_VARIABLE] = server.dsn(f"bench_{section}")
                 with tempfile.TemporaryDirectory(prefix=f"bc-{section}-") as tmp:
                     if section == "turn":
-                        result[section] = await _turns(Path(tmp), model, 40 if quick else 300)
+                        result[section] = await _turns(Path(tmp), model, 40 if quick else 200)
                     elif section == "failover":
                         result[section] = await _failovers(Path(tmp), model, 3 if quick else 10)
                     else:
-                        result[section] = await _throughput(Path(tmp), model, 12, 5.0 if quick else 20.0)
+                        result[section] = await _throughput(Path(tmp), model, 12, 5.0 if quick else 15.0)
     finally:
         server.remove()
     return result
