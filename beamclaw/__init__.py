@@ -4,7 +4,7 @@
 order under one root supervisor, and serves until SIGINT or SIGTERM.
 """
 
-from ._apps import APPS, BUNDLED_SKILLS, check_config
+from ._apps import APPS, BUNDLED_SKILLS, check_config, store_config
 from ._config import ConfigError, default_config_path, load_config
 from ._control import SOCKET_NAME as CONTROL_SOCKET
 from ._daemon import AlreadyRunning, daemon_lock, daemon_pid, run_daemon
@@ -29,4 +29,5 @@ __all__ = [
     "default_config_path",
     "load_config",
     "run_daemon",
+    "store_config",
 ]

@@ -15,6 +15,7 @@ import attrs
 import trio
 
 import supervision as sv
+from beamclaw_base import StoreConfig, structure_config
 
 #: The root supervisor's name, and the first part of a `beamclaw kill` path.
 ROOT: Final = "beamclaw"
@@ -25,22 +26,28 @@ BUNDLED_SKILLS: Final = Path(__file__).resolve().parent.parent / "skills"
 #: app -> the apps it depends on (the CLI is not part of the daemon tree).
 APPS: Final[dict[str, tuple[str, ...]]] = {
     "obs": (),
+    "cluster": ("obs",),
     "tools": ("obs",),
     "memory": ("tools", "obs"),
     "sandbox": ("tools", "obs"),
     "mcp": ("tools", "obs"),
-    "core": ("sandbox", "mcp", "memory", "tools", "obs"),
-    "scheduler": ("core", "tools", "obs"),
-    "a2a": ("core", "obs"),
-    "gateway": ("core", "a2a", "obs"),
+    "core": ("cluster", "sandbox", "mcp", "memory", "tools", "obs"),
+    "scheduler": ("core", "cluster", "tools", "obs"),
+    "a2a": ("core", "cluster", "obs"),
+    "gateway": ("core", "a2a", "cluster", "obs"),
 }
+
+
+#: The apps that keep durable data, each given the ``[store]`` configuration.
+STORING: Final = frozenset({"cluster", "memory", "core", "scheduler", "a2a", "gateway"})
 
 
 #: Apps whose ``enabled`` key is about a part of the app, not the app: the sandbox app's
 #: opts in to Docker code execution, and the app always runs, because it holds the jails
 #: that bash and terminal run in (core depends on it); the memory app's turns its search
-#: off (its tree is then empty, and core is told memory is unavailable).
-ALWAYS_RUNNING: Final = frozenset({"sandbox", "memory"})
+#: off (its tree is then empty, and core is told memory is unavailable); the cluster
+#: app's makes this daemon a node of a cluster (off: its tree is empty, one node).
+ALWAYS_RUNNING: Final = frozenset({"cluster", "sandbox", "memory"})
 
 
 @attrs.define(eq=False)
@@ -64,13 +71,23 @@ def app_table(name: str, config: dict[str, Any]) -> dict[str, Any]:
     return table
 
 
+def store_config(config: dict[str, Any]) -> StoreConfig:
+    """Where the apps keep their durable data (``[store]``; SQLite in the data dir when absent).
+
+    Raises `beamclaw_base.ConfigError` naming each bad key.
+    """
+    return structure_config(config.get("store", {}), StoreConfig, "store")
+
+
 def app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | sv.DynamicSupervisor:
-    """The app's own tree: its package's ``supervision_tree(table, data_dir)``, else an empty supervisor."""
+    """The app's own tree: its package's ``supervision_tree(table, data_dir)`` (and ``store=``
+    for an app that keeps durable data), else an empty supervisor."""
     module = importlib.import_module(f"beamclaw_{name}")
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
         return sv.Supervisor([], name=f"beamclaw_{name}", intensity=10, period=10.0)
-    tree: sv.Supervisor | sv.DynamicSupervisor = builder(app_table(name, config), home)
+    extra = {"store": store_config(config)} if name in STORING else {}
+    tree: sv.Supervisor | sv.DynamicSupervisor = builder(app_table(name, config), home, **extra)
     return tree
 
 

@@ -8,9 +8,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+import beamclaw_base
 from beamclaw_obs import register_secret
 
-from ._apps import APPS
+from ._apps import APPS, store_config
+
+#: Tables that belong to the daemon, not to one app: ``[store]``, where durable data lives.
+SHARED_TABLES: Final = ("store",)
 
 #: Words of an environment variable's name (split at ``_``) that mark it as holding a
 #: credential: ``OPENAI_API_KEY``, ``BEAMCLAW_GATEWAY_TOKEN``, ``AWS_SECRET_ACCESS_KEY``.
@@ -51,13 +55,27 @@ def load_config(path: str | os.PathLike[str] | None = None) -> dict[str, Any]:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{config_path}: invalid TOML: {exc}") from None
     for table, value in config.items():
-        if table not in APPS:
-            raise ConfigError(f"{config_path}: unknown table [{table}]; the apps are {', '.join(APPS)}")
+        if table not in APPS and table not in SHARED_TABLES:
+            raise ConfigError(
+                f"{config_path}: unknown table [{table}]; the apps are {', '.join(APPS)}, "
+                f"and [{'], ['.join(SHARED_TABLES)}] are the daemon's own"
+            )
         if not isinstance(value, dict):
             raise ConfigError(f"{config_path}: [{table}] must be a table, got {type(value).__name__}")
+        if table in SHARED_TABLES:
+            continue
         enabled = value.get("enabled", True)
         if not isinstance(enabled, bool):
             raise ConfigError(f"{config_path}: {table}.enabled must be true or false, got {enabled!r}")
+    try:
+        store = store_config(config)
+    except beamclaw_base.ConfigError as exc:
+        raise ConfigError(f"{config_path}: {exc}") from None
+    if config.get("cluster", {}).get("enabled") is True and store.backend != "postgres":
+        raise ConfigError(
+            f"{config_path}: a cluster keeps its state in PostgreSQL: "
+            '[cluster] enabled needs [store] backend = "postgres"'
+        )
     return config
 
 

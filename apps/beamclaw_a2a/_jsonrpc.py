@@ -8,6 +8,7 @@ generations of clients read them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
 import uuid
@@ -17,6 +18,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+import beamclaw_core as core
 import beamclaw_obs as obs
 from beamclaw_base import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR
 
@@ -348,9 +350,13 @@ class A2AService:
                 configuration = _object(params, "configuration")
                 return_at_once = _flag(configuration, "returnImmediately", "params.configuration")
                 blocking = _flag(configuration, "blocking", "params.configuration")
-                record = await task_call(CreateTask(context_id, text, client))
+                await self._own_context(client, context_id)
+                message_id = params["message"].get("messageId")
+                created = await task_call(CreateTask(context_id, text, client, message_id))
+                record = created.task
                 _, receive = await task_call(WatchTask(record.id, client))
-                await start_task(TaskTurn(record.id, client, context_id, self.config.agent, text))
+                if created.new:  # a message sent again is answered with the task it made, run once
+                    await start_task(TaskTurn(record.id, client, context_id, self.config.agent, text))
                 if action == "stream":
                     return _events(shape, record, receive)
                 if return_at_once or blocking is False:
@@ -393,6 +399,14 @@ class A2AService:
                     raise RpcError(INVALID_REQUEST, f"task {record.id!r} has ended ({record.state}); use GetTask")
                 return _events(shape, record, receive)
         raise RpcError(METHOD_NOT_FOUND, action)  # pragma: no cover
+
+    async def _own_context(self, client: Client, context_id: str) -> None:
+        """Open the context's conversation here, before a task is made for it: in a cluster
+        `beamclaw_core.OwnedElsewhere` when a live node owns it (the gateway forwards the
+        whole request there, so the task is made and run by the owner). One that cannot be
+        opened at all is left to the task's worker, which records why as the task's failure."""
+        with contextlib.suppress(core.InvalidUserId, core.InvalidAgentName):
+            await core.open_session(client.user(context_id), self.config.agent, "a2a")
 
 
 def _no_constant(name: str) -> Any:

@@ -1,9 +1,21 @@
 """The task manager: every A2A task's state, in the store, and who is waiting to hear of it.
 
 States follow A2A: submitted -> working -> completed | failed | canceled (or rejected,
-input-required). Tasks are persisted, so GetTask still answers after a restart; a
-task that was working when the daemon stopped is marked failed on start, since its
-turn is gone. Each task maps to a conversation: its context id makes the session's user
+input-required). Tasks are persisted, so GetTask still answers after a restart. Each
+task records the instance of the node that runs its turn (`instance`): a task still
+submitted or working whose instance is not alive lost its turn, and is marked failed,
+at start and, in a cluster, every lease time (`_fail_interrupted`) by whichever node
+looks first; a live node's tasks are left alone.
+
+A message is one task, however often it is sent and to whichever node: the message
+id the client gave (``messageId``) is unique per client in the table, and a repeat is
+answered with the task the first one made.
+
+In a cluster any node answers for any task: after each change the writer notifies
+``bc_a2a`` with the task id (`beamclaw_base.notify`, delivered at commit), and every
+node's task manager re-reads the task for its own watchers.
+
+Each task maps to a conversation: its context id makes the session's user
 (`Client.user`), so later messages in the same context continue it.
 
 A task belongs to the client that created it (`Client.owner`, the gateway's principal):
@@ -32,9 +44,10 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
+import beamclaw_cluster as cluster
 import beamclaw_obs as obs
 import supervision as sv
-from beamclaw_base import Database, Schema, Step, StoreConfig, Tx, open_store
+from beamclaw_base import Database, Notified, Schema, Step, StoreConfig, Tx, notify, notify_group, open_store
 
 from ._config import A2AConfig
 
@@ -79,8 +92,18 @@ CREATE INDEX IF NOT EXISTS tasks_context ON tasks(context_id, created_at);
         ),
         # Version 2: each task's owner (tasks from before have none: only an admin sees them).
         Step.portable("ALTER TABLE tasks ADD COLUMN owner TEXT NOT NULL DEFAULT ''"),
+        # Version 3: the instance of the node running the task's turn (tasks from before
+        # have none: no node is theirs, so they count as interrupted), and the client's
+        # message id, one task per message of a client.
+        Step.portable("""
+ALTER TABLE tasks ADD COLUMN instance TEXT NOT NULL DEFAULT '';
+ALTER TABLE tasks ADD COLUMN message_id TEXT;
+CREATE UNIQUE INDEX tasks_message ON tasks(owner, message_id);
+"""),
     ),
 )
+#: The channel a change of a task is notified on (its payload: the task id).
+CHANNEL: Final = "bc_a2a"
 #: TERMINAL as an SQL list, for the statements that leave an ended task as it is.
 _ENDED: Final = "(" + ", ".join(f"'{state}'" for state in sorted(TERMINAL)) + ")"
 
@@ -146,10 +169,20 @@ def _storable(text: str) -> str:
     return text.replace("\x00", "\ufffd")
 
 
-def _fail_interrupted(tx: Tx, now: float) -> None:
-    """At start: a task still submitted or working lost its turn with the daemon."""
-    tx.execute("UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
-               "updated_at = ? WHERE state IN ('submitted', 'working')", (now,))  # fmt: skip
+def _fail_interrupted(tx: Tx, instance: str, clustered: bool, now: float) -> list[str]:
+    """Fail each task still submitted or working whose node is gone (its turn went with
+    it); their ids. On one node every instance but this one is gone; in a cluster,
+    those the registry does not hold alive (`beamclaw_cluster.ALIVE`)."""
+    gone = f"AND NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.instance_id = tasks.instance AND {cluster.ALIVE})"
+    rows = tx.execute(
+        "UPDATE tasks SET state = 'failed', reply = 'the daemon restarted while this task was working', "
+        f"updated_at = ? WHERE state IN ('submitted', 'working') AND instance <> ? {gone if clustered else ''} "
+        "RETURNING id",
+        (now, instance),
+    ).fetchall()
+    for (task_id,) in rows:
+        notify(tx, CHANNEL, task_id)
+    return [task_id for (task_id,) in rows]
 
 
 def _scrubbed(row: tuple[Any, ...]) -> TaskRecord:
@@ -168,9 +201,20 @@ def _row(tx: Tx, task_id: str, scope: str | None = None) -> TaskRecord:
     return _scrubbed(tuple(row[:-1]))
 
 
-def _insert(tx: Tx, record: TaskRecord, owner: str) -> None:
-    values = (*attrs.astuple(record), owner)
-    tx.execute(f"INSERT INTO tasks ({_COLUMNS}, owner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", values)
+def _insert(tx: Tx, record: TaskRecord, owner: str, instance: str, message_id: str | None) -> TaskRecord | None:
+    """Store the new task; None when *owner* sent *message_id* before: then the task it
+    made, which this one is."""
+    values = (*attrs.astuple(record), owner, instance, message_id)
+    added = tx.execute(
+        f"INSERT INTO tasks ({_COLUMNS}, owner, instance, message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (owner, message_id) DO NOTHING RETURNING id",
+        values,
+    ).fetchone()
+    if added is not None:
+        notify(tx, CHANNEL, record.id)
+        return None
+    (first,) = tx.execute("SELECT id FROM tasks WHERE owner = ? AND message_id = ?", (owner, message_id)).fetchone()
+    return _row(tx, first)
 
 
 def _update(tx: Tx, task_id: str, state: str, reply: str, now: float) -> tuple[TaskRecord, bool]:
@@ -180,6 +224,8 @@ def _update(tx: Tx, task_id: str, state: str, reply: str, now: float) -> tuple[T
         f"UPDATE tasks SET state = ?, reply = ?, updated_at = ? WHERE id = ? AND state NOT IN {_ENDED}",
         (state, reply, now, task_id),
     ).rowcount
+    if changed:
+        notify(tx, CHANNEL, task_id)
     return _row(tx, task_id), changed > 0
 
 
@@ -188,6 +234,7 @@ def _cancel(tx: Tx, task_id: str, scope: str | None, now: float) -> TaskRecord:
     if current.terminal:
         raise TaskNotCancelable(f"task {task_id!r} is already {current.state}")
     tx.execute("UPDATE tasks SET state = 'canceled', updated_at = ? WHERE id = ?", (now, task_id))
+    notify(tx, CHANNEL, task_id)
     return _row(tx, task_id)
 
 
@@ -215,12 +262,22 @@ def _list(
 
 
 @attrs.frozen
-class CreateTask(sv.Request[TaskRecord]):
-    """A new task of *client*, submitted: *text* to the conversation of *context_id*."""
+class Created:
+    """The task a message made, and whether it is new (False: the message was sent before)."""
+
+    task: TaskRecord
+    new: bool
+
+
+@attrs.frozen
+class CreateTask(sv.Request[Created]):
+    """A new task of *client*, submitted: *text* to the conversation of *context_id*;
+    the task made before when *client* sent *message_id* already."""
 
     context_id: str
     text: str
     client: Client
+    message_id: str | None = None
 
 
 @attrs.frozen
@@ -274,22 +331,33 @@ class TaskConfig(sv.Request[A2AConfig]):
     """The app's configuration, which the gateway's A2A service is built from."""
 
 
+@attrs.frozen
+class FailInterrupted(sv.Request[list[str]]):
+    """Fail the tasks whose node is gone (`_fail_interrupted`); their ids."""
+
+
 #: Every request the task manager answers.
-TaskRequest = CreateTask | UpdateTask | GetTask | ListTasks | CancelTask | WatchTask | TaskConfig
+TaskRequest = CreateTask | UpdateTask | GetTask | ListTasks | CancelTask | WatchTask | TaskConfig | FailInterrupted
 
 
 @attrs.define
 class _State:
     db: Database
     config: A2AConfig
+    #: The node instance new tasks run on: the cluster's, or this start's on one node.
+    instance: str
+    clustered: bool
     watchers: dict[str, list[trio.MemorySendChannel[TaskRecord]]] = attrs.field(factory=dict)
+    #: What each watched task's watchers were last sent (a change is sent once, whether
+    #: this node made it or heard of it from another).
+    sent: dict[str, TaskRecord] = attrs.field(factory=dict)
 
 
-def _opened(path: Path, store: StoreConfig) -> Database:
+def _opened(path: Path, store: StoreConfig, instance: str, clustered: bool) -> Database:
     db = open_store(store, SCHEMA, sqlite_file=path)
     try:
         now = time.time()
-        db.transact(lambda tx: _fail_interrupted(tx, now))
+        db.transact(lambda tx: _fail_interrupted(tx, instance, clustered, now))
     except BaseException:
         db.close()
         raise
@@ -305,7 +373,11 @@ class TaskManager(sv.GenServer):
 
     async def init(self, path: Path, config: A2AConfig, store: StoreConfig) -> _State:
         sv.register(TASKS)
-        return _State(await trio.to_thread.run_sync(_opened, path, store), config)
+        sv.pg.join(notify_group(CHANNEL))
+        member = await cluster.membership()
+        instance, clustered = (uuid.uuid4().hex, False) if member is None else (member.instance_id, True)
+        db = await trio.to_thread.run_sync(_opened, path, store, instance, clustered)
+        return _State(db, config, instance, clustered)
 
     async def handle_call(self, request: TaskRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         try:
@@ -317,11 +389,14 @@ class TaskManager(sv.GenServer):
     async def _answer(self, request: TaskRequest, state: _State) -> object:
         db = state.db
         match request:
-            case CreateTask(context_id, text, client):
+            case CreateTask(context_id, text, client, message_id):
                 now = time.time()
                 record = TaskRecord(uuid.uuid4().hex, context_id, "submitted", _storable(obs.scrub(text)), "", now, now)
-                await db.run(lambda tx: _insert(tx, record, client.owner), inline=True)
-                return record
+                await self._renew_instance(state)
+                first = await db.run(
+                    lambda tx: _insert(tx, record, client.owner, state.instance, message_id), inline=True
+                )
+                return Created(record, True) if first is None else Created(first, False)
             case UpdateTask(task_id, new_state, reply):
                 stored, now = _storable(obs.scrub(reply)), time.time()
                 record, changed = await db.run(lambda tx: _update(tx, task_id, new_state, stored, now), inline=True)
@@ -343,6 +418,13 @@ class TaskManager(sv.GenServer):
                 return record
             case TaskConfig():
                 return state.config
+            case FailInterrupted():
+                await self._renew_instance(state)
+                now = time.time()
+                failed: list[str] = await db.run(lambda tx: _fail_interrupted(tx, state.instance, state.clustered, now))
+                for task_id in failed:
+                    await self._reread(state, task_id)
+                return failed
             case WatchTask(task_id, client):
                 current = await db.run(lambda tx: _row(tx, task_id, client.scope), write=False, inline=True)
                 send, receive = trio.open_memory_channel[TaskRecord](64)
@@ -350,21 +432,59 @@ class TaskManager(sv.GenServer):
                     send.close()
                 else:
                     state.watchers.setdefault(task_id, []).append(send)
+                    state.sent.setdefault(task_id, current)
                 return current, receive
         raise ValueError(f"unknown task manager request {request!r}")
 
     @staticmethod
+    async def _renew_instance(state: _State) -> None:
+        """In a cluster, the node's current instance (a node taken for dead joins again as a new one)."""
+        if state.clustered and (member := await cluster.membership()) is not None:
+            state.instance = member.instance_id
+
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
+        """Another node changed a task (or the listener reconnected: re-read every watched one)."""
+        if isinstance(message, Notified) and message.channel == CHANNEL:
+            for task_id in [message.payload] if message.payload else list(state.watchers):
+                if task_id in state.watchers:
+                    await self._reread(state, task_id)
+        return sv.NoReply(state)
+
+    async def _reread(self, state: _State, task_id: str) -> None:
+        if task_id in state.watchers:
+            with contextlib.suppress(TaskNotFound):
+                self._notify(state, await state.db.run(lambda tx: _row(tx, task_id), write=False, inline=True))
+
+    @staticmethod
     def _notify(state: _State, record: TaskRecord) -> None:
+        if state.sent.get(record.id) == record:
+            return
+        if record.id in state.watchers:
+            state.sent[record.id] = record
         for send in state.watchers.get(record.id, []):
             # A watcher that does not keep up misses intermediate states, not the channel's close.
             with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
                 send.send_nowait(record)
         if record.terminal:
+            state.sent.pop(record.id, None)
             for send in state.watchers.pop(record.id, []):
                 send.close()
 
     async def terminate(self, reason: Any, state: _State) -> None:
         await trio.to_thread.run_sync(state.db.close)
+
+
+async def fail_interrupted(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    """A process: in a cluster, every lease time, fail the tasks of nodes that died since
+    (their watchers on any node hear of it); on one node, nothing (the start did it)."""
+    task_status.started()
+    member = await cluster.membership()
+    if member is None:
+        await trio.sleep_forever()
+        return
+    while True:
+        await trio.sleep(member.lease_seconds)
+        await task_call(FailInterrupted())
 
 
 async def task_call(request: sv.Request[R]) -> R:

@@ -1,7 +1,9 @@
 """One A2A task's turn, run as a temporary process under the workers' supervisor.
 
 A canceled task's worker is stopped (`stop_task`), and it stops its run in the
-conversation on the way out: a canceled task's turn writes nothing more.
+conversation on the way out: a canceled task's turn writes nothing more. A task canceled
+through another node of a cluster reaches the worker as a change of its task (it
+watches it), with the same end.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import beamclaw_core as core
 import beamclaw_obs as obs
 import supervision as sv
 
-from ._tasks import Client, UpdateTask, task_call
+from ._tasks import Client, UpdateTask, WatchTask, task_call
 
 WORKERS: Final = "beamclaw_a2a.workers"
 #: The most a stopped worker waits for its run to be told to stop.
@@ -45,7 +47,9 @@ async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> N
         handle = await core.open_session(task.client.user(task.context_id), task.agent, "a2a")
         obs.emit("a2a_task_created", task_id=task_id, session_id=handle.id)
         turn = await core.submit(handle, task.text, core.CollectingChannel(), origin=task.client.origin)
-        result = await turn.wait()
+        result = await _answer_unless_canceled(task, turn)
+        if result is None:  # canceled through another node: the turn is stopped below
+            return
     except Exception as exc:  # noqa: BLE001 - the task records the failure; the worker ends normally
         logger.opt(exception=exc).warning("a2a task {} failed", task_id)
         await task_call(UpdateTask(task_id, "failed", f"the agent could not answer: {type(exc).__name__}"))
@@ -59,6 +63,25 @@ async def _run(task: TaskTurn, task_status: Any = trio.TASK_STATUS_IGNORED) -> N
             ):
                 await core.stop_turn(handle, turn)
     await task_call(UpdateTask(task_id, "completed" if result.ok else "failed", result.text))
+
+
+async def _answer_unless_canceled(task: TaskTurn, turn: core.Turn) -> core.TurnResult | None:
+    """The turn's result; None when the task is canceled meanwhile (through any node)."""
+    current, changes = await task_call(WatchTask(task.task_id, task.client))
+    async with changes, trio.open_nursery() as nursery:
+
+        async def until_canceled() -> None:
+            if current.state == "canceled":  # before the watch began
+                nursery.cancel_scope.cancel()
+            async for record in changes:
+                if record.state == "canceled":
+                    nursery.cancel_scope.cancel()
+
+        nursery.start_soon(until_canceled)
+        result = await turn.wait()
+        nursery.cancel_scope.cancel()
+        return result
+    return None
 
 
 async def start_task(task: TaskTurn) -> None:

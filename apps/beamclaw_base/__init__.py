@@ -26,6 +26,7 @@ from ._store import (
     StoreUnavailable,
     Tx,
 )
+from ._store_listen import Notified, listener, notify, notify_group
 from ._store_open import open_store
 from ._subprocess import Unjailed, run_captured
 
@@ -46,6 +47,7 @@ __all__ = [
     "JailResult",
     "JailUnavailable",
     "MissingSecret",
+    "Notified",
     "OnRetry",
     "PathRefused",
     "RetryOn",
@@ -62,6 +64,9 @@ __all__ = [
     "Tx",
     "Unjailed",
     "check_cwd",
+    "listener",
+    "notify",
+    "notify_group",
     "open_store",
     "parse_retry_after",
     "resolve",

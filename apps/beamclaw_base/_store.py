@@ -134,4 +134,10 @@ class StoreConfig:
     #: The PostgreSQL schema (namespace) that holds BeamClaw's tables.
     namespace: str = "beamclaw"
     #: Connections per app store process to PostgreSQL.
-    pool_size: int = attrs.field(default=4, validator=attrs.validators.in_(range(1, 65)))
+    pool_size: int = 4
+
+    def __attrs_post_init__(self) -> None:
+        if not 1 <= self.pool_size <= 64:
+            raise ValueError(f"store.pool_size must be from 1 to 64, not {self.pool_size}")
+        if self.backend == "postgres" and self.dsn is None:
+            raise ValueError('store.dsn is needed for backend = "postgres": dsn = { env = "BEAMCLAW_DATABASE_URL" }')

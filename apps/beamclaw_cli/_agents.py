@@ -11,10 +11,11 @@ from typing import Final
 
 import beamclaw
 import beamclaw_core as core
-from beamclaw_base import StoreConfig, Tx
+from beamclaw_base import Tx
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
+from ._store_config import add_config_option, store_of
 from ._terminal_safe import visible
 
 
@@ -94,7 +95,7 @@ def delete(args: argparse.Namespace) -> int:
         return 1
     # The conversations first: if the store refuses, the agent is still whole and the
     # command can be run again.
-    store = StoreConfig()
+    store = store_of(args)
     if store.backend != "sqlite" or (beamclaw.data_dir() / core.SESSIONS_FILE).exists():
         db = core.open_session_store(store, beamclaw.data_dir())
         try:
@@ -190,6 +191,7 @@ def add_parser(commands: Commands) -> None:
     for action in ("create", "show", "delete", "rehatch"):
         actions[action].add_argument("name")
     actions["delete"].add_argument("--yes", action="store_true", help="really delete it")
+    add_config_option(actions["delete"])
     actions["rehatch"].add_argument("--memory", action="store_true", help="reset memory too (kept in the backup)")
 
 

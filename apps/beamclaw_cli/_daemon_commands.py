@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.status import Status
 
+from ._cluster_commands import cluster_tree
 from ._control_client import ask, request, socket_path
 from ._identity import user_id
 from ._listing import Column, print_json, print_table
@@ -146,6 +147,8 @@ async def sessions(args: argparse.Namespace) -> int:
 
 
 async def tree(args: argparse.Namespace) -> int:
+    if args.cluster:
+        return await cluster_tree(args)
     if args.json:
         print(json.dumps((await ask({"cmd": "tree"}))["tree"], indent=2))
         return 0

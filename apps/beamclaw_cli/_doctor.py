@@ -5,7 +5,8 @@ What is checked is the configuration the daemon runs with: the running daemon's 
 config.toml. Every fix names the file to edit. Beyond the file being valid: the
 model server answering (with its latency, and whether it serves the model), each
 enabled channel's token and API, the gateway's port (free, or the running gateway
-answering), the jail the agent's commands run in, and Docker when something uses it.
+answering), the jail the agent's commands run in, Docker when something uses it, and
+PostgreSQL and the cluster when the configuration uses them.
 """
 
 from __future__ import annotations
@@ -31,18 +32,13 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 
 from ._control_client import ControlError, NoDaemon, ask
+from ._doctor_check import Check
+from ._doctor_store import cluster_checks, store_checks
 from ._terminal_safe import visible
 
 #: How long a network check may take before it counts as not answering.
 _PROBE_SECONDS: Final = 5.0
 _MARKS: Final = {"ok": "✓", "warn": "!", "fail": "✗"}
-
-
-@attrs.frozen
-class Check:
-    status: str  # ok | warn | fail
-    what: str
-    fix: str = ""
 
 
 @attrs.frozen
@@ -347,6 +343,8 @@ async def _checks(args: argparse.Namespace) -> list[Check]:
     checks += await _jail(target.config, target.path)
     checks += _docker(target.config)
     checks += await _memory(target.config, target.path)
+    checks += await store_checks(target.config, target.path)
+    checks += await cluster_checks(target.config, target.path, target.running)
     return checks
 
 

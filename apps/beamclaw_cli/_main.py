@@ -18,6 +18,7 @@ import supervision as sv
 from . import (
     _agents,
     _background,
+    _cluster_commands,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -119,9 +120,14 @@ def _parser() -> argparse.ArgumentParser:
         "draw the running daemon's supervision tree",
         "Draw every process of the running daemon: id, pid, kind, restart type, state, "
         "restarts, uptime and mailbox; conversations show their user, agent and channel.",
-        ["beamclaw tree", "beamclaw tree --watch", "beamclaw tree --json | jq '.children[].id'"],
-    )
+        ["beamclaw tree", "beamclaw tree --watch", "beamclaw tree --json | jq '.children[].id'",
+         "beamclaw tree --cluster"],
+    )  # fmt: skip
     tree.add_argument("--watch", action="store_true", help="redraw it live until Ctrl-C")
+    tree.add_argument(
+        "--cluster", action="store_true", help="every node's tree: the nodes from the database, each asked over HTTP"
+    )
+    tree.add_argument("--config", metavar="PATH", help="configuration file (with --cluster)")
     tree.add_argument("--json", action="store_true", help="print it as JSON")
     tree.add_argument("--interval", type=float, default=1.0, help=argparse.SUPPRESS)
     add_command(
@@ -179,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     _mcp_commands.add_parser(commands)
     _scheduler_commands.add_parser(commands)
     _memory_commands.add_parser(commands)
+    _cluster_commands.add_parser(commands)
     doctor_parser = add_command(
         commands,
         "doctor",
@@ -299,6 +306,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _pairing_commands.run(args)
         case "sandbox":
             return _sandbox_commands.run(args)
+        case "cluster":
+            return _cluster_commands.run(args)
         case "mcp":
             return _daemon_command(args, _mcp_commands.run_command)
         case "scheduler":

@@ -15,15 +15,16 @@ import attrs
 
 import beamclaw
 import beamclaw_core as core
-from beamclaw_base import Database, StoreConfig
+from beamclaw_base import Database
 
 from ._help import Commands, add_command
 from ._listing import Column, add_json_option, print_json, print_table
+from ._store_config import add_config_option, store_of
 from ._terminal_safe import visible
 
 
-def _db() -> Database:
-    return core.open_session_store(StoreConfig(), beamclaw.data_dir(create=True))
+def _db(args: argparse.Namespace) -> Database:
+    return core.open_session_store(store_of(args), beamclaw.data_dir(create=True))
 
 
 def _list(db: Database, as_json: bool) -> None:
@@ -54,7 +55,7 @@ def _list(db: Database, as_json: bool) -> None:
 def run(args: argparse.Namespace) -> int:
     words = args.words
     try:
-        db = _db()
+        db = _db(args)
     except core.StoreError as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
@@ -108,3 +109,4 @@ def add_parser(commands: Commands) -> None:
     )
     parser.add_argument("--agent", default="default", help="the agent a newly paired user talks to")
     add_json_option(parser)
+    add_config_option(parser)

@@ -37,6 +37,7 @@ from ._api import (
     stop_session,
     stop_turn,
     submit,
+    turns_in_progress,
 )
 from ._approval import Decision, decide
 from ._budget import BudgetExceeded, used_today
@@ -75,7 +76,7 @@ from ._provider import (
     Usage,
 )
 from ._session import SessionInfo, session_id
-from ._sessions import SESSIONS_SUP
+from ._sessions import SESSIONS_SUP, OwnedElsewhere
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, open_session_store
 from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
@@ -97,6 +98,7 @@ from ._workspace import (
 )
 
 __all__ = [
+    "OwnedElsewhere",
     "answer_approval",
     "BaseChannel",
     "ReplyOnlyChannel",
@@ -207,6 +209,7 @@ __all__ = [
     "submit",
     "supervision_tree",
     "truncated",
+    "turns_in_progress",
     "sweep_expired",
     "used_today",
 ]

@@ -17,7 +17,7 @@ from ._compaction import context_window
 from ._config import parse_core_config
 from ._messages import Message, estimate_tokens
 from ._runtime import RESTART_WAIT
-from ._session_messages import AnswerApproval, History, Reset, StopTurn, Submit
+from ._session_messages import AnswerApproval, History, Reset, Status, StopTurn, Submit
 from ._sessions import SESSIONS, CurrentRuntime, OpenSession, Reconfigure, RunningSessions, StopSession
 from ._store import store_call
 from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow, Speaker
@@ -169,6 +169,12 @@ async def send_message(
 async def history(handle: SessionHandle) -> list[Message]:
     _, messages = await _session_call(handle, History())
     return messages
+
+
+async def turns_in_progress(handle: SessionHandle) -> int:
+    """How many turns the conversation is running or has queued (0: it is idle)."""
+    _, status = await _session_call(handle, Status())
+    return status.turns
 
 
 async def reset_session(handle: SessionHandle) -> int:

@@ -19,7 +19,7 @@ from beamclaw_obs import emit
 from ._api import running_sessions, stop_session
 from ._runtime import RESTART_WAIT
 from ._session_messages import Status
-from ._sessions import SESSIONS, CurrentRuntime
+from ._sessions import SESSIONS, CurrentRuntime, this_node
 from ._store import store_call
 from ._store_requests import DeleteSession, ExpiredSessions
 
@@ -31,9 +31,10 @@ async def sweep_expired(now: float | None = None) -> list[str]:
     cutoff = (time.time() if now is None else now) - runtime.config.session_ttl_seconds
     persistence = runtime.config.session_persistence
     flushed_only = persistence and runtime.config.maintenance.enabled
-    persisted = await store_call(ExpiredSessions(cutoff, flushed_only)) if persistence else []
+    node = await this_node()
+    persisted = await store_call(ExpiredSessions(cutoff, flushed_only, node)) if persistence else []
     if flushed_only:
-        every: list[str] = await store_call(ExpiredSessions(cutoff))
+        every: list[str] = await store_call(ExpiredSessions(cutoff, node=node))
         if waiting := len(every) - len(persisted):
             logger.info("{} expired session(s) kept until their memory flush is done", waiting)
     expired = set(persisted)

@@ -46,6 +46,19 @@ class _Active:
     session_id: str
 
 
+@attrs.frozen
+class _Moved:
+    """Another node owns the conversation *session_id* now: stop its tree here."""
+
+    session_id: str
+
+
+def tell_moved(session_id: str) -> None:
+    """The session lost its conversation to another node: its tree is to stop at once."""
+    with contextlib.suppress(sv.NoProc, sv.MailboxFull):
+        sv.send(SLEEPER, _Moved(session_id))
+
+
 def tell_sleeper(session_id: str) -> None:
     """The session was active now (it started, or a turn ended): its idle time counts from here."""
     with contextlib.suppress(sv.NoProc, sv.MailboxFull):
@@ -91,6 +104,11 @@ async def sleeper(
         if isinstance(message, _Active):
             compacted.discard(message.session_id)
             schedule(message.session_id, idle)
+            continue
+        if isinstance(message, _Moved):
+            deadlines.pop(message.session_id, None)
+            await stop(message.session_id)
+            emit("session_moved", session_id=message.session_id)
             continue
         for _ in range(_BATCH):
             if not heap or heap[0][0] > trio.current_time():

@@ -588,7 +588,12 @@ class Loop(sv.StateMachine):
             failure.error if failure else None, failure.model_status if failure else None,
             failure.retry_after if failure else None,
         )  # fmt: skip
-        await sv.call(data.session, FinishTurn(progress.turn, result))
+        try:
+            await sv.call(data.session, FinishTurn(progress.turn, result))
+        except sv.NoProc:
+            # The session stopped under the turn (it moved to another node, or sleeps):
+            # it answered the turn as interrupted, and this loop goes with it.
+            return sv.Stop(sv.NORMAL, data)
         if failure is None:
             remember_exchange(data.info, progress.started, scrub(progress.turn.text), progress.reply)
         emit(

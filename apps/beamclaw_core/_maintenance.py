@@ -35,6 +35,7 @@ from ._http_client import owned_http_client
 from ._memory import flush_memory
 from ._runtime import HTTP_CLIENT, Runtime
 from ._session import SessionInfo
+from ._sessions import this_node
 from ._store import store_call
 from ._store_requests import FlushCandidates, LoadUnflushed, MarkFlushed
 from ._workspace import user_workspace
@@ -99,12 +100,12 @@ class _Scanner:
 
     async def _pre_expiry(self, upkeep: MaintenanceConfig, now: float) -> None:
         due_before = now - self.runtime.config.session_ttl_seconds + upkeep.pre_expiry_minutes * 60
-        for session_id in await store_call(FlushCandidates(1, due_before)):
+        for session_id in await store_call(FlushCandidates(1, due_before, await this_node())):
             if await self.flush(session_id):
                 emit("maintenance_pre_expiry_flush", session_id=session_id)
 
     async def _nightly(self, upkeep: MaintenanceConfig) -> None:
-        due = await store_call(FlushCandidates(upkeep.nightly_min_messages, float("inf")))
+        due = await store_call(FlushCandidates(upkeep.nightly_min_messages, float("inf"), await this_node()))
         emit("maintenance_nightly_start", session_count=len(due))
         flushed = 0
         for session_id in due:

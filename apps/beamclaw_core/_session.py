@@ -23,12 +23,13 @@ import attrs
 import trio
 from loguru import logger
 
+import beamclaw_cluster as cluster
 import supervision as sv
 from beamclaw_base import StoreError
 from beamclaw_obs import emit, scrub
 
 from ._history import answered_history
-from ._idle_sleep import tell_sleeper
+from ._idle_sleep import tell_moved, tell_sleeper
 from ._messages import Message, scrubbed_all
 from ._session_messages import (
     Allowlist,
@@ -73,6 +74,8 @@ class SessionInfo:
     user_id: str
     agent_id: str
     channel: str = ""
+    #: In a cluster, this node's ownership of the conversation: every write is fenced by it.
+    lease: cluster.Lease | None = None
 
 
 def session_id(user_id: str, agent_id: str, channel: str = "", *, per_channel: bool = False) -> str:
@@ -136,6 +139,13 @@ class Session(sv.GenServer):
                 await store_call(ReplaceHistory(state.info, frozenset(state.allowlist), messages))
             else:
                 await store_call(AppendMessages(state.info, frozenset(state.allowlist), len(state.history), messages))
+        except cluster.LeaseLost as exc:
+            # Another node owns the conversation now: nothing more is written or answered
+            # here. The session refuses every later call as if it were gone (their senders
+            # find the new owner) and the sleeper stops its tree.
+            state.sleeping = True
+            tell_moved(state.info.id)
+            raise PersistError(f"the conversation moved to another node ({exc})") from None
         except _STORE_FAILURES as exc:
             raise PersistError(f"the session could not be saved ({type(exc).__name__}: {exc})") from None
 
@@ -325,9 +335,29 @@ class Session(sv.GenServer):
             except Exception:  # noqa: BLE001 - the channel failing must not take the session down
                 logger.opt(exception=True).warning("session {}: could not send the error reply", state.info.id[:12])
 
-    def terminate(self, reason: Any, state: _State) -> None:
+    async def terminate(self, reason: Any, state: _State) -> None:
+        self._finish_pending(reason, state)
+        if state.info.lease is not None:
+            await _release(state.info.lease)
+
+    @staticmethod
+    def _finish_pending(reason: Any, state: _State) -> None:
         pending = [*([state.current] if state.current else []), *state.queue]
         for turn in pending:
             text = "The session stopped before answering this message; please send it again."
             turn.finish(TurnResult(text, ok=False, error=TurnError.INTERRUPTED))
         emit("session_end", session_id=state.info.id, reason=_describe(reason), unanswered_turns=len(pending))
+
+
+async def _release(lease: cluster.Lease) -> None:
+    """Give the conversation up (it sleeps, or the session stops): another node may take
+    it at once. A restarted session takes it again; failing this, the lease ends with
+    this node's membership."""
+    with trio.move_on_after(5, shield=True):
+        member = await cluster.membership()
+        if member is None or member.instance_id != lease.owner:
+            return
+        try:
+            await member.database.run(lambda tx: cluster.release(tx, lease))
+        except StoreError as exc:
+            logger.warning("session {}: its lease could not be given up ({})", lease.session_id[:12], exc)

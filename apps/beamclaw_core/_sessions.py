@@ -22,7 +22,9 @@ from typing import Any, Final
 
 import attrs
 
+import beamclaw_cluster as cluster
 import supervision as sv
+from beamclaw_base import StoreError
 
 from ._config import CoreConfig
 from ._loop import Loop
@@ -87,6 +89,31 @@ def session_label(info: SessionInfo) -> str:
     return f"{info.user_id} → {info.agent_id}" + (f" ({info.channel})" if info.channel else "")
 
 
+class OwnedElsewhere(Exception):
+    """Another live node of the cluster owns the conversation: reach it there."""
+
+    def __init__(self, where: cluster.Elsewhere) -> None:
+        super().__init__(f"the conversation is served by node {where.node_id} ({where.advertise_url})")
+        self.where = where
+
+
+async def this_node() -> str | None:
+    """This node's instance in the cluster, or None on one node."""
+    member = await cluster.membership()
+    return None if member is None else member.instance_id
+
+
+async def _own(sid: str) -> cluster.Lease | None:
+    """This node's lease on *sid* (None on one node); `OwnedElsewhere` when a live node has it."""
+    member = await cluster.membership()
+    if member is None:
+        return None
+    owned = await member.database.run(lambda tx: cluster.acquire(tx, sid, member.instance_id))
+    if isinstance(owned, cluster.Elsewhere):
+        raise OwnedElsewhere(owned)
+    return owned
+
+
 @attrs.frozen
 class OpenSession(sv.Request[tuple[str, sv.ViaName]]):
     """Start (or find) the conversation of *user_id* with *agent_id* on *channel*: its id
@@ -138,7 +165,12 @@ class SessionsManager(sv.GenServer):
                 sid = session_id(user_id, agent_id, channel, per_channel=per_channel)
                 # The tree may be running while its session process is being restarted.
                 if runtime.registry.whereis(sid) is None and sv.whereis(tree_name(sid)) is None:
-                    info = SessionInfo(sid, user_id, agent_id, channel)
+                    try:
+                        lease = await _own(sid)
+                    except (OwnedElsewhere, StoreError) as exc:
+                        sv.reply_error(caller, exc)
+                        return sv.NoReply(runtime)
+                    info = SessionInfo(sid, user_id, agent_id, channel, lease)
                     await sv.start_child(SESSIONS_SUP, session_tree(info, runtime))
                 return sv.Reply((sid, runtime.session_dest(sid)), runtime)
             case StopSession(sid):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 import attrs
 
+import beamclaw_cluster as cluster
 import supervision as sv
 from beamclaw_base import Tx
 
@@ -76,6 +77,10 @@ _ROW_COLUMNS = (
 
 
 def _upsert(tx: Tx, info: SessionInfo, allowlist: frozenset[str]) -> None:
+    # Every write into a conversation goes through here: in a cluster, first the fence
+    # (`beamclaw_cluster.LeaseLost` when another node took the conversation over).
+    if info.lease is not None:
+        cluster.fence(tx, info.lease)
     now = time.time()
     tx.execute(
         "INSERT INTO sessions (id, user_id, agent_id, channel, created_at, updated_at, allowlist) "
@@ -206,10 +211,16 @@ class ExpiredSessions(StoreRequest[list[str]]):
 
     cutoff: float
     flushed_only: bool = False
+    #: In a cluster, this node: conversations another live node owns are left to it.
+    node: str | None = None
 
     def run(self, tx: Tx) -> list[str]:
         flushed = f" AND {_UNFLUSHED} <= 0" if self.flushed_only else ""
-        rows = tx.execute(f"SELECT s.id FROM sessions s WHERE s.updated_at < ?{flushed}", (self.cutoff,))
+        params: tuple[object, ...] = (self.cutoff,)
+        if self.node is not None:
+            flushed += f" AND NOT {cluster.owned_elsewhere('s.id')}"
+            params += (self.node,)
+        rows = tx.execute(f"SELECT s.id FROM sessions s WHERE s.updated_at < ?{flushed}", params)
         return [r[0] for r in rows.fetchall()]
 
 
@@ -222,11 +233,16 @@ class FlushCandidates(StoreRequest[list[str]]):
 
     min_unflushed: int
     updated_before: float
+    #: In a cluster, this node: conversations another live node owns are left to it.
+    node: str | None = None
 
     def run(self, tx: Tx) -> list[str]:
+        elsewhere = "" if self.node is None else f" AND NOT {cluster.owned_elsewhere('s.id')}"
+        params = (self.updated_before, self.min_unflushed) + (() if self.node is None else (self.node,))
         rows = tx.execute(
-            f"SELECT s.id FROM sessions s WHERE s.updated_at < ? AND {_UNFLUSHED} >= ? ORDER BY s.updated_at",
-            (self.updated_before, self.min_unflushed),
+            f"SELECT s.id FROM sessions s WHERE s.updated_at < ? AND {_UNFLUSHED} >= ?{elsewhere} "
+            "ORDER BY s.updated_at",
+            params,
         )
         return [r[0] for r in rows.fetchall()]
 

@@ -7,6 +7,7 @@ OpenAPI document of it all.
 """
 
 from ._app import create_app
+from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
@@ -32,6 +33,7 @@ __all__ = [
     "agents_server",
     "openapi_document",
     "create_app",
+    "node_trees",
     "parse_gateway_config",
     "principals_of",
     "serve_http",

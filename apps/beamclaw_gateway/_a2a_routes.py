@@ -9,14 +9,20 @@ from typing import Any
 from quart import Blueprint, Response, request
 
 import beamclaw_a2a as a2a
+import beamclaw_core as core
 import supervision as sv
+from beamclaw_base import StoreUnavailable
 
-from ._http_api import RESTARTING, context, error, principal, restarting
+from ._http_api import RESTARTING, context, error, owned_elsewhere, principal, restarting, store_unavailable
 from ._principals import Principal, Role
 
 a2a_api = Blueprint("a2a", __name__)
 for _exception in RESTARTING:
     a2a_api.register_error_handler(_exception, restarting)
+# A message for a context whose conversation another node owns is made a task, and run,
+# there: the whole JSON-RPC request is forwarded as a chat request would be.
+a2a_api.register_error_handler(core.OwnedElsewhere, owned_elsewhere)
+a2a_api.register_error_handler(StoreUnavailable, store_unavailable)
 
 
 def _base_url() -> str:

@@ -16,6 +16,7 @@ WebSocket messages at ``max_ws_message_bytes``.
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
@@ -25,6 +26,8 @@ import trio
 from quart import Response, g, request, websocket
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
+
+import beamclaw_cluster as cluster
 
 from ._a2a_routes import a2a_api
 from ._browser_guard import BrowserGuard, Refusal
@@ -252,12 +255,18 @@ def needed_role(method: str, path: str) -> Role:
 
 
 def create_app(
-    config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...] = (), mcp_app: _ASGI | None = None
+    config: GatewayConfig,
+    data_dir: Path,
+    extra: tuple[Any, ...] = (),
+    mcp_app: _ASGI | None = None,
+    member: cluster.Membership | None = None,
 ) -> QuartTrio:
     """The app; *extra* blueprints are added as given, and *mcp_app* (the MCP server of the
-    agents) answers at ``/mcp``, behind the same checks."""
+    agents) answers at ``/mcp``, behind the same checks. *member*: this node's membership
+    of a cluster (requests for conversations other nodes own are forwarded to them, and
+    theirs, signed with the cluster's secret, are taken)."""
     app = QuartTrio("beamclaw_gateway")
-    app.config["BEAMCLAW"] = Context(config, data_dir)
+    app.config["BEAMCLAW"] = Context(config, data_dir, member)
     app.config["MAX_CONTENT_LENGTH"] = config.http.max_body_bytes
     app.config["BODY_TIMEOUT"] = 60
     principals = principals_of(config)
@@ -286,6 +295,23 @@ def create_app(
                            f"{who.role.name.lower()}")  # fmt: skip
         return guard.body_refusal(method, headers) or who
 
+    def forwarded(method: str, headers: Any, path: str, body: bytes) -> Principal | Refusal:
+        """A request another node forwarded: the principal it signed for, by this node's
+        configuration (its role is bound here, never taken from the request)."""
+        refusal = guard.refusal(headers)
+        if refusal is not None:
+            return refusal
+        name = None
+        if member is not None:
+            request_ = cluster.Forwarded(method, path, body)
+            name = cluster.verified_principal(member.secret, request_, headers, time.time())
+        who = principals.named(name) if name is not None else None
+        if who is None:
+            return Refusal(401, "unauthorized", "a forwarded request without a valid cluster signature")
+        if who.role < needed_role(method, path):
+            return Refusal(403, "forbidden", "this route needs a higher role than the forwarded token's")
+        return who
+
     def limited(remote: str | None, user: str) -> Refusal | None:
         wait = limiter.check(remote, user, trio.current_time())
         if wait is None:
@@ -309,8 +335,12 @@ def create_app(
     async def guard_request() -> Response | None:
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
-        await request.get_data(as_text=False)
-        found = check(request.method, request.headers, request.remote_addr, request.path)
+        body = await request.get_data(True, False, False)
+        g.beamclaw_forwarded = cluster.is_forwarded(request.headers)
+        if g.beamclaw_forwarded:
+            found = forwarded(request.method, request.headers, request.full_path.rstrip("?"), body)
+        else:
+            found = check(request.method, request.headers, request.remote_addr, request.path)
         if isinstance(found, Principal) and request.path not in _OPEN_PATHS:
             found = limited(request.remote_addr, await request_user(found)) or found
         if isinstance(found, Refusal):

@@ -39,8 +39,10 @@ def _errors(*codes: int) -> dict[str, Any]:
         403: "the token's role or reach does not cover this route, user or agent; or an Origin not in "
         "gateway.http.allowed_origins, or a cross-site request without one",
         404: "not found",
+        409: "the first request with this Idempotency-Key is still being answered (see Retry-After)",
         413: "body too large",
         415: "the body is not application/json",
+        422: "this Idempotency-Key was used for another request (another body or X-User-Id)",
         421: "a Host this gateway does not answer to (gateway.http.allowed_hosts)",
         429: "rate limited (see Retry-After)",
         503: "unavailable",
@@ -142,7 +144,16 @@ _DOCUMENT: Final[dict[str, Any]] = {
         "/v1/supervision/tree": {
             "get": {
                 "summary": "The live supervision tree",
-                "responses": {"200": _json("the tree"), **_errors(401, 429)},
+                "parameters": [
+                    {
+                        "name": "cluster",
+                        "in": "query",
+                        "required": False,
+                        "description": "1: every node's tree, as {nodes: [{node_id, url, state, tree, error}]}",
+                        "schema": {"type": "string", "enum": ["1", "true"]},
+                    }
+                ],
+                "responses": {"200": _json("the tree, or every node's"), **_errors(401, 429, 503)},
             }
         },
         "/v1/models": {
@@ -151,6 +162,17 @@ _DOCUMENT: Final[dict[str, Any]] = {
         "/v1/chat/completions": {
             "post": {
                 "summary": "OpenAI-compatible chat completion (JSON, or SSE with stream: true)",
+                "parameters": [
+                    {
+                        "name": "Idempotency-Key",
+                        "in": "header",
+                        "required": False,
+                        "description": "A key of the client's for this request (a UUID): sent again with the same "
+                        "body, through any node, it gets the first request's answer, never a second turn. Kept 24 "
+                        "hours per principal; a failure worth retrying (5xx, 429) keeps no key.",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x20-\\x7e]+$"},
+                    }
+                ],
                 "requestBody": {
                     "required": True,
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ChatCompletionRequest"}}},
@@ -163,7 +185,7 @@ _DOCUMENT: Final[dict[str, Any]] = {
                             "text/event-stream": {"schema": {"type": "string"}},
                         },
                     },
-                    **_errors(400, 401, 404, 413, 415, 429),
+                    **_errors(400, 401, 404, 409, 413, 415, 422, 429),
                 },
             }
         },

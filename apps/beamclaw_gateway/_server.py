@@ -12,6 +12,8 @@ from hypercorn.trio import serve
 from loguru import logger
 from mcp.server.transport_security import TransportSecuritySettings
 
+import beamclaw_cluster as cluster
+
 from ._app import create_app
 from ._config import GatewayConfig, HttpConfig
 from ._connections import raise_open_file_limit, websocket_compression_off
@@ -69,9 +71,10 @@ async def _with_mcp(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...
             max_request_body_size=config.http.max_body_bytes,
             host=config.http.host,
         )
+        member = await cluster.membership()  # in a cluster, the server forwards and takes forwarded requests
         async with server.session_manager.run():
-            await _serve(create_app(config, data_dir, extra, mcp_app if config.mcp_endpoint else None), config,
-                         task_status)  # fmt: skip
+            app = create_app(config, data_dir, extra, mcp_app if config.mcp_endpoint else None, member)
+            await _serve(app, config, task_status)
         conversations.cancel_scope.cancel()
 
 

@@ -2,8 +2,10 @@
 
 Exactly one process polls per bot token (it registers a name derived from the
 token), and it closes its HTTP connections when it stops, so a restarted channel
-never overlaps its previous long poll; a 409 Conflict (another poller, or a webhook
-set elsewhere) is backed off from and logged once. Updates pass through the ledger
+never overlaps its previous long poll; in a cluster, exactly one node does, the one
+holding the bot's lease (`_telegram_lease`), and webhook updates any node stored are
+acted on there too. A 409 Conflict (another poller, or a webhook set elsewhere) is
+backed off from with jitter, logged once, and loudly when it persists. Updates pass through the ledger
 (`_telegram_ledger`, which states the delivery semantics): stored with the offset,
 prepared (no effect a user sees, so it may run again after a kill), then acted on
 once, shielded, after a claim committed first. An unknown user gets a pairing code
@@ -20,22 +22,24 @@ import base64
 import contextlib
 import hashlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import attrs
 import httpx
 import trio
 from loguru import logger
 
+import beamclaw_cluster as cluster
 import beamclaw_core as core
 import supervision as sv
-from beamclaw_base import RetryPolicy, retry
+from beamclaw_base import Notified, RetryPolicy, StoreError, notify_group, retry
 
 from ._config import GatewayConfig, TelegramConfig
 from ._store import gateway_database
 from ._telegram_api import BotApi, TelegramError
 from ._telegram_channel import ChatNotices, TelegramChannel
-from ._telegram_ledger import Ledger, Pending, store_pushed
+from ._telegram_lease import PollerLease, lease_name, while_holding
+from ._telegram_ledger import WEBHOOK_CHANNEL, Ledger, Pending, store_pushed
 
 CHANNEL: Final = "telegram"
 SENDER: Final = "beamclaw_gateway.telegram_sender"
@@ -53,9 +57,15 @@ _REPLY_INTERVAL: Final = 60.0
 _POLL_FLOOR: Final = 0.5  # seconds between the starts of two polls that bring nothing new
 _ACT_DEADLINE: Final = 20.0  # the longest a shielded act may hold up a kill or a shutdown
 #: A poller's failed calls: tried until they succeed, 1, 2, 4 ... s apart, at most 30 s.
-_FAILING: Final = RetryPolicy(attempts=None, wait_initial=1.0, wait_max=30.0)
+_FAILING: Final = RetryPolicy(attempts=None, wait_initial=1.0, wait_max=30.0, jitter=0.25)
+#: A 409 this many tries in a row (about 7 s) is no restart's predecessor nor a previous
+#: lease holder (Telegram ends their long poll at once): said loudly.
+_CONFLICT_PERSISTS: Final = 4
 _PREVIEW: Final = 60
-_EXPECTED: Final = (TelegramError, core.InvalidAgentName, sv.NoProc, sv.CallTimeout, sv.ProcessExited)
+_EXPECTED: Final = (
+    TelegramError, core.InvalidAgentName, core.OwnedElsewhere, sv.NoProc, sv.CallTimeout, sv.ProcessExited,
+)  # fmt: skip
+_OWNED_RETRY: Final = 0.5  # seconds between tries to open a conversation another live node still owns
 
 # Per bot and boot, so a restarted channel does not log a failing sendChatAction anew.
 _NOTICES: dict[tuple[str, str], ChatNotices] = {}
@@ -306,11 +316,27 @@ def _chat_of(update: dict[str, Any]) -> int | None:
     return None
 
 
+async def _prepared(bot: _Bot, update: dict[str, Any]) -> _Act:
+    """`prepare`, tried again for up to a lease while another live node owns the chat's
+    conversation: at a takeover the node that polled before may look alive a moment
+    longer than its lease on the bot, and its conversations are free once it does not.
+    (Only in a cluster: on one node no conversation is owned elsewhere.)"""
+    member = await cluster.membership()
+    until = trio.current_time() + (member.lease_seconds if member is not None else 0.0)
+    while True:
+        try:
+            return await prepare(bot, update)
+        except core.OwnedElsewhere:
+            if trio.current_time() >= until:
+                raise
+        await trio.sleep(_OWNED_RETRY)
+
+
 async def _handle(bot: _Bot, update: dict[str, Any]) -> None:
     """Prepare one stored update (again, if a kill interrupted it), then act on it once."""
     update_id = int(update["update_id"])
     try:
-        act = await prepare(bot, update)
+        act = await _prepared(bot, update)
     except Exception as exc:  # noqa: BLE001 - a bad update must not stop the channel (it would come back)
         if isinstance(exc, _EXPECTED):
             logger.warning("Telegram update {} could not be handled: {}", update_id, exc)
@@ -340,32 +366,42 @@ async def _drain(bot: _Bot) -> None:
 
 
 async def _tell_unanswered(bot: _Bot) -> None:
-    """Tell each user whose message an earlier run took but never answered (it died mid-turn)."""
-    for item in await bot.ledger.unanswered_before():
+    """Tell each user whose message a run that is gone took but never answered (it died
+    mid-turn), once: the row is adopted first, so of two nodes looking only one tells."""
+    for item in await bot.ledger.orphaned():
+        if not await bot.ledger.adopt(item):
+            continue
         text = (f"Sorry, I was restarted before I could answer your message \u201c{item.preview}\u201d. "
                 "Please send it again.")  # fmt: skip
         with trio.CancelScope(shield=True), trio.move_on_after(_ACT_DEADLINE):
             try:
                 await bot.api.call("sendMessage", chat_id=item.chat_id, text=text)
             except TelegramError as exc:
-                if exc.code not in {400, 403}:  # not a chat that is gone or blocked us: try at the next start
+                if exc.code not in {400, 403}:  # not a chat that is gone or blocked us: try at the next look
                     logger.warning(
                         "Telegram: could not tell chat {} about an unanswered message: {}", item.chat_id, exc
                     )
+                    await bot.ledger.give_back(item)
                     continue
             await item.pending.answered()
 
 
 async def _call_until_ok(bot: _Bot, method: str, **params: Any) -> Any:
     """Call *method* until it succeeds: longer after each failure in a row, logged once per
-    streak. 409 (another poller, or a webhook) waits 1, 2, 4 ... s: the other poller may be
-    a restart's predecessor about to go; anything else waits the retry_after Telegram
-    gives, else the same; at most 30 s."""
+    streak. 409 (another poller, or a webhook) waits 1, 2, 4 ... s (±25 %): the other
+    poller may be a restart's predecessor about to go (or, in a cluster, the previous
+    holder of the bot's lease), and one that persists is logged as an error; anything else
+    waits the retry_after Telegram gives, else the same; at most 30 s."""
 
     async def failed(attempt: int, delay: float, exc: Exception) -> None:
+        conflict = isinstance(exc, TelegramError) and exc.code == 409
+        if conflict and attempt == _CONFLICT_PERSISTS:
+            logger.error("Telegram: {} tries in a row got 409 Conflict ({}): something outside this cluster polls "
+                         "this bot's token (a copy of the bot elsewhere, a zombie process) or set a webhook; "
+                         "stop it, or this bot hears only part of its messages", attempt, exc)  # fmt: skip
         if attempt > 1:
             return
-        if isinstance(exc, TelegramError) and exc.code == 409:
+        if conflict:
             logger.warning("Telegram: another poller or a webhook holds this bot ({}); backing off", exc)
         else:
             logger.warning("Telegram {} failed: {}; retrying with back-off", method, exc)
@@ -409,7 +445,7 @@ async def _webhook(bot: _Bot, url: str) -> None:
     await _drain(bot)
     while True:
         match await sv.receive():
-            case _WebhookUpdate():
+            case _WebhookUpdate() | Notified():
                 await _drain(bot)
 
 
@@ -419,18 +455,27 @@ async def telegram_bot(
     boot: str,
     task_status: Any = trio.TASK_STATUS_IGNORED,
 ) -> None:
-    """The channel: polls (or takes webhook updates) until cancelled.
+    """The channel: polls (or takes webhook updates) until cancelled; in a cluster, only
+    while this node holds the bot's lease (`_telegram_lease`).
 
     *boot* names this run of the daemon (the same across restarts of this process), so
-    unanswered updates of an earlier run can be told apart from turns still running.
-    Its ledger is in the gateway's store (`_store`), which outlives it.
+    unanswered updates of an earlier run can be told apart from turns still running; in
+    a cluster the membership's instance id does that across nodes. Its ledger is in the
+    gateway's store (`_store`), which outlives it.
     """
     config = gateway.channels.telegram
     token = config.token.get("the Telegram channel")
     sv.register(bot_name(token))  # a second poller for the same token fails here, not at Telegram
-    ledger = await Ledger.open(await gateway_database(), _bot_id(token), boot)
+    member = await cluster.membership()
+    ledger = await Ledger.open(
+        await gateway_database(),
+        _bot_id(token),
+        boot if member is None else member.instance_id,
+        members=member is not None,
+    )
     shared = await core.owned_http_client(SENDER)  # replies outlive this process: see HttpClientOwner
-    client = httpx.AsyncClient(trust_env=False)
+    # In a cluster the poller says which node it is (Telegram ignores it; a proxy's log shows it).
+    client = httpx.AsyncClient(trust_env=False, headers=_poller_headers(member))
     bot = _Bot(
         config,
         gateway,
@@ -444,15 +489,68 @@ async def telegram_bot(
     try:
         with core.outbound(CHANNEL, bot.reach):
             await _register_commands(bot)
-            if config.mode == "webhook":
-                await _webhook(bot, webhook_url)
+            if member is None:
+                await _work(bot, webhook_url)
             else:
-                await _poll(bot)
+                await _in_cluster(bot, webhook_url)
     finally:
         # Even when the process is killed: the long poll's connection must close now, so
         # the next poller does not meet it at Telegram (409).
         with trio.CancelScope(shield=True), trio.move_on_after(5):
             await client.aclose()
+
+
+def _poller_headers(member: cluster.Membership | None) -> dict[str, str]:
+    return {} if member is None else {"User-Agent": f"BeamClaw (node {member.node_id})"}
+
+
+async def _work(bot: _Bot, webhook_url: str) -> None:
+    if bot.config.mode == "webhook":
+        await _webhook(bot, webhook_url)
+    else:
+        await _poll(bot)
+
+
+async def _member() -> cluster.Membership:
+    member = await cluster.membership()
+    if member is None:  # the cluster app's node stopped: the daemon is stopping
+        raise sv.NoProc(cluster.NODE)
+    return member
+
+
+async def _in_cluster(bot: _Bot, webhook_url: str) -> NoReturn:
+    """Poll (or act on the webhook's updates) only while this node holds the bot's lease;
+    look for the unanswered updates of dead members all along."""
+
+    async def work(lease: PollerLease) -> None:
+        await bot.ledger.reopen(lease)
+        if bot.config.mode != "webhook":
+            await _poll(bot)
+            return
+        group = notify_group(WEBHOOK_CHANNEL)
+        sv.pg.join(group)  # a webhook update any node stored is announced to the holder
+        try:
+            await _webhook(bot, webhook_url)
+        finally:
+            sv.pg.leave(group)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_tell_unanswered_of_the_dead, bot)
+        await while_holding(_member, lease_name(bot.ledger.bot), work)
+
+
+async def _tell_unanswered_of_the_dead(bot: _Bot) -> NoReturn:
+    """Every lease, tell the users whose messages a member that is not alive any more
+    took and never answered (any node may: each row is adopted by one)."""
+    while True:
+        member = await _member()
+        bot.ledger.boot = member.instance_id
+        if member.alive():
+            try:
+                await _tell_unanswered(bot)
+            except StoreError as exc:
+                logger.warning("Telegram: could not look for unanswered messages: {}", exc)
+        await trio.sleep(member.lease_seconds)
 
 
 async def _register_commands(bot: _Bot) -> None:
@@ -478,5 +576,7 @@ async def webhook_update(token: str, update: dict[str, Any]) -> None:
     first, so an update Telegram was told it got survives any crash after (a channel
     not running drains it when it starts)."""
     await store_pushed(await gateway_database(), _bot_id(token), update)
+    if await cluster.membership() is not None:
+        return  # announced to the node holding the bot's lease (maybe this one) at commit
     with contextlib.suppress(sv.NoProc):
         sv.send(bot_name(token), _WebhookUpdate())

@@ -34,7 +34,11 @@ from typing import Any, Final
 import attrs
 from loguru import logger
 
-from beamclaw_base import Database, Schema, Step, StoreError, Tx
+import beamclaw_cluster as cluster
+from beamclaw_base import Database, Schema, Step, StoreError, Tx, notify
+
+from ._idempotency import STEP as IDEMPOTENCY_KEYS
+from ._telegram_lease import PollerLease, hold
 
 #: The ledger's tables. Files from before versions (``user_version`` 0, the same tables)
 #: open as version 1 unchanged. Telegram's ids pass 2**31 (supergroup chats are below
@@ -58,8 +62,11 @@ CREATE TABLE IF NOT EXISTS telegram_unanswered (bot TEXT NOT NULL, update_id BIG
     chat_id BIGINT NOT NULL, boot TEXT NOT NULL, preview TEXT NOT NULL, PRIMARY KEY (bot, update_id));
 """,
         ),
+        IDEMPOTENCY_KEYS,  # version 2: the chat route's Idempotency-Key (`_idempotency`)
     ),
 )
+#: The PostgreSQL channel a stored webhook update is announced on (its payload: the bot).
+WEBHOOK_CHANNEL: Final = "beamclaw_telegram"
 
 
 def _advance(tx: Tx, bot: str, next_update: int) -> None:
@@ -72,19 +79,33 @@ def _advance(tx: Tx, bot: str, next_update: int) -> None:
     )
 
 
-def _take_in(tx: Tx, bot: str, updates: list[tuple[int, str]]) -> None:
+def _offset(tx: Tx, bot: str) -> int:
+    row = tx.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def _take_in(tx: Tx, bot: str, updates: list[tuple[int, str]]) -> int:
+    """Store the updates at or past the stored offset (one below it was had, and maybe
+    acted on already, by this node or the poller before it) and move the offset past
+    them; the offset now."""
+    offset = _offset(tx, bot)
+    fresh = [(bot, update_id, body) for update_id, body in updates if update_id >= offset]
+    if not fresh:
+        return offset
     tx.executemany(
         "INSERT INTO telegram_inbox (bot, update_id, body) VALUES (?, ?, ?) ON CONFLICT (bot, update_id) DO NOTHING",
-        [(bot, update_id, body) for update_id, body in updates],
+        fresh,
     )
-    _advance(tx, bot, max(update_id for update_id, _ in updates) + 1)
+    offset = max(update_id for _, update_id, _ in fresh) + 1
+    _advance(tx, bot, offset)
+    return offset
 
 
 def _store_pushed(tx: Tx, bot: str, update_id: int, body: str) -> None:
-    row = tx.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
-    if row is not None and update_id < row[0]:
+    if update_id < _offset(tx, bot):
         return  # had already: Telegram sent it again
     _take_in(tx, bot, [(update_id, body)])
+    notify(tx, WEBHOOK_CHANNEL, bot)  # the node that acts on webhook updates may be another one
 
 
 async def store_pushed(db: Database, bot: str, update: dict[str, Any]) -> None:
@@ -122,11 +143,13 @@ class Pending:
 
 @attrs.frozen
 class Unanswered:
-    """An update an earlier run of the daemon acted on and never answered."""
+    """An update a run that is gone acted on and never answered."""
 
     pending: Pending
     chat_id: int
     preview: str
+    #: The run that claimed it (see `Ledger.boot`).
+    claimer: str
 
 
 @attrs.define
@@ -135,22 +158,31 @@ class Ledger:
 
     db: Database
     bot: str
-    boot: str  # this run of the daemon: rows of another boot lost their turn
+    #: Who claims updates: this run of the daemon on one node; in a cluster (*members*
+    #: True), this node's membership's instance id, so that rows of a member that is not
+    #: alive can be told apart from a live node's turns still running.
+    boot: str
+    members: bool = False
     next_update: int = 0
+    #: In a cluster, the bot's lease this node holds: every update stored is stored under it.
+    lease: PollerLease | None = None
 
     @classmethod
-    async def open(cls, db: Database, bot: str, boot: str) -> Ledger:
-        def offset(tx: Tx) -> int:
-            row = tx.execute("SELECT next_update FROM telegram_offsets WHERE bot = ?", (bot,)).fetchone()
-            return int(row[0]) if row else 0
+    async def open(cls, db: Database, bot: str, boot: str, *, members: bool = False) -> Ledger:
+        return cls(db, bot, boot, members, await db.run(lambda tx: _offset(tx, bot), write=False, inline=True))
 
-        return cls(db, bot, boot, await db.run(offset, write=False, inline=True))
+    async def reopen(self, lease: PollerLease) -> None:
+        """This node took the bot's lease: poll on from the stored offset, under *lease*."""
+        bot = self.bot
+        self.boot, self.lease = lease.instance_id, lease
+        self.next_update = await self.db.run(lambda tx: _offset(tx, bot), write=False, inline=True)
 
     async def receive(self, updates: Any) -> int:
         """Store the updates not seen before and move the offset past them; how many were new.
 
         Ids below the offset are skipped, so an update Telegram sends again is never
-        handled twice.
+        handled twice. In a cluster, nothing is stored unless this node still holds the
+        bot's lease (`cluster.LeaseLost`).
         """
         fresh = [
             (u["update_id"], json.dumps(u))
@@ -159,9 +191,14 @@ class Ledger:
         ]
         if not fresh:
             return 0
-        bot = self.bot
-        await self.db.run(lambda tx: _take_in(tx, bot, fresh))
-        self.next_update = max(update_id for update_id, _ in fresh) + 1
+        bot, lease = self.bot, self.lease
+
+        def take_in(tx: Tx) -> int:
+            if lease is not None:
+                hold(tx, lease)
+            return _take_in(tx, bot, fresh)
+
+        self.next_update = await self.db.run(take_in)
         return len(fresh)
 
     async def inbox(self) -> list[dict[str, Any]]:
@@ -201,16 +238,44 @@ class Ledger:
         taken = await self.db.run(lambda tx: self._claim(tx, update_id, chat_id, shown))
         return Pending(self.db, self.bot, update_id) if taken and chat_id is not None else None
 
-    async def unanswered_before(self) -> list[Unanswered]:
-        """Updates acted on by an earlier boot and never answered (their turn died with it)."""
+    async def orphaned(self) -> list[Unanswered]:
+        """Updates acted on and never answered by a run that is gone (its turn died with
+        it): an earlier boot on one node; in a cluster, a member that is not alive (a live
+        node's turns are its own to answer)."""
         bot, boot = self.bot, self.boot
+        gone = (
+            f"NOT EXISTS (SELECT 1 FROM cluster_nodes n WHERE n.instance_id = u.boot AND {cluster.ALIVE})"
+            if self.members
+            else "1 = 1"
+        )
         rows = await self.db.run(
             lambda tx: tx.execute(
-                "SELECT update_id, chat_id, preview FROM telegram_unanswered WHERE bot = ? AND boot <> ? "
-                "ORDER BY update_id",
+                "SELECT u.update_id, u.chat_id, u.preview, u.boot FROM telegram_unanswered u "
+                f"WHERE u.bot = ? AND u.boot <> ? AND {gone} ORDER BY u.update_id",
                 (bot, boot),
             ).fetchall(),
             write=False,
             inline=True,
         )
-        return [Unanswered(Pending(self.db, self.bot, u), chat, preview) for u, chat, preview in rows]
+        return [Unanswered(Pending(self.db, bot, u), chat, preview, claimer) for u, chat, preview, claimer in rows]
+
+    async def adopt(self, item: Unanswered) -> bool:
+        """Make *item* this run's to tell the user about; False when another node did
+        first (it tells them: a user is told once)."""
+        return await self._move(item, item.claimer, self.boot)
+
+    async def give_back(self, item: Unanswered) -> None:
+        """The user could not be told now: leave *item* to the next look at the ledger."""
+        await self._move(item, self.boot, item.claimer)
+
+    async def _move(self, item: Unanswered, claimer: str, to: str) -> bool:
+        bot, update_id = self.bot, item.pending.update_id
+        moved = await self.db.run(
+            lambda tx: (
+                tx.execute(
+                    "UPDATE telegram_unanswered SET boot = ? WHERE bot = ? AND update_id = ? AND boot = ?",
+                    (to, bot, update_id, claimer),
+                ).rowcount
+            )
+        )
+        return bool(moved == 1)

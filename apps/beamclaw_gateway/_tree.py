@@ -1,11 +1,15 @@
 """The gateway app's tree: the HTTP server and, when enabled, the Telegram channel's subtree.
 
     beamclaw_gateway (one_for_one, 10 restarts / 30 s)
+    ├── keys       the store of the chat route's idempotency keys (`_store`, gateway.db)
     ├── http
     └── telegram (rest_for_one, 10 restarts / 30 s; restarted after 1-5 s)
         ├── store      the gateway's store (`_store`): the Telegram ledger, gateway.db
         ├── sender     the HTTP client replies go out on (outlives the channel)
-        └── channel    polls (or takes webhook updates); restarted after 0.5-5 s
+        ├── listener   on PostgreSQL only: wakes the channel when another node stored a
+        │              webhook update (`beamclaw_base.listener`)
+        └── channel    polls (or takes webhook updates); restarted after 0.5-5 s; in a
+                       cluster, only while this node holds the bot's lease
 
 Telegram has its own supervisor so that its trouble stays its own: the HTTP server
 never restarts because the channel did, and a channel that keeps crashing uses up
@@ -21,12 +25,13 @@ from typing import Any, Final
 
 import beamclaw_core as core
 import supervision as sv
-from beamclaw_base import StoreConfig
+from beamclaw_base import StoreConfig, listener
 
 from ._config import GatewayConfig, parse_gateway_config
 from ._server import serve_http
-from ._store import GatewayStore
+from ._store import KEYS, GatewayStore
 from ._telegram_bot import SENDER, telegram_bot
+from ._telegram_ledger import WEBHOOK_CHANNEL
 
 # The channel's restart delay doubles from 0.5 s and stops at 5 s (±20 % jitter): a
 # crash-looping channel is back within seconds (a 30 s cap left the bot deaf for half a
@@ -50,10 +55,12 @@ def _telegram(config: GatewayConfig, data_dir: Path, store: StoreConfig) -> sv.S
     telegram = config.channels.telegram
     boot = uuid.uuid4().hex  # this run of the daemon (see telegram_bot)
     channel = functools.partial(telegram_bot, config, telegram.webhook_url, boot)
+    listening = [sv.ChildSpec("listener", listener, args=(store, [WEBHOOK_CHANNEL]))]
     return sv.Supervisor(
         [
             sv.ChildSpec("store", GatewayStore.start, args=(data_dir / "gateway.db", store)),
             sv.ChildSpec("sender", core.HttpClientOwner.start, args=(SENDER, False)),
+            *(listening if store.backend == "postgres" else []),
             sv.ChildSpec("channel", channel, shutdown=5.0, backoff=_CHANNEL_BACKOFF),
         ],
         # rest_for_one: a restarted sender restarts the channel, which holds its client; a
@@ -69,7 +76,10 @@ def supervision_tree(table: dict[str, Any], data_dir: Path, store: StoreConfig =
     """The HTTP server and, when enabled, the Telegram subtree; the Telegram ledger is kept
     in *store* (``[store]``; SQLite: ``gateway.db`` in *data_dir*)."""
     config = parse_gateway_config(table)
-    children = [sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0)]
+    children = [
+        sv.ChildSpec("keys", GatewayStore.start, args=(data_dir / "gateway.db", store, KEYS)),
+        sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0),
+    ]
     if config.channels.telegram.enabled:
         children.append(_telegram(config, data_dir, store).child_spec("telegram", backoff=_SUBTREE_BACKOFF))
     return sv.Supervisor(

@@ -17,12 +17,14 @@ from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder
 from ._hybrid import Scored, merge
 from ._local import LocalEmbedder, LocalModelMissing
 from ._messages import Hit, SearchResult
+from ._remembered import SCHEMA
 from ._tools import MAX_QUERY_CHARS, format_result
 from ._tree import memory_tree, supervision_tree
 from ._vectors import VectorSet
 
 __all__ = [
     "MAX_QUERY_CHARS",
+    "SCHEMA",
     "Bm25Index",
     "Chunk",
     "Embedder",

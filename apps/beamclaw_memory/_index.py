@@ -7,6 +7,10 @@ rebuilt from the files, a keyword index that cannot be opened (or disagrees with
 store) is rebuilt from the store. Vectors are filled in behind the keyword index, a
 batch at a time, by the embedder process: until they are (or while the embedder is
 down) a search answers from keywords alone, and says so.
+
+The kept documents are the truth; what of them the index holds is caught up with them
+at start, and, on PostgreSQL, whenever a node keeps one for this agent (the listener's
+`Notified`, or its reconnection: see `_catch_up`).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import trio
 from loguru import logger
 
 import supervision as sv
-from beamclaw_base import StoreConfig, StoreRefused
+from beamclaw_base import Notified, StoreConfig, StoreRefused, notify_group
 from beamclaw_obs import emit, scrub
 
 from ._bm25 import Bm25Index, IndexCorrupted
@@ -48,7 +52,7 @@ from ._messages import (
     SearchResult,
     Sync,
 )
-from ._remembered import SQLITE_FILES, RememberedStore, open_remembered
+from ._remembered import CHANNEL, SQLITE_FILES, Kept, RememberedStore, open_remembered
 from ._remembered_db import shared_database
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
@@ -67,6 +71,10 @@ WINDOW_TOKENS: Final = 48
 PENDING_LIMIT: Final = 64
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
+#: Change sequence numbers read again below the highest indexed: a number is taken when
+#: a write starts, so a write committed late (by any node, for any agent) can carry a
+#: lower one than writes already seen. Documents unchanged since indexed are skipped.
+CATCH_UP_WINDOW: Final = 256
 
 
 _TOKENS: Final = itertools.count(1)
@@ -101,6 +109,8 @@ class _State:
     embed_error: str = ""
     #: Exchanges kept (in the remembered store) and not yet indexed: see `_remember`.
     pending: list[tuple[Document, str]] = attrs.field(factory=list)
+    #: The highest change sequence number of the kept documents indexed (see `_catch_up`).
+    seen: int = 0
 
 
 def _open_keywords(folder: Path, store: ChunkStore) -> Bm25Index:
@@ -159,8 +169,9 @@ class AgentIndex(sv.GenServer):
 
         chunks, remembered, keywords = await trio.to_thread.run_sync(open_all)
         state = _State(agent, root, folder, config, clock, chunks, remembered, keywords)
+        sv.pg.join(notify_group(CHANNEL))  # told of every node's puts (PostgreSQL only; none on SQLite)
         await self._sync(state)
-        await self._restore_remembered(state)
+        await self._catch_up(state)
         self._want_vectors(state)
         return state
 
@@ -218,6 +229,8 @@ class AgentIndex(sv.GenServer):
                     state.embedding = None
                     state.embed_after = state.clock() + EMBED_RETRY_SECONDS
                     state.embed_error = why
+            case Notified(_, payload) if payload is None or payload == state.agent:
+                await self._catch_up(state)
         self._want_vectors(state)
         return sv.NoReply(state)
 
@@ -268,17 +281,29 @@ class AgentIndex(sv.GenServer):
         if len(state.pending) >= PENDING_LIMIT:
             await self._index_pending(state)
 
-    async def _restore_remembered(self, state: _State) -> None:
-        """Index the remembered documents the chunk store lacks (it was rebuilt, or a crash came
-        between the two writes)."""
-        indexed = await trio.to_thread.run_sync(state.store.signatures, ("conversation",))
-        remembered = state.remembered
-        missing = await trio.to_thread.run_sync(lambda: [k for k in remembered.everything() if k[0] not in indexed])
-        await self._put_many(
-            state, [(Document(doc, owner, "conversation", _digest(body)), body) for doc, owner, body in missing]
-        )
-        if missing:
-            logger.info("memory: {} kept document(s) of agent {} indexed again", len(missing), state.agent)
+    async def _catch_up(self, state: _State) -> None:
+        """Index the kept documents changed since the last one indexed (every one at start)
+        that the chunk store lacks or holds otherwise: kept through another node, or the
+        chunk store was rebuilt, or a crash came between the two writes. This node's own
+        puts come back here too: those still pending are left to their batch."""
+        after = max(0, state.seen - CATCH_UP_WINDOW)
+
+        def read() -> tuple[dict[str, str], list[Kept]]:
+            return state.store.signatures(("conversation",)), state.remembered.changed_since(after)
+
+        indexed, changed = await trio.to_thread.run_sync(read)
+        waiting = {document.doc: document.signature for document, _ in state.pending}
+        fresh = [
+            (Document(doc, owner, "conversation", digest), body)
+            for _, doc, owner, body in changed
+            if (digest := _digest(body)) not in {indexed.get(doc), waiting.get(doc)}
+        ]
+        renewed = {document.doc for document, _ in fresh}
+        state.pending = [item for item in state.pending if item[0].doc not in renewed]  # never older over newer
+        await self._put_many(state, fresh)
+        state.seen = max([state.seen, *(sequence for sequence, *_ in changed)])
+        if fresh:
+            logger.info("memory: {} kept document(s) of agent {} indexed from the store", len(fresh), state.agent)
 
     async def _put(self, state: _State, document: Document, text: str) -> None:
         await self._put_many(state, [(document, text)])

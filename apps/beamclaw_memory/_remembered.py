@@ -12,19 +12,38 @@ existing data dirs have; one that cannot be read stops the agent's memory with a
 `StoreError` saying so, and is never moved or replaced). On PostgreSQL every agent's
 documents share one table, keyed by agent, so every node finds them; the memory
 process holds one `Database` for all its agents (see `_remembered_db`).
+
+Each put gives the document a new change sequence number (``changed``) and, on
+PostgreSQL, notifies `CHANNEL` with the agent's name when it commits: every node's
+index of that agent reads the documents changed since the last one it indexed
+(`RememberedStore.changed_since`), so a fact kept through one node is found through
+every other.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-from beamclaw_base import Database, Schema, Step, StoreConfig, StoreRefused, Tx, open_store
+from beamclaw_base import Database, Schema, Step, StoreConfig, StoreRefused, Tx, notify, open_store
 
 #: The default store: SQLite files in the data dir (`StoreConfig()`, named once here).
 SQLITE_FILES: Final = StoreConfig()
+
+#: The notification channel of kept documents; the payload is the agent's name.
+CHANNEL: Final = "bc_memory"
+
+#: The next change sequence number: PostgreSQL's sequence (shared by every node and
+#: agent; taken when a write starts, so not in commit order), or one more than the
+#: file's highest on SQLite (one agent's file, written under its write lock).
+_NEXT_CHANGE: Final = {
+    "postgres": "nextval('kept_changes')",
+    "sqlite": "(SELECT coalesce(max(changed), 0) + 1 FROM kept)",
+}
+
+#: (change sequence number, doc, owner, body) of one kept document.
+Kept = tuple[int, str, str, str]
 
 #: Version 1 on SQLite: the table that files from before the store layer hold already
 #: (at ``user_version`` 0, their documents left as they are), given the agent column the
@@ -54,6 +73,20 @@ CREATE TABLE kept (
 );
 """,
         ),
+        # Version 2: the change sequence number each put sets (existing rows numbered in
+        # the order they were written), read by every node's index to catch up.
+        Step(
+            sqlite="""
+ALTER TABLE kept ADD COLUMN changed INTEGER NOT NULL DEFAULT 0;
+UPDATE kept SET changed = rowid;
+CREATE INDEX kept_changed ON kept (agent, changed);
+""",
+            postgres="""
+CREATE SEQUENCE kept_changes;
+ALTER TABLE kept ADD COLUMN changed BIGINT NOT NULL DEFAULT nextval('kept_changes');
+CREATE INDEX kept_changed ON kept (agent, changed);
+""",
+        ),
     ),
 )
 
@@ -81,11 +114,13 @@ class RememberedStore:
 
         def work(tx: Tx) -> None:
             tx.execute(
-                "INSERT INTO kept (agent, doc, owner, body, created) VALUES (?, ?, ?, ?, ?) "
-                "ON CONFLICT (agent, doc) DO UPDATE SET "
-                "owner = excluded.owner, body = excluded.body, created = excluded.created",
+                "INSERT INTO kept (agent, doc, owner, body, created, changed) "
+                f"VALUES (?, ?, ?, ?, ?, {_NEXT_CHANGE[tx.dialect]}) "
+                "ON CONFLICT (agent, doc) DO UPDATE SET owner = excluded.owner, body = excluded.body, "
+                "created = excluded.created, changed = excluded.changed",
                 row,
             )
+            notify(tx, CHANNEL, self._agent)
 
         self._db.transact(work)
 
@@ -102,16 +137,18 @@ class RememberedStore:
 
         return self._db.transact(work, write=False)
 
-    def everything(self) -> Iterator[tuple[str, str, str]]:
-        """(doc, owner, body) of every kept document, oldest first."""
+    def changed_since(self, after: int) -> list[Kept]:
+        """Every kept document whose change sequence number is above *after* (0: all of
+        them), in the order of those numbers."""
 
-        def work(tx: Tx) -> list[tuple[str, str, str]]:
+        def work(tx: Tx) -> list[Kept]:
             rows = tx.execute(
-                "SELECT doc, owner, body FROM kept WHERE agent = ? ORDER BY created, doc", (self._agent,)
+                "SELECT changed, doc, owner, body FROM kept WHERE agent = ? AND changed > ? ORDER BY changed",
+                (self._agent, after),
             ).fetchall()
-            return [(str(doc), str(owner), str(body)) for doc, owner, body in rows]
+            return [(int(changed), str(doc), str(owner), str(body)) for changed, doc, owner, body in rows]
 
-        yield from self._db.transact(work, write=False)
+        return self._db.transact(work, write=False)
 
     def close(self) -> None:
         """Close the agent's own database (a shared one stays open for the other agents)."""

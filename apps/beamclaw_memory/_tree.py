@@ -4,6 +4,8 @@
     ├── embedder  (GenServer): the embedding model and the embedding cache
     ├── remembered (GenServer): on PostgreSQL, the one database of every agent's kept
     │             documents (on SQLite each agent has its own file: not started)
+    ├── listener  (process, PostgreSQL only): tells the indexes of the documents every node
+    │             keeps, so that each node's index catches up with them
     ├── indexes   (DynamicSupervisor): one AgentIndex per agent in use (temporary)
     ├── agents    (GenServer): starts the indexes, one per agent
     ├── watcher   (process): picks up edits to the workspace files; restarts crashed indexes
@@ -22,14 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import supervision as sv
-from beamclaw_base import StoreConfig
+from beamclaw_base import StoreConfig, listener
 from beamclaw_tools import keep_registered
 
 from ._agents import AGENTS, MEMORY_OFF, Agents
 from ._config import MemoryConfig, parse_memory_config
 from ._embedder import EMBEDDER, EmbedderServer
 from ._index import INDEXES_SUP
-from ._remembered import SQLITE_FILES
+from ._remembered import CHANNEL, SQLITE_FILES
 from ._remembered_db import REMEMBERED_DB, RememberedDatabase
 from ._tools import MemoryGetTool, MemorySearchTool
 from ._watcher import watch
@@ -45,6 +47,7 @@ def memory_tree(
     embedding cache are always SQLite files in *data_dir*)."""
     if not config.enabled:
         return sv.Supervisor([], name=MEMORY_OFF, intensity=10, period=10.0)
+    listening = [] if store.backend == "sqlite" else [sv.ChildSpec("listener", listener, args=(store, [CHANNEL]))]
     return sv.Supervisor(
         [
             sv.ChildSpec(
@@ -55,6 +58,7 @@ def memory_tree(
                 backoff=sv.Backoff(initial=0.5, maximum=30.0),
             ),
             sv.ChildSpec("remembered", RememberedDatabase.start, args=(store,), name=REMEMBERED_DB),
+            *listening,
             sv.DynamicSupervisor(intensity=100, period=10.0, name=INDEXES_SUP).child_spec("indexes"),
             sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock, store), name=AGENTS),
             sv.ChildSpec("watcher", watch, args=(config.watch_interval_seconds,)),

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+import socket
 import threading
 import time
 from pathlib import Path
@@ -154,6 +155,26 @@ class ContainerInfo:
         return self.labels.get(key, "")
 
 
+def local_socket_refuses(base_url: str | None) -> str | None:
+    """Why the engine's Unix socket cannot answer (missing, refused), or None when it may.
+
+    Asked before the SDK connects: the SDK's Unix connection leaves its socket open when
+    the connect fails (to be found by the garbage collector), so a host without a running
+    engine is told here, with a socket that is always closed.
+    """
+    url = base_url or os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+    if not url.startswith(("unix://", "http+unix://")):
+        return None
+    path = url.split("://", 1)[1]
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(5)
+        try:
+            probe.connect(path)
+        except OSError as exc:
+            return f"{path}: {exc.strerror or exc}"
+    return None
+
+
 @final
 class DockerEngine:
     """The engine at *base_url* (default: the environment's ``DOCKER_HOST`` or the local socket).
@@ -173,6 +194,9 @@ class DockerEngine:
         with self._lock:
             if self._client is not None:
                 return self._client
+            refused = local_socket_refuses(self.base_url)
+            if refused is not None:
+                raise EngineUnavailable(f"the Docker engine does not answer: {refused}")
             try:
                 client = docker.DockerClient(base_url=self.base_url) if self.base_url else docker.from_env()
                 client.ping()

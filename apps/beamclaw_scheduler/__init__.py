@@ -18,10 +18,12 @@ from ._schedule import (
     make_schedule,
     parse_time,
 )
+from ._tables import SCHEMA
 from ._tool import SchedulerTool, describe_job
 from ._tree import scheduler_tree, supervision_tree
 
 __all__ = [
+    "SCHEMA",
     "BadSchedule",
     "Fire",
     "HeartbeatConfig",

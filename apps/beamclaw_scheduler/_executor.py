@@ -93,7 +93,8 @@ class Executor(sv.GenServer):
         while state.queue and len(state.running) < state.limit:
             fire = state.queue.popleft()
             state.waiting.discard(fire.run_id)
-            await store_call(RunStarted(fire.run_id))
+            if not await store_call(RunStarted(fire.run_id)):
+                continue  # its node was taken for dead: the claim is recovered elsewhere
             emit("sched_job_fired", job_id=fire.job.id, run_id=fire.run_id, due=fire.due, attempt=fire.attempt)
             spec = sv.ChildSpec(
                 ("run", fire.run_id), _work, args=(fire, state.perform), restart=sv.TEMPORARY,

@@ -6,17 +6,21 @@ time, before anything runs it; a runner or executor that crashes after that find
 claim again, and one that crashes before it claims again. Two stores on one database
 claiming at once claim each due time once: the run row's unique key admits one claim
 (the other's insert does nothing), and the job moves on only from the due time it was
-read at. After a `kill -9`, a run that had started is marked interrupted, never started
-again (its turn may have answered), and a due time missed while the daemon was down
-runs once if it is within ``missed_grace_seconds`` and is recorded as missed if older:
-a backlog of intervals is never replayed, since the next due time is always counted
-from now.
+read at. Each claim names its owner (`_owner`): this store's start on one node, the
+node's membership in a cluster. Once the owner is gone (the daemon was killed, or the
+node was taken for dead), a run it had started is marked interrupted, never started
+again (its turn may have answered), and its late finish is refused; a claim it had not
+started yet passes to the store that finds it, and runs once. A due time missed while
+no store was running runs once if it is within ``missed_grace_seconds`` and is
+recorded as missed if older: a backlog of intervals is never replayed, since the next
+due time is always counted from now.
 
 A transaction may be run again (PostgreSQL retries a serialisation failure, and a
 commit can be in doubt), so the work only touches the database: the time is read
 before it starts, a new job's id is carried by its request, and what others must hear
 (events, pokes to the runner or executor) comes back in the `Answer`, to be told once
-the transaction committed.
+the transaction committed. The one exception is the wake-up of the other nodes' runners
+(`WAKE_CHANNEL`): PostgreSQL sends it when, and only if, the transaction commits.
 """
 
 from __future__ import annotations
@@ -27,11 +31,12 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import attrs
 
-from beamclaw_base import Database, RetryPolicy, Tx
+from beamclaw_base import Database, RetryPolicy, Tx, notify
 from beamclaw_obs import scrub
 
 from ._config import SchedulerConfig
 from ._job import HEARTBEAT, Fire, Job, RunRecord
+from ._owner import Owner
 from ._requests import (
     AddJob,
     ChangeJob,
@@ -44,6 +49,7 @@ from ._requests import (
     JobRuns,
     ListJobs,
     NextWake,
+    RecoverRuns,
     RunningRuns,
     RunStarted,
     StoreRequest,
@@ -56,6 +62,9 @@ from ._tables import JOB_COLUMNS, insert_job, job_from_row
 CLAIM_BATCH: Final = 500
 #: Runs kept per job in the log.
 RUNS_KEPT: Final = 50
+#: The channel that wakes every node's runner (payload: the job id) when a job is added,
+#: resumed or has a retry planned: its next due time may be sooner than the runners sleep.
+WAKE_CHANNEL: Final = "bc_sched"
 #: The requests that only read: one snapshot, no write lock.
 _READS: Final = (ListJobs, FindJob, JobRuns, NextWake, RunningRuns, DeliveredRecently)
 
@@ -77,9 +86,16 @@ class Answer(Generic[R]):
     reply: R
     events: list[tuple[str, dict[str, Any]]] = attrs.field(factory=list)
     pokes: set[Whom] = attrs.field(factory=set)
+    #: The jobs whose next due time may be sooner than the runners of every node sleep.
+    woken: list[str] = attrs.field(factory=list)
 
     def emit(self, event: str, **data: Any) -> None:
         self.events.append((event, data))
+
+    def wake(self, job_id: str) -> None:
+        """Wake this node's runner once committed, and every node's (`WAKE_CHANNEL`)."""
+        self.pokes.add("runner")
+        self.woken.append(job_id)
 
 
 def retry_delay(config: SchedulerConfig, attempt: int, rng: random.Random | None = None) -> float:
@@ -94,11 +110,18 @@ class Jobs:
 
     ``answer`` runs each statement on the event loop when the backend allows it (SQLite:
     a few rows, no thread hop, deterministic under Trio's MockClock), in a thread when
-    it does not (PostgreSQL).
+    it does not (PostgreSQL). Claims are made as *owner* (a new one per store by
+    default: one node); the store sets a new one when its node joins the cluster again.
+    *recover_every* is how often `RecoverRuns` is worth asking (None: one node).
     """
 
-    def __init__(self, db: Database, config: SchedulerConfig, clock: Clock) -> None:
+    def __init__(
+        self, db: Database, config: SchedulerConfig, clock: Clock, owner: Owner | None = None,
+        recover_every: float | None = None,
+    ) -> None:  # fmt: skip
         self.db = db
+        self.owner = owner or Owner()
+        self.recover_every = recover_every
         self._config = config
         self._clock = clock
 
@@ -107,18 +130,14 @@ class Jobs:
         work = self.work(request, self._clock())
         return await self.db.run(work, write=not isinstance(request, _READS), inline=True)
 
-    async def recover(self) -> Answer[None]:
-        """After a stop or a kill: runs that had started are interrupted, missed due times
-        older than the grace window are recorded as missed."""
-        now = self._clock()
-        return await self.db.run(lambda tx: self._recover(tx, now), inline=True)
-
     def work(self, request: StoreRequest, now: float) -> Callable[[Tx], Answer[Any]]:
         """*request* at *now* as one transaction's work (what `answer` runs)."""
 
         def work(tx: Tx) -> Answer[Any]:
             answer: Answer[Any] = Answer(None)
             answer.reply = self._do(tx, answer, request, now)
+            for job_id in answer.woken:
+                notify(tx, WAKE_CHANNEL, job_id)
             return answer
 
         return work
@@ -150,13 +169,17 @@ class Jobs:
             case ClaimedFires():
                 return self._claimed(tx)
             case RunningRuns():
-                return [run_id for (run_id,) in tx.execute("SELECT id FROM runs WHERE state = 'running'").fetchall()]
+                running = tx.execute("SELECT id FROM runs WHERE state = 'running' AND owner = ?", (self.owner.id,))
+                return [run_id for (run_id,) in running.fetchall()]
             case RunStarted(run_id):
-                tx.execute(
-                    "UPDATE runs SET state = 'running', started_at = ? WHERE id = ? AND state = 'claimed'",
-                    (now, run_id),
+                acting, params = self.owner.acting()
+                return bool(
+                    tx.execute(
+                        "UPDATE runs SET state = 'running', started_at = ? "
+                        f"WHERE id = ? AND state = 'claimed' AND owner = ? AND {acting} RETURNING id",
+                        (now, run_id, self.owner.id, *params),
+                    ).fetchall()
                 )
-                return None
             case FinishRun():
                 return self._finish(tx, answer, request, now)
             case JobRuns(prefix):
@@ -179,26 +202,38 @@ class Jobs:
                     (job_id, digest, now),
                 )
                 return None
-            case SyncHeartbeats(wanted):
-                return self._sync_heartbeats(tx, answer, wanted, now)
+            case SyncHeartbeats(wanted, dropped):
+                return self._sync_heartbeats(tx, answer, wanted, dropped, now)
+            case RecoverRuns():
+                self._recover(tx, answer, now)
+                return self.recover_every
         raise ValueError(f"unknown scheduler store request {request!r}")
 
-    def _recover(self, tx: Tx, now: float) -> Answer[None]:
-        answer: Answer[None] = Answer(None)
+    def _recover(self, tx: Tx, answer: Answer[Any], now: float) -> None:
+        """The runs of owners that are gone: those that had started are interrupted (each
+        once: the update that finds it running is the one that tells), claims not started
+        pass to this store (or are missed, past the grace window); then due times older
+        than the grace window are recorded as missed."""
+        alive, params = self.owner.alive("owner")
+        who = "its node stopped or was taken for dead" if self.owner.cluster else "the daemon stopped"
         interrupted = tx.execute(
-            "UPDATE runs SET state = 'interrupted', finished_at = ?, "
-            "detail = 'the daemon stopped while it ran; not run again (it may have answered)' "
-            "WHERE state = 'running' RETURNING job_id",
-            (now,),
+            f"UPDATE runs SET state = 'interrupted', finished_at = ?, detail = ? "
+            f"WHERE state = 'running' AND NOT {alive} RETURNING job_id",
+            (now, f"{who} while it ran; not run again (it may have answered)", *params),
         ).fetchall()
         for (job_id,) in interrupted:
-            self._failed_due(tx, answer, job_id, "interrupted by a stop of the daemon")
+            self._failed_due(tx, answer, job_id, f"interrupted: {who} while it ran")
         cutoff = now - self._config.missed_grace_seconds
         tx.execute(
-            "UPDATE runs SET state = 'missed', detail = 'claimed before the daemon stopped, too long ago' "
-            "WHERE state = 'claimed' AND due < ?",
-            (cutoff,),
+            f"UPDATE runs SET state = 'missed', detail = ? WHERE state = 'claimed' AND due < ? AND NOT {alive}",
+            (f"claimed before {who}, too long ago", cutoff, *params),
         )
+        taken = tx.execute(
+            f"UPDATE runs SET owner = ? WHERE state = 'claimed' AND NOT {alive} RETURNING id",
+            (self.owner.id, *params),
+        ).fetchall()
+        if taken:
+            answer.pokes.add("executor")
         for row in tx.execute(
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'active' AND next_due < ?", (cutoff,)
         ).fetchall():
@@ -214,7 +249,6 @@ class Jobs:
                 "UPDATE jobs SET next_due = ?, state = ? WHERE id = ?",
                 (upcoming, "active" if upcoming is not None else "done", job.id),
             )
-        return answer
 
     def _failed_due(self, tx: Tx, answer: Answer[Any], job_id: str, why: str) -> None:
         """A due time spent every try: count it, and pause the job past ``max_errors``."""
@@ -255,7 +289,7 @@ class Jobs:
             )  # fmt: skip
             insert_job(tx, job)
         answer.emit("sched_job_created", job_id=job.id, agent_id=agent, schedule=schedule.describe(), by=job.created_by)
-        answer.pokes.add("runner")
+        answer.wake(job.id)
         return job
 
     def _check_quota(self, tx: Tx, column: str, value: str, key: str, who: str) -> None:
@@ -306,13 +340,16 @@ class Jobs:
             "UPDATE jobs SET state = 'active', paused_reason = '', errors = 0, next_due = ? WHERE id = ?",
             (upcoming, job.id),
         )
-        answer.pokes.add("runner")
+        answer.wake(job.id)
         return self._find(tx, job.id)
 
-    @staticmethod
-    def _claim(tx: Tx, answer: Answer[Any], now: float) -> int:
-        """Claim what is due at *now* (new due times, and retries whose time came); return
-        how many. The executor is told; it takes them with ``claimed``."""
+    def _claim(self, tx: Tx, answer: Answer[Any], now: float) -> int:
+        """Claim what is due at *now* (new due times, and retries whose time came) as this
+        store's owner; return how many. The executor is told; it takes them with
+        ``claimed``. A node the cluster took for dead claims nothing."""
+        acting, params = self.owner.acting()
+        if not tx.execute(f"SELECT 1 WHERE {acting}", params).fetchall():
+            return 0
         claimed = 0
         due = tx.execute(
             f"SELECT {JOB_COLUMNS} FROM jobs WHERE state = 'active' AND next_due <= ? ORDER BY next_due LIMIT ?",
@@ -324,9 +361,9 @@ class Jobs:
             # The unique key admits one claim of a due time, whoever else claims it at once.
             claimed += len(
                 tx.execute(
-                    "INSERT INTO runs (job_id, due, attempt, state) VALUES (?, ?, 1, 'claimed') "
+                    "INSERT INTO runs (job_id, due, attempt, state, owner) VALUES (?, ?, 1, 'claimed', ?) "
                     "ON CONFLICT (job_id, due, attempt) DO NOTHING RETURNING id",
-                    (job.id, job.next_due),
+                    (job.id, job.next_due, self.owner.id),
                 ).fetchall()
             )
             # From now, not from the due time: a backlog runs once, never once per interval.
@@ -344,9 +381,9 @@ class Jobs:
             if taken and tx.execute("SELECT 1 FROM jobs WHERE id = ? AND state = 'active'", (job_id,)).fetchone():
                 claimed += len(
                     tx.execute(
-                        "INSERT INTO runs (job_id, due, attempt, state) VALUES (?, ?, ?, 'claimed') "
+                        "INSERT INTO runs (job_id, due, attempt, state, owner) VALUES (?, ?, ?, 'claimed', ?) "
                         "ON CONFLICT (job_id, due, attempt) DO NOTHING RETURNING id",
-                        (job_id, due_at, attempt + 1),
+                        (job_id, due_at, attempt + 1, self.owner.id),
                     ).fetchall()
                 )
         if claimed:
@@ -360,11 +397,12 @@ class Jobs:
         times = [t for t in (due, retry) if t is not None]
         return min(times) if times else None
 
-    @staticmethod
-    def _claimed(tx: Tx) -> list[Fire]:
+    def _claimed(self, tx: Tx) -> list[Fire]:
+        """This store's claims not started yet (another node's are its own to run)."""
         fires = []
         for run_id, job_id, due, attempt in tx.execute(
-            "SELECT id, job_id, due, attempt FROM runs WHERE state = 'claimed' ORDER BY due, id"
+            "SELECT id, job_id, due, attempt FROM runs WHERE state = 'claimed' AND owner = ? ORDER BY due, id",
+            (self.owner.id,),
         ).fetchall():
             row = tx.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE id = ?", (job_id,)).fetchone()
             if row is None:  # cancelled after the claim
@@ -374,12 +412,19 @@ class Jobs:
         return fires
 
     def _finish(self, tx: Tx, answer: Answer[Any], request: FinishRun, now: float) -> str:
-        """Record how a run ended (ok, failed, skipped, suppressed); plan a retry or count the failure."""
+        """Record how a run ended (ok, failed, skipped, suppressed); plan a retry or count the
+        failure. Only while the run is still this owner's and the owner may act: a run that
+        was recovered (its node taken for dead) stays as it was told."""
         run_id, outcome = request.run_id, request.outcome
-        row = tx.execute("SELECT job_id, attempt, state FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None or row[2] not in {"claimed", "running"}:
-            return "ignored"  # already settled (a late report after a restart)
-        job_id, attempt, _ = row
+        acting, params = self.owner.acting()
+        row = tx.execute(
+            f"SELECT job_id, attempt FROM runs WHERE id = ? AND owner = ? AND state IN ('claimed', 'running') "
+            f"AND {acting}",
+            (run_id, self.owner.id, *params),
+        ).fetchone()
+        if row is None:
+            return "ignored"  # already settled, or no longer ours (a late report after a restart)
+        job_id, attempt = row
         # A model's error may quote what it was sent (scrubbed), or hold a NUL, which
         # PostgreSQL's text refuses: the record of a run is kept, with U+FFFD in its place.
         detail = scrub(request.detail[:1000]).replace("\x00", "\ufffd")
@@ -401,26 +446,35 @@ class Jobs:
             (job_id, job_id, RUNS_KEPT),
         )
         if retry_at is not None:
-            answer.pokes.add("runner")
+            answer.wake(job_id)
         event = {"ok": "sched_job_completed", "failed": "sched_job_failed"}.get(outcome, "sched_suppressed")
         answer.emit(event, job_id=job_id, run_id=run_id, attempt=attempt, outcome=outcome, retry=retry_at is not None)
         return "retry" if retry_at is not None else outcome
 
     @staticmethod
-    def _sync_heartbeats(tx: Tx, answer: Answer[Any], wanted: dict[str, float], now: float) -> None:
-        """One heartbeat job per agent in *wanted* (agent -> interval), none for the others."""
+    def _sync_heartbeats(
+        tx: Tx, answer: Answer[Any], wanted: dict[str, float], dropped: frozenset[str] | None, now: float
+    ) -> None:
+        """A heartbeat job for each agent in *wanted* without one; the *dropped* agents' go
+        (None: every agent's not in *wanted*, and a changed interval is set anew).
+
+        Every node syncs from its own configuration, and the same rows come out whichever
+        syncs first or twice (a job's id is its agent's). Only a start replaces what is
+        stored: a node whose configuration differs (a rolling change) sets it once, and
+        the others do not set theirs back every minute."""
         existing = {
             row[1]: job_from_row(row)
             for row in tx.execute(f"SELECT {JOB_COLUMNS} FROM jobs WHERE purpose = ?", (HEARTBEAT,)).fetchall()
         }
         for agent, job in existing.items():
-            if agent not in wanted or float(job.schedule.spec) != wanted[agent]:
+            changed = dropped is None and (agent not in wanted or float(job.schedule.spec) != wanted[agent])
+            if changed or (dropped is not None and agent in dropped):
                 tx.execute("DELETE FROM jobs WHERE id = ?", (job.id,))
         for agent, interval in wanted.items():
-            if agent in existing and float(existing[agent].schedule.spec) == interval:
+            if agent in existing and (dropped is not None or float(existing[agent].schedule.spec) == interval):
                 continue
             schedule = Schedule("every", repr(interval), "UTC", anchor=now)
             job = Job(f"heartbeat-{agent}", agent, "", "", schedule, "", "active", schedule.first_due(now), now,
                       "scheduler", purpose=HEARTBEAT)  # fmt: skip
             insert_job(tx, job)
-        answer.pokes.add("runner")
+            answer.wake(job.id)

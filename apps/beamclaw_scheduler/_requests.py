@@ -88,8 +88,9 @@ class RunningRuns(sv.Request[list[int]]):
 
 
 @attrs.frozen
-class RunStarted(sv.Request[None]):
-    """The executor started the claimed run *run_id*."""
+class RunStarted(sv.Request[bool]):
+    """The executor starts the claimed run *run_id*; False: it is no longer this store's
+    to start (its node was taken for dead and another took the claim over)."""
 
     run_id: int
 
@@ -122,9 +123,19 @@ class Delivered(sv.Request[None]):
 
 @attrs.frozen
 class SyncHeartbeats(sv.Request[None]):
-    """One heartbeat job per agent in *wanted* (agent -> interval in seconds), none for the others."""
+    """A heartbeat job for each agent in *wanted* (agent -> interval in seconds) that has
+    none; the ones of the agents in *dropped* go. *dropped* None (at start): every other
+    agent's goes too, and a changed interval is set."""
 
     wanted: dict[str, float]
+    dropped: frozenset[str] | None = None
+
+
+@attrs.frozen
+class RecoverRuns(sv.Request[float | None]):
+    """Recover the runs whose owner is gone (see `_owner`); the reply is the seconds after
+    which to look again (a third of the cluster's lease), None on one node (nothing can
+    go while this store runs)."""
 
 
 @attrs.frozen
@@ -136,5 +147,5 @@ class Poke:
 #: Every request the store answers.
 StoreRequest = (
     AddJob | ListJobs | FindJob | ChangeJob | JobRuns | Claim | NextWake | ClaimedFires | RunningRuns | RunStarted
-    | FinishRun | DeliveredRecently | Delivered | SyncHeartbeats
+    | FinishRun | DeliveredRecently | Delivered | SyncHeartbeats | RecoverRuns
 )  # fmt: skip

@@ -4,6 +4,10 @@ The database is ``scheduler.db`` in the data dir (SQLite) or the configured Post
 database (`beamclaw_base.StoreConfig`); what each request does, and the guarantees of
 exactly once per due time, are in `_jobs`. The store tells the runner and the executor
 of a change (a `Poke`) and emits its events only after the change is committed.
+
+In a cluster the store claims as the node's membership (see `_owner`), and takes the
+new one when the node had to join again (it was taken for dead): the claims of the old
+one are recovered by whichever node looks next, this one included.
 """
 
 from __future__ import annotations
@@ -15,13 +19,15 @@ from typing import Any, Final, TypeVar
 import attrs
 import trio
 
+import beamclaw_cluster as cluster
 import supervision as sv
 from beamclaw_base import Database, StoreConfig, StoreError, open_store
 from beamclaw_obs import emit
 
 from ._config import SchedulerConfig
 from ._jobs import Answer, Clock, JobError, Jobs, Whom
-from ._requests import Poke, StoreRequest
+from ._owner import Owner
+from ._requests import Poke, RecoverRuns, StoreRequest
 from ._tables import SCHEMA
 
 STORE: Final = "beamclaw_scheduler.store"
@@ -36,6 +42,8 @@ R = TypeVar("R")
 class _State:
     db: Database
     jobs: Jobs
+    #: The node's membership in a cluster, None on one node.
+    member: cluster.Membership | None
 
 
 def _tell(answer: Answer[Any]) -> None:
@@ -60,16 +68,32 @@ class JobStore(sv.GenServer):
     """The one process that answers job requests (see `_jobs` for what each one does)."""
 
     async def init(self, path: Path | None, config: SchedulerConfig, clock: Clock, store: StoreConfig) -> _State:
+        member = await cluster.membership()  # the cluster app starts before this one
         db = await _open(store, path)
-        jobs = Jobs(db, config, clock)
+        if member is None:
+            jobs = Jobs(db, config, clock)
+        else:
+            jobs = Jobs(db, config, clock, Owner(member.instance_id, cluster=True), member.lease_seconds / 3)
         try:
-            _tell(await jobs.recover())
+            _tell(await jobs.answer(RecoverRuns()))
         except BaseException:
             db.close()
             raise
-        return _State(db, jobs)
+        return _State(db, jobs, member)
+
+    @staticmethod
+    async def _rejoined(state: _State) -> None:
+        """Claim as the node's new membership once the old one is over (see `_node` of the cluster)."""
+        if state.member is None or state.member.alive():
+            return
+        with contextlib.suppress(sv.NoProc, sv.CallTimeout, sv.ProcessExited):
+            member = await cluster.membership()
+            if member is not None and member.instance_id != state.jobs.owner.id:
+                state.member = member
+                state.jobs.owner = Owner(member.instance_id, cluster=True)
 
     async def handle_call(self, request: StoreRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
+        await self._rejoined(state)
         try:
             answer = await state.jobs.answer(request)
         except (JobError, StoreError) as exc:  # the caller's to report; the store goes on

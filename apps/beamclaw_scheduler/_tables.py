@@ -5,6 +5,10 @@ Version 1 is the tables as the scheduler has always written them, so an existing
 BIGINT integers, ``double precision`` times (epoch seconds, as the injected clocks give
 them; a job stored before schedules were bounded is due at infinity), an identity for
 run ids, and byte-ordered job ids (a prefix lookup must find what SQLite finds).
+
+Version 2 records who claimed each run (``owner``, see `_owner`): with several nodes on
+one database, a run is recovered only when its owner is gone, never while it runs.
+A run claimed before version 2 has no owner: it is taken for an earlier start's.
 """
 
 from __future__ import annotations
@@ -100,8 +104,13 @@ CREATE TABLE delivered (
 );
 """
 
+_V2: Final = """
+ALTER TABLE runs ADD COLUMN owner TEXT;
+CREATE INDEX runs_owner ON runs(owner, state);
+"""
+
 #: The job database, as `beamclaw_base.open_store` builds or upgrades it.
-SCHEMA: Final = Schema("scheduler", (Step(sqlite=_V1_SQLITE, postgres=_V1_POSTGRES),))
+SCHEMA: Final = Schema("scheduler", (Step(sqlite=_V1_SQLITE, postgres=_V1_POSTGRES), Step.portable(_V2)))
 
 JOB_COLUMNS: Final = (
     "id, agent_id, user_id, channel, kind, spec, timezone, anchor, message, state, next_due, errors, "

@@ -24,6 +24,7 @@ from typing import Any, Final
 import attrs
 
 from beamclaw._apps import APPS
+from beamclaw._config import SHARED_TABLES
 from beamclaw_base import Secret
 
 #: The line of docs/configuration.md that the generated reference replaces.
@@ -33,7 +34,9 @@ MARKER: Final = "<!-- config-reference -->"
 #: reads its few keys without a class: its table is described by the docstring of the
 #: function that reads it.
 _TABLES: Final = {
+    "store": "beamclaw_base:StoreConfig",
     "obs": "beamclaw_obs:supervision_tree",
+    "cluster": "beamclaw_cluster:ClusterConfig",
     "tools": "beamclaw_tools:ToolsConfig",
     "memory": "beamclaw_memory:MemoryConfig",
     "sandbox": "beamclaw_sandbox:SandboxConfig",
@@ -207,12 +210,12 @@ def _anchor(path: str) -> str:
 
 
 def sections() -> list[_Section]:
-    """Every table of the reference, in the apps' start order."""
-    missing = set(APPS) - set(_TABLES)
+    """Every table of the reference: the daemon's own, then the apps' in their start order."""
+    missing = {*SHARED_TABLES, *APPS} - set(_TABLES)
     if missing:
         raise RuntimeError(f"docs/hooks/config_reference.py: no config class named for {sorted(missing)}")
     found: list[_Section] = []
-    for table in APPS:
+    for table in (*SHARED_TABLES, *APPS):
         target = _load(_TABLES[table])
         if attrs.has(target):
             found.extend(_sections(table, target))

@@ -82,16 +82,18 @@ async def running_daemon(config: Path, home: Path) -> AsyncIterator[trio.Process
 STARTED: list[trio.Process] = []
 
 
-async def start_daemon(config: Path, home: Path, stderr: Path | None = None, umask: int = -1) -> trio.Process:
+async def start_daemon(
+    config: Path, home: Path, stderr: Path | None = None, umask: int = -1, timeout: float = 30
+) -> trio.Process:
     """A daemon answering on its control socket; its stderr to *stderr* (else nowhere),
-    started under *umask* when one is given."""
+    started under *umask* when one is given; `trio.TooSlowError` after *timeout* seconds."""
     with stderr.open("wb") if stderr is not None else open(os.devnull, "wb") as sink:
         process = await trio.lowlevel.open_process(
             [sys.executable, "-m", "beamclaw", "run", "--config", str(config)],
             env=environment(home), stderr=sink, umask=umask,
         )  # fmt: skip
     STARTED.append(process)
-    with trio.fail_after(30):
+    with trio.fail_after(timeout):
         while not await ping(home):
             assert process.poll() is None, "the daemon exited during start-up"
             await trio.sleep(0.05)

@@ -7,6 +7,7 @@ the image (contrib/container/build.sh, a no-op when its definition is unchanged)
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import subprocess
 import uuid
@@ -16,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
+
+from beamclaw_sandbox._docker import local_socket_refuses
 
 from .daemon import free_port
 
@@ -27,8 +30,12 @@ IMAGE = "beamclaw:latest"
 def image() -> Iterator[str]:
     import docker
 
+    refused = local_socket_refuses(None)
+    if refused is not None:
+        pytest.skip(f"no Docker engine answers ({refused}); .ci/run installs and starts one")
     try:
-        docker.from_env().ping()
+        with contextlib.closing(docker.from_env()) as client:
+            client.ping()
     except Exception as exc:
         pytest.skip(f"no Docker engine answers ({type(exc).__name__}); .ci/run installs and starts one")
     built = subprocess.run(

@@ -67,8 +67,13 @@ class Emulator:
 
     async def poll_times(self) -> list[float]:
         """When each getUpdates arrived, in seconds."""
+        return [at for at, _ in await self.polls()]
+
+    async def polls(self) -> list[tuple[float, str]]:
+        """Each getUpdates in the order they arrived: when (in seconds) and who sent it
+        (its User-Agent)."""
         response = await self.http.get(f"{self.api_base}/beamclaw/polls")
-        return [t / 1000 for t in response.json()["result"]]
+        return [(poll["at"] / 1000, poll["by"]) for poll in response.json()["result"]]
 
 
 @asynccontextmanager

@@ -69,14 +69,20 @@ RunA2A = Callable[..., AbstractAsyncContextManager[A2A]]
 @pytest.fixture
 def run_a2a(tmp_path: Path) -> RunA2A:
     """``async with run_a2a(*steps) as a:`` obs, tools, sandbox, core and the A2A app, its
-    tasks in *store* (SQLite in the test's home unless given); again, the same home."""
+    tasks in *store* (SQLite in the test's home unless given); again, the same home.
+    *cluster* (a ``[cluster]`` table, the store PostgreSQL) makes it a node of a cluster,
+    core's conversations in the same store."""
 
     @asynccontextmanager
-    async def running(*steps: Step, repeat: Step | None = None, store: StoreConfig = IN_DATA_DIR) -> AsyncIterator[A2A]:
+    async def running(
+        *steps: Step, repeat: Step | None = None, store: StoreConfig = IN_DATA_DIR,
+        cluster: dict[str, Any] | None = None,
+    ) -> AsyncIterator[A2A]:  # fmt: skip
         home = tmp_path / "home"
         events: list[obs.ObsEvent] = []
         async with scripted_model(*steps, repeat=repeat) as model:
-            base = core_tree(home, model.base_url, events, {}, {})
+            clustered: dict[str, Any] = {} if cluster is None else {"store": store, "cluster_table": cluster}
+            base = core_tree(home, model.base_url, events, {}, {}, **clustered)
             tasks = a2a.supervision_tree({}, home, store).child_spec("a2a")
             spec = sv.Supervisor([*base.children, tasks], name="beamclaw")
             async with sv.open_supervisor(spec):

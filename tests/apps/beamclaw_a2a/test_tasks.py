@@ -196,17 +196,17 @@ async def test_an_a2a_db_of_an_earlier_version_opens_with_its_tasks(
         assert got["history"][0]["parts"][0]["text"] == "asked long ago"
         assert got["artifacts"][0]["parts"][0]["text"] == "answered"
     with sqlite3.connect(tmp_path / "home" / "a2a.db") as db:
-        assert db.execute("PRAGMA user_version").fetchone() == (2,)
+        assert db.execute("PRAGMA user_version").fetchone() == (a2a.SCHEMA.version,)
 
 
 async def test_an_a2a_db_of_a_newer_beamclaw_is_refused_not_misread(tmp_path: Path) -> None:
     path = tmp_path / "home" / "a2a.db"
     _old_a2a_db(path, 2)
     with sqlite3.connect(path) as db:
-        db.execute("PRAGMA user_version = 3")
-    with pytest.raises(sv.StartError, match="has format version 3, newer than this BeamClaw's 2; upgrade BeamClaw"):
+        db.execute("PRAGMA user_version = 4")
+    with pytest.raises(sv.StartError, match="has format version 4, newer than this BeamClaw's 3; upgrade BeamClaw"):
         async with sv.open_supervisor(a2a.supervision_tree({}, tmp_path / "home")):
             pass
     with sqlite3.connect(path) as db:  # left as it was
-        assert db.execute("PRAGMA user_version").fetchone() == (3,)
+        assert db.execute("PRAGMA user_version").fetchone() == (4,)
         assert db.execute("SELECT request FROM tasks").fetchall() == [("asked long ago",)]

@@ -12,6 +12,7 @@ import attrs
 import pytest
 import trio
 
+import beamclaw_cluster as cluster
 import beamclaw_core as core
 import beamclaw_memory as memory
 import beamclaw_obs as obs
@@ -71,15 +72,19 @@ class Running:
 def tree(home: Path, base_url: str, events: list[obs.ObsEvent], core_overrides: dict[str, Any],
          tools_table: dict[str, Any], *, memory_table: dict[str, Any] | None = None,
          clock: Callable[[], float] = time.time, sandbox_table: dict[str, Any] | None = None,
-         store: StoreConfig | None = None) -> sv.Supervisor:  # fmt: skip
+         store: StoreConfig | None = None, cluster_table: dict[str, Any] | None = None) -> sv.Supervisor:  # fmt: skip
     """The apps core needs; the memory app only when *memory_table* is given (core does
-    without); *clock* is core's wall clock, *store* where core keeps its conversations
-    (SQLite in *home* by default)."""
+    without), the cluster app only with *cluster_table*; *clock* is core's wall clock,
+    *store* where core keeps its conversations (SQLite in *home* by default)."""
     with_memory = [] if memory_table is None else [memory.supervision_tree(memory_table, home).child_spec("memory")]
+    with_cluster = (
+        [] if cluster_table is None else [cluster.supervision_tree(cluster_table, home, store).child_spec("cluster")]
+    )
     return sv.Supervisor(
         [
             obs.supervision_tree({"log_level": "DEBUG"}, home).child_spec("obs"),
             sv.ChildSpec("collect", Collect.start, args=(events,)),
+            *with_cluster,
             tools.supervision_tree(tools_table, home).child_spec("tools"),
             *with_memory,
             sandbox.supervision_tree(sandbox_table or {}, home).child_spec("sandbox"),  # the jails bash runs in
@@ -97,20 +102,21 @@ RunCore = Callable[..., AbstractAsyncContextManager[Running]]
 @pytest.fixture
 def run_core(tmp_path: Path) -> RunCore:
     """``async with run_core(*steps, core={...}, tools={...}, memory={...}) as r:`` a running tree;
-    ``store=store_config`` runs core's store on that backend."""
+    ``store=store_config`` runs core's store on that backend, ``cluster={...}`` makes it a
+    node of a cluster (its ``[cluster]`` table; the store must be PostgreSQL)."""
 
     @asynccontextmanager
     async def running(
         *steps: Step, repeat: Step | None = None, tools: dict[str, Any] | None = None,
         home: Path | None = None, memory: dict[str, Any] | None = None,
         clock: Callable[[], float] = time.time, sandbox: dict[str, Any] | None = None,
-        store: StoreConfig | None = None, **core_overrides: Any,
+        store: StoreConfig | None = None, cluster: dict[str, Any] | None = None, **core_overrides: Any,
     ) -> AsyncIterator[Running]:  # fmt: skip
         events: list[obs.ObsEvent] = []
         home = home or tmp_path / "home"
         async with scripted_model(*steps, repeat=repeat) as model:
             spec = tree(home, model.base_url, events, core_overrides, tools or {}, memory_table=memory, clock=clock,
-                        sandbox_table=sandbox, store=store)  # fmt: skip
+                        sandbox_table=sandbox, store=store, cluster_table=cluster)  # fmt: skip
             async with sv.open_supervisor(spec) as sup:
                 yield Running(home, model, sup, events)
 

@@ -154,6 +154,8 @@ async def test_health_metrics_and_tree(run_gateway: RunGateway) -> None:
         assert metrics.headers["content-type"].startswith("text/plain") and "beamclaw_turns_total" in metrics.text
         tree = (await c.get("/v1/supervision/tree")).json()
         assert tree["id"] == "beamclaw" and {child["id"] for child in tree["children"]} >= {"core", "gateway"}
+        (alone,) = (await c.get("/v1/supervision/tree", params={"cluster": "1"})).json()["nodes"]  # one node
+        assert alone["state"] == "alive" and alone["tree"]["id"] == "beamclaw"
         missing = await c.get("/nope")
         assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
 

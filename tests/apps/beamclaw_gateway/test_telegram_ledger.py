@@ -46,11 +46,11 @@ async def test_received_claimed_answered_and_a_second_claim_acts_on_nothing(db: 
     # The next run of the daemon finds the offset, the inbox and what went unanswered.
     later = await Ledger.open(db, "bot-a", "boot-2")
     assert later.next_update == 9 and await later.inbox() == [updates[1]]
-    [unanswered] = await later.unanswered_before()
+    [unanswered] = await later.orphaned()
     assert (unanswered.chat_id, unanswered.preview) == (SUPERGROUP, "hi \ufffd there")
-    assert await ledger.unanswered_before() == []  # its own turn may still be running
+    assert await ledger.orphaned() == []  # its own turn may still be running
     await pending.answered()
-    assert await later.unanswered_before() == []
+    assert await later.orphaned() == []
     # Taken owing nothing (an edit, a group message): out of the inbox, no row.
     assert await later.claim(8, None) is None
     assert await later.inbox() == [] and sql(db, "SELECT update_id FROM telegram_unanswered") == []

@@ -20,6 +20,7 @@ import beamclaw_obs as obs
 import beamclaw_sandbox as sandbox
 import beamclaw_tools as tools
 import supervision as sv
+from beamclaw_sandbox._docker import local_socket_refuses
 from beamclaw_sandbox._registry import RegistryRuntime
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -31,6 +32,9 @@ def _engine_and_image() -> str | None:
     """None when the engine answers and the image is current; else why the tests skip."""
     import docker
 
+    refused = local_socket_refuses(None)
+    if refused is not None:
+        return f"no Docker engine answers ({refused}); .ci/run installs and starts one"
     try:
         client = docker.from_env()
         client.ping()

@@ -30,6 +30,7 @@ from beamclaw_scheduler._requests import (
     ListJobs,
     NextWake,
     Outcome,
+    RecoverRuns,
     RunningRuns,
     RunStarted,
     StoreRequest,
@@ -128,7 +129,7 @@ async def test_at_start_a_cut_run_is_interrupted_and_old_claims_and_due_times_ar
     clock.now = NOW + 60 + 3600  # the daemon was down for an hour, past the grace window
     for _ in range(2):  # and a second start finds nothing more to do
         with opened(store_config, tmp_path, clock, missed_grace_seconds=900) as jobs:
-            recovered = await jobs.recover()
+            recovered = await jobs.answer(RecoverRuns())
             assert await ask(jobs, RunningRuns()) == [] and await ask(jobs, ClaimedFires()) == []
             cut_runs, waiting_runs = await ask(jobs, JobRuns(cut.id)), await ask(jobs, JobRuns(waiting.id))
             listed = {job.id: job for job in await ask(jobs, ListJobs(None, None, False))}
@@ -370,14 +371,14 @@ async def test_a_job_database_written_before_the_store_layer_opens_unchanged(tmp
     assert old.id == "0badcafe" and old.message == "check the news" and old.next_due == NOW + 60
     assert (run.state, run.detail) == ("ok", "fine")
     db = sqlite3.connect(tmp_path / "scheduler.db")
-    assert db.execute("PRAGMA user_version").fetchone() == (1,)
+    assert db.execute("PRAGMA user_version").fetchone() == (2,)  # runs now record their owner
     assert db.execute("SELECT count(*) FROM runs").fetchone() == (2,)
     db.close()
 
 
 def test_a_job_database_of_a_newer_beamclaw_is_refused_and_kept(tmp_path: Path) -> None:
-    _written_before(tmp_path / "scheduler.db", version=2)
-    with pytest.raises(StoreError, match="has format version 2, newer than this BeamClaw's 1"):
+    _written_before(tmp_path / "scheduler.db", version=3)
+    with pytest.raises(StoreError, match="has format version 3, newer than this BeamClaw's 2"):
         open_store(StoreConfig(), SCHEMA, sqlite_file=tmp_path / "scheduler.db")
     db = sqlite3.connect(tmp_path / "scheduler.db")
     assert db.execute("SELECT id FROM jobs").fetchall() == [("0badcafe",)]

@@ -6,7 +6,8 @@
 // with `offset`. So that a bot killed with a poll's answer in flight meets the real
 // API's behaviour, getUpdates here returns every update at or above `offset` and
 // forgets only those below it. It still answers at once (no long polling), as the
-// emulator does. GET /beamclaw/polls lists when each getUpdates arrived (ms).
+// emulator does. GET /beamclaw/polls lists when each getUpdates arrived (ms) and
+// who sent it (its User-Agent: a node of a cluster names itself there).
 'use strict';
 
 const TelegramServer = require('telegram-test-api');
@@ -20,7 +21,7 @@ function getUpdates(app, server) {
   handle(app, '/bot:token/getUpdates', (req, res) => {
     const token = req.params.token;
     const offset = Number((req.body && req.body.offset) || (req.query && req.query.offset) || 0);
-    polls.push(Date.now());
+    polls.push({ at: Date.now(), by: req.get('user-agent') || '' });
     server.storage.userMessages = server.storage.userMessages.filter(
       (update) => update.botToken !== token || update.updateId >= offset,
     );

@@ -1,0 +1,36 @@
+"""Which store a command that reads or writes stored data opens: the running daemon's.
+
+`beamclaw pair` and `beamclaw agent delete` change the store directly, daemon running or
+not. They must change the one the daemon uses: ``--config`` when given, else the
+running daemon's own configuration (asked over the control socket), else the project's
+config.toml. A PostgreSQL store left out here would send an approval to a SQLite file
+nobody reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import trio
+
+import beamclaw
+from beamclaw_base import StoreConfig
+
+from ._control_client import ControlError, NoDaemon, ask
+
+
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="PATH", help="configuration file (default: the running daemon's)")
+
+
+def store_of(args: argparse.Namespace) -> StoreConfig:
+    """The ``[store]`` of ``--config``, or of the running daemon, or of the project's config.toml."""
+    path = getattr(args, "config", None)
+    if path is None:
+        try:
+            answer = trio.run(ask, {"cmd": "config"})
+        except (NoDaemon, ControlError, OSError, ValueError, KeyError):
+            answer = {}
+        if isinstance(answer.get("config"), dict):
+            return beamclaw.store_config(answer["config"])
+    return beamclaw.store_config(beamclaw.load_config(path))

@@ -1,0 +1,72 @@
+"""A request for a conversation another node owns, passed on to that node and answered from it.
+
+The client never needs to know: any node takes any request (no sticky sessions), and the
+one that does not own the conversation forwards the same method, path and body to the
+owner's advertised URL, signed for the principal it identified (`beamclaw_cluster.
+signed_headers`), and streams the owner's answer back as it comes. A forwarded request
+is never forwarded again: an owner that finds the conversation moved once more answers
+503, and the client's retry finds the new owner.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from typing import Final
+
+import httpx
+from loguru import logger
+from quart import Response, request
+
+import beamclaw_cluster as cluster
+
+from ._principals import Principal
+
+#: The client's headers the owner needs to answer as this node would.
+_PASSED_ON: Final = ("Content-Type", "Accept", "X-User-Id", "Idempotency-Key", "Host", "Origin")
+#: The owner's headers the client gets back.
+_PASSED_BACK: Final = ("Content-Type", "Cache-Control", "Retry-After", "WWW-Authenticate")
+#: Waiting for the owner to connect; its answer (a long turn, a stream) is waited for as long as it takes.
+_CONNECT_SECONDS: Final = 5.0
+
+
+class OwnerUnreachable(Exception):
+    """The owner node does not answer: its lease will end, and a retry takes the conversation over."""
+
+    def __init__(self, where: cluster.Elsewhere, lease_seconds: float, why: str) -> None:
+        super().__init__(f"node {where.node_id}, which serves this conversation, does not answer ({why}); retry soon")
+        self.retry_after = max(1, round(lease_seconds))
+
+
+async def forward(where: cluster.Elsewhere, member: cluster.Membership, who: Principal) -> Response:
+    """The owner's answer to this request, made for *who*; `OwnerUnreachable` if it cannot be had."""
+    body = await request.get_data(True, False, False)
+    path = request.full_path.rstrip("?")
+    headers = {name: request.headers[name] for name in _PASSED_ON if name in request.headers}
+    headers |= cluster.signed_headers(
+        member.secret, member.node_id, who.name, cluster.Forwarded(request.method, path, body), time.time()
+    )
+    client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=_CONNECT_SECONDS), trust_env=False)
+    try:
+        url = where.advertise_url.rstrip("/") + path
+        sent = client.build_request(request.method, url, content=body, headers=headers)
+        answer = await client.send(sent, stream=True)
+    except httpx.TransportError as exc:
+        await client.aclose()
+        raise OwnerUnreachable(where, member.lease_seconds, type(exc).__name__) from None
+    logger.debug("forwarded {} {} to node {}: {}", request.method, path, where.node_id, answer.status_code)
+
+    async def relayed() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in answer.aiter_raw():
+                yield chunk
+        finally:
+            await answer.aclose()
+            await client.aclose()
+
+    response = Response(relayed(), status=answer.status_code)
+    for name in _PASSED_BACK:
+        if name in answer.headers:
+            response.headers[name] = answer.headers[name]
+    response.timeout = None  # a long turn is not a stuck response
+    return response
