@@ -19,6 +19,7 @@ from ._leases import (
     owned_elsewhere,
     release,
     release_named,
+    still_owner,
 )
 from ._membership import Membership
 from ._node import NODE, membership
@@ -52,6 +53,7 @@ __all__ = [
     "release",
     "release_named",
     "signed_headers",
+    "still_owner",
     "supervision_tree",
     "verified_principal",
 ]

@@ -67,6 +67,17 @@ def acquire(tx: Tx, session_id: str, instance_id: str) -> Lease | Elsewhere:
     return Elsewhere(session_id, owner[0], owner[1])
 
 
+def still_owner(tx: Tx, where: Elsewhere) -> bool:
+    """Whether the live node at *where* still owns the conversation (a forwarded request
+    to a node that died or lost it meanwhile is given up, not waited for)."""
+    row = tx.execute(
+        "SELECT 1 FROM conversation_leases l JOIN cluster_nodes n ON n.instance_id = l.owner "
+        f"WHERE l.session_id = ? AND n.advertise_url = ? AND {ALIVE}",
+        (where.session_id, where.advertise_url),
+    ).fetchone()
+    return row is not None
+
+
 def release(tx: Tx, lease: Lease) -> bool:
     """Give the conversation up (it went to sleep); whether it was still ours. The epoch
     stays: the next owner moves it on."""

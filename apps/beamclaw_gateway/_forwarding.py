@@ -11,14 +11,16 @@ is never forwarded again: an owner that finds the conversation moved once more a
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 
 import httpx
+import trio
 from loguru import logger
 from quart import Response, request
 
 import beamclaw_cluster as cluster
+from beamclaw_base import StoreError
 
 from ._principals import Principal
 
@@ -38,6 +40,40 @@ class OwnerUnreachable(Exception):
         self.retry_after = max(1, round(lease_seconds))
 
 
+async def _while_owner(
+    where: cluster.Elsewhere, member: cluster.Membership, call: Callable[[], Awaitable[httpx.Response]]
+) -> httpx.Response:
+    """``await call()``, given up (`OwnerUnreachable`) once the owner no longer lives or owns
+    the conversation: a node frozen or cut off after it accepted the request would be
+    waited for for ever, while the conversation is taken over after its lease."""
+    answer: list[httpx.Response] = []
+    failure: list[httpx.TransportError] = []
+
+    async def ask() -> None:
+        try:
+            answer.append(await call())
+        except httpx.TransportError as exc:  # raised outside the nursery, not inside a group
+            failure.append(exc)
+        nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        while True:
+            await trio.sleep(member.lease_seconds / 3)
+            try:
+                owner = await member.database.run(lambda tx: cluster.still_owner(tx, where), write=False)
+            except StoreError:
+                continue  # the store is away: the owner may well be alive
+            if not owner:
+                nursery.cancel_scope.cancel()
+                break
+    if failure:
+        raise failure[0]
+    if not answer:
+        raise OwnerUnreachable(where, member.lease_seconds, "it died or lost the conversation meanwhile")
+    return answer[0]
+
+
 async def forward(where: cluster.Elsewhere, member: cluster.Membership, who: Principal) -> Response:
     """The owner's answer to this request, made for *who*; `OwnerUnreachable` if it cannot be had."""
     body = await request.get_data(True, False, False)
@@ -47,13 +83,16 @@ async def forward(where: cluster.Elsewhere, member: cluster.Membership, who: Pri
         member.secret, member.node_id, who.name, cluster.Forwarded(request.method, path, body), time.time()
     )
     client = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=_CONNECT_SECONDS), trust_env=False)
+    url = where.advertise_url.rstrip("/") + path
+    sent = client.build_request(request.method, url, content=body, headers=headers)
     try:
-        url = where.advertise_url.rstrip("/") + path
-        sent = client.build_request(request.method, url, content=body, headers=headers)
-        answer = await client.send(sent, stream=True)
+        answer = await _while_owner(where, member, lambda: client.send(sent, stream=True))
     except httpx.TransportError as exc:
         await client.aclose()
         raise OwnerUnreachable(where, member.lease_seconds, type(exc).__name__) from None
+    except OwnerUnreachable:
+        await client.aclose()
+        raise
     logger.debug("forwarded {} {} to node {}: {}", request.method, path, where.node_id, answer.status_code)
 
     async def relayed() -> AsyncIterator[bytes]:

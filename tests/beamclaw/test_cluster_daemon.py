@@ -258,3 +258,39 @@ async def test_the_telegram_poller_killed_is_taken_over_with_every_update_answer
             assert set(order[switch:]) == {f"BeamClaw (node {other.name})"}
     finally:
         ledger.close()
+
+
+async def test_a_frozen_owner_is_given_up_and_its_conversation_taken_over_and_it_cannot_write_after(
+    tmp_path: Path, postgres_store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node cut off (SIGSTOP: alive to the kernel, silent to the cluster) past its lease:
+    a request forwarded to it is given up, the conversation moves, and when the node comes
+    back (SIGCONT) nothing it does reaches the conversation (fencing)."""
+    monkeypatch.setenv(_SECRET_VARIABLE, "cluster-secret-of-the-test-0123456789")
+    async with (
+        scripted_model(repeat=Echo()) as model,
+        _nodes(tmp_path, model, "node-a", "node-b") as (a, b),
+        httpx.AsyncClient() as http,
+    ):
+        assert (await _chat(http, a, "carol", "one")).status_code == 200
+        os.kill(a.process.pid, signal.SIGSTOP)
+        try:
+            answered = None
+            with trio.fail_after(90):  # bounded only so that a hang fails
+                while answered is None:
+                    response = await _chat(http, b, "carol", "two")
+                    if response.status_code == 200:
+                        answered = response
+                    else:
+                        assert response.status_code == 503, response.text
+                        await trio.sleep(0.5)
+        finally:
+            os.kill(a.process.pid, signal.SIGCONT)
+        assert answered.json()["choices"][0]["message"]["content"] == "You said: two"
+        # node-a comes back with its old membership: it is told it moved, and writes nothing.
+        late = await _chat(http, a, "carol", "three")
+        assert late.status_code in {200, 503}, late.text
+        await trio.sleep(1)
+    history = _history(postgres_store_config, tmp_path, "api:carol")
+    assert history[:4] == ["one", "You said: one", "two", "You said: two"]
+    assert history.count("three") <= 1 and history[4:] in ([], ["three", "You said: three"])
