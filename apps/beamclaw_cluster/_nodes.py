@@ -70,12 +70,3 @@ def nodes(tx: Tx, *, include_stopped: bool = False) -> list[NodeRow]:
         f"FROM cluster_nodes n {where} ORDER BY 4 DESC, n.node_id, n.started_at"
     ).fetchall()
     return [NodeRow(i, name, url, bool(alive), float(age), int(count)) for i, name, url, alive, age, count in rows]
-
-
-def forget_dead(tx: Tx, older_than_seconds: float) -> int:
-    """Remove members dead for longer than *older_than_seconds* (their leases are freed by
-    the foreign key); how many."""
-    return tx.execute(
-        "DELETE FROM cluster_nodes WHERE coalesce(stopped_at, expires_at) < now() - make_interval(secs => ?)",
-        (older_than_seconds,),
-    ).rowcount
