@@ -10,19 +10,22 @@ is never forwarded again: an owner that finds the conversation moved once more a
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Final
 
+import attrs
 import httpx
 import trio
 from loguru import logger
-from quart import Response, request
+from quart import Response, request, websocket
 
 import beamclaw_cluster as cluster
 from beamclaw_base import StoreError
 
 from ._principals import Principal
+from ._request_models import CHAT_PATH
 
 #: The client's headers the owner needs to answer as this node would.
 _PASSED_ON: Final = ("Content-Type", "Accept", "X-User-Id", "Idempotency-Key", "Host", "Origin")
@@ -109,3 +112,59 @@ async def forward(where: cluster.Elsewhere, member: cluster.Membership, who: Pri
             response.headers[name] = answer.headers[name]
     response.timeout = None  # a long turn is not a stuck response
     return response
+
+
+async def forward_turn(
+    where: cluster.Elsewhere, member: cluster.Membership, who: Principal, turn: ForwardedTurn
+) -> AsyncIterator[str]:
+    """One turn of a conversation the node at *where* owns, asked of it as a streamed chat
+    completion for *who* (a WebSocket's message): the answer's text as it comes.
+
+    Raises `OwnerUnreachable`, or `TurnRefused` with the owner's error message.
+    """
+    body = json.dumps({"model": turn.agent, "user": turn.user, "stream": True,
+                       "messages": [{"role": "user", "content": turn.text}]}).encode()  # fmt: skip
+    headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+    if "Host" in websocket.headers:
+        headers["Host"] = websocket.headers["Host"]
+    headers |= cluster.signed_headers(
+        member.secret, member.node_id, who.name, cluster.Forwarded("POST", CHAT_PATH, body), time.time()
+    )
+    async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=_CONNECT_SECONDS), trust_env=False) as client:
+        sent = client.build_request("POST", where.advertise_url.rstrip("/") + CHAT_PATH, content=body, headers=headers)
+        try:
+            answer = await _while_owner(where, member, lambda: client.send(sent, stream=True))
+        except httpx.TransportError as exc:
+            raise OwnerUnreachable(where, member.lease_seconds, type(exc).__name__) from None
+        try:
+            if answer.status_code != 200:
+                await answer.aread()
+                raise TurnRefused(_error_message(answer))
+            async for line in answer.aiter_lines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                for choice in json.loads(line.removeprefix("data: ")).get("choices", []):
+                    if text := (choice.get("delta") or {}).get("content"):
+                        yield text
+        finally:
+            await answer.aclose()
+
+
+class TurnRefused(Exception):
+    """The owner node answered the forwarded turn with an error (its message)."""
+
+
+@attrs.frozen
+class ForwardedTurn:
+    """What a forwarded WebSocket turn asks: *text* from *user* to *agent*."""
+
+    user: str
+    agent: str
+    text: str
+
+
+def _error_message(answer: httpx.Response) -> str:
+    try:
+        return str(answer.json()["error"]["message"])
+    except (ValueError, KeyError, TypeError):
+        return f"the node that serves this conversation answered HTTP {answer.status_code}"

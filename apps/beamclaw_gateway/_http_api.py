@@ -26,7 +26,7 @@ from ._config import GatewayConfig
 from ._forwarding import OwnerUnreachable, forward
 from ._idempotency import Answer, Running
 from ._principals import Principal
-from ._request_models import CHAT_REQUEST, ChatRequest
+from ._request_models import CHAT_PATH, CHAT_REQUEST, ChatRequest
 from ._store import KEYS, gateway_database
 from ._turns import BadRequest, agent_for, header_user, parse_json, run_events, user_id
 
@@ -163,7 +163,6 @@ async def models() -> Response:
     return Response(json.dumps({"object": "list", "data": data}), content_type="application/json")
 
 
-CHAT_PATH: Final = "/v1/chat/completions"
 _CHAT_REQUEST: Final = "an OpenAI chat completion request"
 
 

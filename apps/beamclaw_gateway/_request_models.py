@@ -14,6 +14,9 @@ import attrs
 from ._schema import ERROR, Shape, checked_property, field, object_schema
 from ._turns import BadRequest, checked_text
 
+#: Where the OpenAI-compatible chat completions are asked.
+CHAT_PATH: Final = "/v1/chat/completions"
+
 _STRING: Final = {"type": "string"}
 _NAME: Final = {"type": ["string", "null"], "description": "The agent: NAME or beamclaw/NAME (none: the default)"}
 _USER: Final = {"type": ["string", "null"], "description": "The user the request speaks as (else X-User-Id), "

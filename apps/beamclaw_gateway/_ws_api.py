@@ -17,8 +17,10 @@ from typing import Any, Final
 import trio
 from quart import Blueprint, current_app, websocket
 
+import beamclaw_cluster as cluster
 import beamclaw_core as core
 
+from ._forwarding import ForwardedTurn, OwnerUnreachable, TurnRefused, forward_turn
 from ._http_api import RESTARTING, context, principal
 from ._rate_limit import ClientLimiter, retry_after
 from ._request_models import MAX_MESSAGE_ID, WS_MESSAGE, WsMessage
@@ -70,6 +72,21 @@ async def chat_socket() -> None:
             elif kind in {"chunk", "message", "tool_call", "tool_result"}:
                 await send(type=kind, id=message_id, **event)
 
+    async def run_elsewhere(
+        where: cluster.Elsewhere, member: cluster.Membership, message_id: str, turn: ForwardedTurn
+    ) -> None:
+        """A turn of a conversation another node owns: asked of it, its answer streamed here."""
+        await send(type="run_started", id=message_id, session=where.session_id)
+        parts: list[str] = []
+        try:
+            async for text in forward_turn(where, member, who, turn):
+                parts.append(text)
+                await send(type="chunk", id=message_id, text=text)
+        except (OwnerUnreachable, TurnRefused) as exc:
+            await send(type="run_completed", id=message_id, ok=False, text=str(exc), error="unavailable")
+            return
+        await send(type="run_completed", id=message_id, ok=True, text="".join(parts), error=None)
+
     await websocket.accept()
     async with trio.open_nursery() as nursery:
         while True:
@@ -82,6 +99,14 @@ async def chat_socket() -> None:
                     raise BadRequest(f"rate limit reached; retry in {retry_after(wait)} s", 429, "rate_limited")
                 agent = agent_for(message.agent, ctx.data_dir, ctx.config.default_agent, who, "agent")
                 handle = await core.open_session(user, agent, "ws")
+            except core.OwnedElsewhere as elsewhere:
+                if ctx.member is None or not _first_time(user, message.id):
+                    await send(type="error", id=message.id, error=f"{elsewhere}; retry")
+                    continue
+                text = core.truncated(message.text, ctx.config.http.max_user_chars)
+                turn = ForwardedTurn(user, agent, text)
+                nursery.start_soon(run_elsewhere, elsewhere.where, ctx.member, message.id, turn)
+                continue
             except (BadRequest, core.InvalidAgentName, core.InvalidUserId) as exc:
                 await send(type="error", id=None, error=str(exc))
                 continue

@@ -16,6 +16,7 @@ import attrs
 import httpx
 import pytest
 import trio
+from trio_websocket import open_websocket_url
 
 import beamclaw_core as core
 import beamclaw_gateway as gateway
@@ -294,3 +295,25 @@ async def test_a_frozen_owner_is_given_up_and_its_conversation_taken_over_and_it
     history = _history(postgres_store_config, tmp_path, "api:carol")
     assert history[:4] == ["one", "You said: one", "two", "You said: two"]
     assert history.count("three") <= 1 and history[4:] in ([], ["three", "You said: three"])
+
+
+async def test_a_websocket_message_for_a_conversation_another_node_owns_is_answered_from_there(
+    tmp_path: Path, postgres_store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(_SECRET_VARIABLE, "cluster-secret-of-the-test-0123456789")
+    async with (
+        scripted_model(repeat=Echo()) as model,
+        _nodes(tmp_path, model, "node-a", "node-b") as (a, b),
+        httpx.AsyncClient() as http,
+    ):
+        assert (await _chat(http, a, "dave", "one")).status_code == 200  # node-a owns it now
+        url = b.url.replace("http", "ws") + "/ws"
+        async with open_websocket_url(url, extra_headers=[(b"X-User-Id", b"dave")]) as ws:
+            await ws.send_message(json.dumps({"type": "message", "id": "w1", "text": "two"}))
+            events = []
+            with trio.fail_after(60):  # bounded only so that a hang fails
+                while not events or events[-1]["type"] != "run_completed":
+                    events.append(json.loads(await ws.get_message()))
+    assert events[-1]["ok"] is True and events[-1]["text"] == "You said: two", events
+    assert "".join(e["text"] for e in events if e["type"] == "chunk") == "You said: two"
+    assert _history(postgres_store_config, tmp_path, "api:dave") == ["one", "You said: one", "two", "You said: two"]
