@@ -17,7 +17,9 @@ as the IETF draft (draft-ietf-httpapi-idempotency-key-header) says:
 A key is checked on the conversation's owner (a request for a conversation another node
 owns is forwarded there first, the header with it), so "still running" is a question
 only the owner answers, from its own memory of the requests it is serving
-(`Running`): a started key that no request of this node holds was cut.
+(`Running`): a started key that no request of this node holds was cut, and is
+answered from the history once the conversation runs no turn (until then, 409: its
+turn goes on after its client or forwarding node went away).
 
 A failure worth retrying (a 5xx, a 429) keeps no key: the client's retry runs the turn.
 Keys are kept 24 hours (`KEEP_SECONDS`); each new key deletes the expired ones. The
