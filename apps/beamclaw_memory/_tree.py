@@ -2,8 +2,8 @@
 
     beamclaw_memory (one_for_one)
     ├── embedder  (GenServer): the embedding model and the embedding cache
-    ├── remembered (GenServer): on PostgreSQL, the one database of every agent's kept
-    │             documents (on SQLite each agent has its own file: not started)
+    ├── remembered (GenServer, PostgreSQL only): the one database of every agent's kept
+    │             documents (on SQLite each agent has its own file)
     ├── listener  (process, PostgreSQL only): tells the indexes of the documents every node
     │             keeps, so that each node's index catches up with them
     ├── indexes   (DynamicSupervisor): one AgentIndex per agent in use (temporary)
@@ -47,7 +47,12 @@ def memory_tree(
     embedding cache are always SQLite files in *data_dir*)."""
     if not config.enabled:
         return sv.Supervisor([], name=MEMORY_OFF, intensity=10, period=10.0)
-    listening = [] if store.backend == "sqlite" else [sv.ChildSpec("listener", listener, args=(store, [CHANNEL]))]
+    # On PostgreSQL one database serves every agent's kept documents, and a listener
+    # tells the indexes of the documents other nodes keep; on SQLite neither is needed.
+    shared = [] if store.backend == "sqlite" else [
+        sv.ChildSpec("remembered", RememberedDatabase.start, args=(store,), name=REMEMBERED_DB),
+        sv.ChildSpec("listener", listener, args=(store, [CHANNEL])),
+    ]  # fmt: skip
     return sv.Supervisor(
         [
             sv.ChildSpec(
@@ -57,8 +62,7 @@ def memory_tree(
                 name=EMBEDDER,
                 backoff=sv.Backoff(initial=0.5, maximum=30.0),
             ),
-            sv.ChildSpec("remembered", RememberedDatabase.start, args=(store,), name=REMEMBERED_DB),
-            *listening,
+            *shared,
             sv.DynamicSupervisor(intensity=100, period=10.0, name=INDEXES_SUP).child_spec("indexes"),
             sv.ChildSpec("agents", Agents.start, args=(data_dir, config, clock, store), name=AGENTS),
             sv.ChildSpec("watcher", watch, args=(config.watch_interval_seconds,)),

@@ -32,7 +32,7 @@ SECONDS = float(os.environ.get("BEAMCLAW_CHAOS_SECONDS", "60"))
 SEED = int(os.environ.get("BEAMCLAW_CHAOS_SEED", "20261123"))
 CLIENTS = 5
 KILL_EVERY = 0.5
-APPS = {"obs", "memory", "tools", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway", "control"}
+APPS = {"obs", "cluster", "memory", "tools", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway", "control"}
 
 
 @attrs.define

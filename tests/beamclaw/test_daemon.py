@@ -14,7 +14,7 @@ import pytest
 
 import beamclaw
 
-APP_ORDER = ["obs", "tools", "memory", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway", "control"]
+APP_ORDER = ["obs", "cluster", "tools", "memory", "sandbox", "mcp", "core", "scheduler", "a2a", "gateway", "control"]
 
 
 def _daemon(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
@@ -68,7 +68,7 @@ def test_bad_config_is_a_clear_error_naming_the_problem(tmp_path: Path) -> None:
 def test_disabling_an_app_another_needs_is_refused(tmp_path: Path) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[obs]\nenabled = false\n")
-    with pytest.raises(ValueError, match="app 'tools' needs obs"):
+    with pytest.raises(ValueError, match="app 'cluster' needs obs"):
         beamclaw.build_tree(beamclaw.load_config(config), tmp_path)
     config.write_text("[gateway]\nenabled = false\n[a2a]\nenabled = false\n")
     tree = beamclaw.build_tree(beamclaw.load_config(config), tmp_path)
