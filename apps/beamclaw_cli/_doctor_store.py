@@ -99,7 +99,7 @@ async def store_checks(config: dict[str, Any], path: Path) -> list[Check]:
     dsn = store.dsn.get_optional()
     if dsn is None:
         return [Check("fail", f'[store] backend = "postgres", but {variable} (its DSN) is not set',
-                      f"export {variable}=postgresql://USER:PASSWORD@HOST:5432/DATABASE")]  # fmt: skip
+                      f"export {variable}=postgresql://USER@HOST:5432/DATABASE")]  # fmt: skip
     try:
         import psycopg  # noqa: PLC0415 - PostgreSQL only
 
@@ -108,7 +108,7 @@ async def store_checks(config: dict[str, Any], path: Path) -> list[Check]:
         return [Check("fail", "psycopg (the PostgreSQL driver) is not installed", "pip install 'beamclaw[postgres]'")]
     except psycopg.ProgrammingError:  # its message quotes the DSN's text, which may be the password's
         return [Check("fail", f"{variable} cannot be read as a PostgreSQL DSN",
-                      f"fix {variable}: postgresql://USER:PASSWORD@HOST:5432/DATABASE")]  # fmt: skip
+                      f"fix {variable}: postgresql://USER@HOST:5432/DATABASE")]  # fmt: skip
     try:
         versions, synchronous = await trio.to_thread.run_sync(_probe, dsn, store.namespace)
     except psycopg.Error as exc:
