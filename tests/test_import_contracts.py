@@ -29,7 +29,7 @@ def test_the_project_keeps_every_contract() -> None:
 
 def test_the_contracts_match_the_app_graph_of_the_release() -> None:
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
-    apps = [*beamclaw.APPS, "cli"]
+    apps = [*beamclaw.APPS, "control", "cli"]
     by_source = {c["source_modules"][0]: set(c["forbidden_modules"]) for c in contracts}
     for app, deps in beamclaw.APPS.items():
         forbidden = by_source[f"beamclaw_{app}"]
@@ -39,6 +39,8 @@ def test_the_contracts_match_the_app_graph_of_the_release() -> None:
         assert forbidden == expected, app
     assert by_source["beamclaw_base"] == {"beamclaw"} | {f"beamclaw_{a}" for a in apps if a != "obs"}
     assert by_source["supervision"] == {"beamclaw", "beamclaw_base"} | {f"beamclaw_{a}" for a in apps}
+    # The management API and console sit above every app, below the daemon root and the CLI.
+    assert by_source["beamclaw_control"] == {"beamclaw", "beamclaw_cli"}
 
 
 def test_a_forbidden_import_breaks_the_build(tmp_path: Path) -> None:

@@ -9,18 +9,21 @@ OpenAPI document of it all.
 from ._app import create_app
 from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
+from ._http_api import error, json_body, principal
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
 from ._mcp_server import agents_server
 from ._openapi import openapi_document
-from ._principals import LOCAL, Forbidden, Principal, Principals, Role
+from ._principals import LOCAL, Forbidden, Principal, Principals, Role, needs
 from ._rate_limit import RateLimiter
 from ._server import serve_http
 from ._telegram_ledger import SCHEMA
 from ._tree import supervision_tree
+from ._turns import BadRequest
 
 __all__ = [
     "LOCAL",
+    "BadRequest",
     "SCHEMA",
     "Forbidden",
     "GatewayConfig",
@@ -33,6 +36,10 @@ __all__ = [
     "agents_server",
     "openapi_document",
     "create_app",
+    "error",
+    "json_body",
+    "needs",
+    "principal",
     "node_trees",
     "parse_gateway_config",
     "principals_of",

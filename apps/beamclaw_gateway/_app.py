@@ -37,7 +37,7 @@ from ._connections import ConnectionCap
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
-from ._principals import LOCAL, Principal, Principals, Role
+from ._principals import LOCAL, ROLE_ATTRIBUTE, Principal, Principals, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
 from ._turns import header_user
@@ -249,8 +249,13 @@ def _client_key(who: Principal, address: str | None) -> str:
     return f"address {address}" if who is LOCAL else f"token {who.name}"
 
 
-def needed_role(method: str, path: str) -> Role:
-    """The least role a route needs (the open paths need none: see `_OPEN_PATHS`)."""
+def needed_role(method: str, path: str, view: Any = None) -> Role:
+    """The least role a route needs: the one its *view* function is marked with (`needs`),
+    else a viewer's for the read-only routes and an operator's for the rest (the open
+    paths need none: see `_OPEN_PATHS`)."""
+    marked = getattr(view, ROLE_ATTRIBUTE, None)
+    if isinstance(marked, Role):
+        return marked
     return Role.VIEWER if (method, path) in _VIEWER_ROUTES else Role.OPERATOR
 
 
@@ -276,8 +281,9 @@ def create_app(
     guard = BrowserGuard.from_config(config)
     sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
 
-    def check(method: str, headers: Any, remote: str | None, path: str) -> Principal | Refusal:
-        """Who the request is (or why it is turned away): Host and Origin, the token, the role."""
+    def check(method: str, headers: Any, remote: str | None, path: str, view: Any = None) -> Principal | Refusal:
+        """Who the request is (or why it is turned away): Host and Origin, the token, the
+        role (*view*: the route's function, which may be marked with the role it needs)."""
         refusal = guard.refusal(headers)
         if refusal is not None:
             return refusal
@@ -289,13 +295,13 @@ def create_app(
                 401, "unauthorized", "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
                 {"WWW-Authenticate": "Bearer"},
             )  # fmt: skip
-        needed = needed_role(method, path)
+        needed = needed_role(method, path, view)
         if who.role < needed:
             return Refusal(403, "forbidden", f"this route needs the {needed.name.lower()} role; this token is "
                            f"{who.role.name.lower()}")  # fmt: skip
         return guard.body_refusal(method, headers) or who
 
-    def forwarded(method: str, headers: Any, path: str, body: bytes) -> Principal | Refusal:
+    def forwarded(method: str, headers: Any, path: str, body: bytes, view: Any = None) -> Principal | Refusal:
         """A request another node forwarded: the principal it signed for, by this node's
         configuration (its role is bound here, never taken from the request)."""
         refusal = guard.refusal(headers)
@@ -308,7 +314,7 @@ def create_app(
         who = principals.named(name) if name is not None else None
         if who is None:
             return Refusal(401, "unauthorized", "a forwarded request without a valid cluster signature")
-        if who.role < needed_role(method, path):
+        if who.role < needed_role(method, path, view):
             return Refusal(403, "forbidden", "this route needs a higher role than the forwarded token's")
         return who
 
@@ -337,10 +343,11 @@ def create_app(
         # client is still writing a large body would leave both sides waiting.
         body = await request.get_data(True, False, False)
         g.beamclaw_forwarded = cluster.is_forwarded(request.headers)
+        view = app.view_functions.get(request.endpoint or "")
         if g.beamclaw_forwarded:
-            found = forwarded(request.method, request.headers, request.full_path.rstrip("?"), body)
+            found = forwarded(request.method, request.headers, request.full_path.rstrip("?"), body, view)
         else:
-            found = check(request.method, request.headers, request.remote_addr, request.path)
+            found = check(request.method, request.headers, request.remote_addr, request.path, view)
         if isinstance(found, Principal) and request.path not in _OPEN_PATHS:
             found = limited(request.remote_addr, await request_user(found)) or found
         if isinstance(found, Refusal):

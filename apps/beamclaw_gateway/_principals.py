@@ -26,9 +26,9 @@ from __future__ import annotations
 import enum
 import hmac
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Final, final
+from typing import Final, TypeVar, final
 
 import attrs
 from loguru import logger
@@ -50,6 +50,22 @@ class Role(enum.IntEnum):
 
 class Forbidden(ValueError):
     """The principal may not do what the request asks; the message says what (an HTTP 403)."""
+
+
+_View = TypeVar("_View", bound=Callable[..., object])
+#: The attribute `needs` sets on a view function.
+ROLE_ATTRIBUTE: Final = "beamclaw_role"
+
+
+def needs(role: Role) -> Callable[[_View], _View]:
+    """Mark a route with the least role it needs; the app checks it before the route runs
+    (a route without the mark needs an operator, or a viewer for the read-only ones)."""
+
+    def mark(view: _View) -> _View:
+        setattr(view, ROLE_ATTRIBUTE, role)
+        return view
+
+    return mark
 
 
 def _matches(value: str, patterns: Iterable[str]) -> bool:
