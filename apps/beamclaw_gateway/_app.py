@@ -36,7 +36,7 @@ from ._connections import RETRY_AFTER as CAP_RETRY_AFTER
 from ._connections import ConnectionCap
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
-from ._openapi import openapi
+from ._openapi import DOCUMENT_KEY, openapi, openapi_document
 from ._principals import LOCAL, ROLE_ATTRIBUTE, Principal, Principals, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
@@ -278,6 +278,7 @@ def create_app(
     limits = config.rate_limit
     limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
+    app.config[DOCUMENT_KEY] = json.dumps(openapi_document(extra))
     guard = BrowserGuard.from_config(config)
     sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
 

@@ -6,16 +6,23 @@ very ones the routes validate with (`_request_models`), so they cannot drift. A 
 checks that every HTTP route of the app is in it, and schemathesis checks the routes
 against it. The A2A request's schema is written here: beamclaw_a2a validates A2A's
 JSON-RPC itself (its errors are JSON-RPC errors, not 400s).
+
+The management API's routes (the blueprints the app is given, each route marked with
+the role it needs) are described from the routes themselves: their path, methods, path
+parameters, the role, and the first line of their docstring, so a route cannot be
+added without being in the document.
 """
 
 from __future__ import annotations
 
 import copy
-import json
+from collections.abc import Iterable
 from typing import Any, Final
 
-from quart import Blueprint, Response
+from quart import Blueprint, Response, current_app
+from quart_trio import QuartTrio
 
+from ._principals import ROLE_ATTRIBUTE, Role
 from ._request_models import CHAT_REQUEST, WS_MESSAGE
 
 _ERROR: Final = {
@@ -227,18 +234,65 @@ _DOCUMENT: Final[dict[str, Any]] = {
     },
 }
 
-_SERVED: Final = json.dumps(_DOCUMENT)
+#: Where the web console's pages are: HTML for a browser, not part of the API.
+_CONSOLE_PREFIX: Final = "/ui"
 
 
-def openapi_document() -> dict[str, Any]:
-    """The OpenAPI 3.1 document of the gateway's HTTP API, as served at /openapi.json (a copy:
-    the caller may change it)."""
-    return copy.deepcopy(_DOCUMENT)
+def _operation(view: Any, role: Role, arguments: Iterable[str]) -> dict[str, Any]:
+    summary = ((view.__doc__ or "").strip().splitlines() or [view.__name__.replace("_", " ")])[0]
+    return {
+        "summary": summary.rstrip("."),
+        "description": f"Needs the {role.name.lower()} role.",
+        "parameters": [
+            {"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in sorted(arguments)
+        ],
+        "responses": {
+            "200": {
+                "description": "the answer, or server-sent events for a stream",
+                "content": {
+                    "application/json": {"schema": {"type": "object"}},
+                    "text/event-stream": {"schema": {"type": "string"}},
+                },
+            },
+            **_errors(400, 401, 404, 409, 413, 415, 429, 503),
+        },
+    }
 
+
+def _management_paths(blueprints: Iterable[Blueprint]) -> dict[str, dict[str, Any]]:
+    """The paths of *blueprints*' routes that are marked with a role (`needs`)."""
+    app = QuartTrio("beamclaw_openapi")
+    for blueprint in blueprints:
+        app.register_blueprint(blueprint)
+    paths: dict[str, dict[str, Any]] = {}
+    for rule in app.url_map.iter_rules():
+        view = app.view_functions.get(rule.endpoint)
+        role = getattr(view, ROLE_ATTRIBUTE, None)
+        if not isinstance(role, Role) or rule.websocket or rule.rule.startswith(_CONSOLE_PREFIX):
+            continue
+        path = rule.rule
+        for name in rule.arguments:
+            path = path.replace(f"<{name}>", f"{{{name}}}").replace(f"<path:{name}>", f"{{{name}}}")
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
+            paths.setdefault(path, {})[method.lower()] = _operation(view, role, rule.arguments)
+    return paths
+
+
+def openapi_document(blueprints: Iterable[Blueprint] = ()) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of the gateway's HTTP API with the management routes of
+    *blueprints* (as `create_app`'s *extra*), as served at /openapi.json (a new copy: the
+    caller may change it)."""
+    document = copy.deepcopy(_DOCUMENT)
+    document["paths"].update(_management_paths(blueprints))
+    return document
+
+
+#: Where the app keeps its document, serialised once.
+DOCUMENT_KEY: Final = "BEAMCLAW_OPENAPI"
 
 openapi = Blueprint("openapi", __name__)
 
 
 @openapi.get("/openapi.json")
 async def document() -> Response:
-    return Response(_SERVED, content_type="application/json")
+    return Response(current_app.config[DOCUMENT_KEY], content_type="application/json")

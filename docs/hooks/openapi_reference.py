@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from mkdocs.structure.files import File, Files
 
+from beamclaw_control import blueprints
 from beamclaw_gateway import openapi_document
 
 #: The line of docs/http-api.md that the generated reference replaces.
@@ -72,10 +73,10 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     """mkdocs' hook: the page holding `MARKER` gets the route reference in its place."""
     if MARKER not in markdown:
         return markdown
-    return markdown.replace(MARKER, render(openapi_document()))
+    return markdown.replace(MARKER, render(openapi_document(blueprints())))
 
 
 def on_files(files: Files, config: Any, **_: Any) -> Files:
     """mkdocs' hook: the document itself is published as ``openapi.json`` beside the pages."""
-    files.append(File.generated(config, "openapi.json", content=json.dumps(openapi_document(), indent=2)))
+    files.append(File.generated(config, "openapi.json", content=json.dumps(openapi_document(blueprints()), indent=2)))
     return files

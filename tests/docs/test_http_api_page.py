@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import beamclaw_control
 import beamclaw_gateway
 
 from .conftest import load_hook
 
 
 def test_every_route_of_the_openapi_document_is_on_the_page() -> None:
-    document = beamclaw_gateway.openapi_document()
+    document = beamclaw_gateway.openapi_document(beamclaw_control.blueprints())
     page = load_hook("openapi_reference").render(document)
     routes = [(method.upper(), path) for path, methods in document["paths"].items() for method in methods]
     assert routes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -161,18 +162,24 @@ async def test_health_metrics_and_tree(run_gateway: RunGateway) -> None:
 
 
 def test_the_openapi_document_lists_exactly_the_http_routes(tmp_path: Path) -> None:
+    import beamclaw_control
     from beamclaw_gateway._app import create_app
     from beamclaw_gateway._config import GatewayConfig
 
-    app = create_app(GatewayConfig(), tmp_path)
+    extra = beamclaw_control.blueprints()
+    app = create_app(GatewayConfig(), tmp_path, extra)
     routes = {
         (rule.rule, method.lower())
         for rule in app.url_map.iter_rules()
-        if not rule.websocket and rule.endpoint != "static"
+        if not rule.websocket and rule.endpoint != "static" and not rule.rule.startswith("/ui")
         for method in rule.methods or ()
         if method not in {"HEAD", "OPTIONS"}
     }
-    documented = {(path, method) for path, item in gateway.openapi_document()["paths"].items() for method in item}
+    documented = {
+        (re.sub(r"\{(\w+)\}", r"<\1>", path), method)
+        for path, item in gateway.openapi_document(extra)["paths"].items()
+        for method in item
+    }
     assert routes <= documented, routes - documented
 
 
