@@ -235,6 +235,7 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
 
 def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     """A command that talks to the daemon; its failures to reach it are one line each."""
+    beamclaw.data_dir()  # one that cannot be the data dir is said as such, not as "no daemon"
     try:
         return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
     except (_api_client.NoDaemon, _control_client.NoDaemon) as exc:
