@@ -67,6 +67,22 @@ async def api(home: Path, method: str, path: str, json: Any = None) -> httpx.Res
         return await client.request(method, path, json=json)
 
 
+async def session_of(home: Path, user: str, agent: str = "default") -> str:
+    """The id of *user*'s conversation with *agent* (opened through the API if need be)."""
+    opened = await api(home, "POST", "/v1/sessions", {"user": user, "agent": agent})
+    assert opened.status_code == 200, opened.text
+    session: str = opened.json()["session"]["id"]
+    return session
+
+
+async def history(home: Path, user: str, agent: str = "default") -> dict[str, Any]:
+    """``GET /v1/sessions/<id>/history`` of *user*'s conversation with *agent*: its session and messages."""
+    answer = await api(home, "GET", f"/v1/sessions/{await session_of(home, user, agent)}/history")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
 async def ping(home: Path) -> bool:
     """Whether the daemon answers its status on the socket."""
     try:

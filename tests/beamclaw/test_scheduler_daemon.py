@@ -17,14 +17,14 @@ import trio
 import beamclaw_scheduler as scheduler
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import cli, control, running_daemon, start_daemon, write_config
+from .daemon import cli, control, history, running_daemon, start_daemon, write_config
 
 FAST = "[scheduler]\nmin_interval_seconds = 1\n[scheduler.heartbeat]\nenabled = false\n"
 
 
 async def _history(home: Path) -> list[dict[str, str]]:
-    answer = await control(home, {"cmd": "history", "user": "local:ada", "agent": "default"})
-    return answer["messages"]
+    messages: list[dict[str, str]] = (await history(home, "local:ada"))["messages"]
+    return messages
 
 
 async def _job_turns(home: Path) -> list[str]:
