@@ -127,6 +127,8 @@ class _ApiBackend:
                 match name:
                     case "message":
                         pending.said(str(data["text"]))
+                    case "approval":  # the host's user answers it with /yes, /no or /always
+                        pending.said(str(data["question"]))
                     case "reply":
                         pending.ended(bool(data["ok"]), str(data["text"]))
                         ended = True
