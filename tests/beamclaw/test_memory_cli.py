@@ -156,7 +156,8 @@ async def test_bad_agents_users_and_limits_are_refused_saying_why(tmp_path: Path
                 answer = await client.get("/v1/memory/search", params={"q": "key", **params})
             assert answer.status_code == 400 and why in answer.json()["error"]["message"], (params, answer.text)
         reindex = await api(home, "POST", "/v1/memory/reindex", {"agent": 7})
-        assert reindex.status_code == 400 and '"agent" must be the name of an agent' in reindex.json()["error"]["message"]
+        assert reindex.status_code == 400
+        assert '"agent" must be the name of an agent' in reindex.json()["error"]["message"]
         # The daemon still answers after all that.
         assert _hits(await _search(home, "blue drawer"))
 
