@@ -25,9 +25,10 @@ from . import (
     _pairing_commands,
     _sandbox_commands,
     _scheduler_commands,
+    _session_commands,
     _skills_commands,
 )
-from ._control_client import ControlError, NoDaemon
+from ._api_client import ApiError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
@@ -37,14 +38,14 @@ from ._stderr_log import log_to_stderr
 from ._tui import tui
 
 _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
-    "chat": _daemon_commands.chat,
-    "history": _daemon_commands.history,
+    "chat": _session_commands.chat,
+    "history": _session_commands.history,
     "tree": _daemon_commands.tree,
     "status": _daemon_commands.status,
     "kill": _daemon_commands.kill,
-    "sessions": _daemon_commands.sessions,
+    "sessions": _session_commands.sessions,
     "reload": _daemon_commands.reload,
-    "approve": _daemon_commands.approve,
+    "approve": _session_commands.approve,
     "tui": tui,
 }
 
@@ -234,6 +235,7 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
 
 def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     """A command that talks to the daemon; its failures to reach it are one line each."""
+    beamclaw.data_dir()  # one that cannot be the data dir is said as such, not as "no daemon"
     try:
         return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
     except NoDaemon as exc:
@@ -242,7 +244,7 @@ def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace]
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except (ControlError, core.InvalidUserId) as exc:
+    except (ApiError, core.InvalidUserId) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

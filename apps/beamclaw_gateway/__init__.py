@@ -9,7 +9,7 @@ OpenAPI document of it all.
 from ._app import create_app
 from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
-from ._http_api import error, json_body, principal
+from ._http_api import context, error, json_body, principal
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
 from ._mcp_server import agents_server
@@ -36,6 +36,7 @@ __all__ = [
     "agents_server",
     "openapi_document",
     "create_app",
+    "context",
     "error",
     "json_body",
     "needs",

@@ -13,6 +13,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
+import httpx_sse
 import trio
 
 from tests.support.model_server import ScriptedModel
@@ -54,15 +56,54 @@ async def control(home: Path, payload: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def api_client(home: Path) -> httpx.AsyncClient:
+    """An HTTP client of the daemon's management API on its owner-only socket."""
+    transport = httpx.AsyncHTTPTransport(uds=str(home / "control.sock"))
+    return httpx.AsyncClient(transport=transport, base_url="http://beamclaw", timeout=httpx.Timeout(30.0, read=None))
+
+
+async def api(home: Path, method: str, path: str, json: Any = None) -> httpx.Response:
+    """One request to the management API on the socket."""
+    async with api_client(home) as client:
+        return await client.request(method, path, json=json)
+
+
+async def chat(home: Path, user: str, text: str, agent: str = "default") -> dict[str, Any]:
+    """One turn through ``POST /v1/chat``, read to its end: the stream's last event (``reply``)."""
+    last: dict[str, Any] = {}
+    async with (
+        api_client(home) as client,
+        httpx_sse.aconnect_sse(client, "POST", "/v1/chat", json={"user": user, "agent": agent, "text": text}) as source,
+    ):
+        assert source.response.status_code == 200, await source.response.aread()
+        async for event in source.aiter_sse():
+            last = {"event": event.event, **event.json()}
+    assert last.get("event") == "reply", last
+    return last
+
+
+async def session_of(home: Path, user: str, agent: str = "default") -> str:
+    """The id of *user*'s conversation with *agent* (opened through the API if need be)."""
+    opened = await api(home, "POST", "/v1/sessions", {"user": user, "agent": agent})
+    assert opened.status_code == 200, opened.text
+    session: str = opened.json()["session"]["id"]
+    return session
+
+
+async def history(home: Path, user: str, agent: str = "default") -> dict[str, Any]:
+    """``GET /v1/sessions/<id>/history`` of *user*'s conversation with *agent*: its session and messages."""
+    answer = await api(home, "GET", f"/v1/sessions/{await session_of(home, user, agent)}/history")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
+
+
 async def ping(home: Path) -> bool:
-    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        try:
-            await sock.connect(str(home / "control.sock"))
-        except OSError:
-            return False
-        await sock.send(b'{"cmd": "ping"}\n')
-        return b'"pong"' in await sock.recv(4096)
+    """Whether the daemon answers its status on the socket."""
+    try:
+        return (await api(home, "GET", "/v1/status")).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 @asynccontextmanager
