@@ -175,6 +175,17 @@ async def test_a_rotated_token_file_ends_the_old_tokens_session_and_admits_the_n
             assert '<body data-role="operator"' in (await other.get("/ui/sessions")).text
 
 
+async def test_a_session_outlives_a_restart_of_the_gateways_app(serve_console: ServeConsole) -> None:
+    """Killing the HTTP server from the tree page (or a reload restarting it) logs nobody out."""
+    async with serve_console() as console, console.client() as client:
+        csrf = await console.login(client, "boss")
+        cookie = client.cookies[gateway.CONSOLE_COOKIE]
+    async with serve_console() as again, again.client() as client:
+        client.cookies.set(gateway.CONSOLE_COOKIE, cookie)
+        page = await client.get("/ui/tree")
+        assert page.status_code == 200 and f'content="{csrf}"' in page.text
+
+
 async def test_an_idle_session_ends(serve_console: ServeConsole) -> None:
     async with serve_console(console={"idle_minutes": 0.01}) as console, console.client() as client:
         await console.login(client, "boss")
