@@ -77,13 +77,14 @@ def _chat(driver: Any) -> None:
     approve = wait_until(
         driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
     )[0]
-    card = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
-    assert card.get_attribute("data-tool") == "bash" and "approved-from-the-console" in card.text
+    assert "approved-from-the-console" in driver.find_element(_by("CSS_SELECTOR"), ".approval").text
+    assert not driver.find_elements(_by("CSS_SELECTOR"), ".message.tool")  # nothing runs before the answer
     save_screenshot(driver, "chat-approval")
     approve.click()
     wait_until(driver, lambda d: "it ran" in _replies(d))
     tool = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
-    assert tool.get_attribute("data-state") == "done" and "approved-from-the-console" in tool.text
+    assert tool.get_attribute("data-tool") == "bash" and tool.get_attribute("data-state") == "done"
+    assert "approved-from-the-console" in tool.text  # its arguments, then its result
     assert driver.find_element(_by("CSS_SELECTOR"), ".approval").get_attribute("data-answered") == "yes"
     save_screenshot(driver, "chat")
 
@@ -100,27 +101,27 @@ def _sessions(driver: Any, url: str) -> str:
     return session
 
 
-def _restarts(driver: Any, path: str) -> int:
+def _restarts(driver: Any, path: str) -> tuple[int]:
+    """The restart count the tree shows for *path* (in a tuple: a count of 0 is an answer too)."""
     node = driver.find_element(_by("CSS_SELECTOR"), f'li[data-path="{path}"] > .node .restarts')
-    return int(node.get_attribute("data-count"))
-
-
-def _loop_of(driver: Any, session: str) -> list[Any]:
-    """The tree's entry of the session's loop (none yet: an empty list)."""
-    entries = driver.find_elements(_by("CSS_SELECTOR"), "li[data-path]")
-    return [e for e in entries if e.get_attribute("data-path").endswith(f"/{session}/loop")]
+    return (int(node.get_attribute("data-count")),)
 
 
 def _tree(driver: Any, url: str, session: str) -> None:
-    """Kill the session's loop from the tree; the tree shows it back, its restart count raised."""
+    """Kill the session's loop from the tree; the tree shows it back, its restart count raised.
+
+    The page redraws the tree at each supervision event: every step looks its element up again.
+    """
     driver.get(f"{url}/ui/tree")
-    loop = wait_until(driver, lambda d: _loop_of(d, session))[0]
-    path = loop.get_attribute("data-path")
-    before = _restarts(driver, path)
-    loop.find_element(_by("CSS_SELECTOR"), ':scope > .node [data-action="kill"]').click()
-    wait_until(driver, lambda d: _restarts(d, path) == before + 1)
-    running = f'li[data-path="{path}"] > .node .state'
-    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), running).text == "running")
+    loop = f'li[data-path$="/{session}/loop"]'
+    path = wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), loop).get_attribute("data-path"))
+    (before,) = wait_until(driver, lambda d: _restarts(d, path))
+    kill = f'li[data-path="{path}"] > .node [data-action="kill"]'
+    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), kill).click() or True)
+    wait_until(driver, lambda d: _restarts(d, path) == (before + 1,))
+    state = f'li[data-path="{path}"] > .node .state'
+    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), state).text == "running")
+    assert "killed" in driver.find_element(_by("ID"), "notice").text
     save_screenshot(driver, "tree")
 
 
