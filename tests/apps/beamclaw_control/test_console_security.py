@@ -177,6 +177,17 @@ async def test_a_rotated_token_file_ends_the_old_tokens_session_and_admits_the_n
             assert '<body data-role="operator"' in (await other.get("/ui/sessions")).text
 
 
+async def test_a_login_ends_the_session_the_browser_had(serve_console: ServeConsole) -> None:
+    async with serve_console() as console, console.client() as client:
+        await console.login(client, "watcher")
+        old = client.cookies[gateway.CONSOLE_COOKIE]
+        await console.login(client, "boss")
+        assert client.cookies[gateway.CONSOLE_COOKIE] != old
+        async with console.client() as other:
+            other.cookies.set(gateway.CONSOLE_COOKIE, old)
+            assert (await other.get("/openapi.json")).status_code == 401
+
+
 async def test_a_session_outlives_a_restart_of_the_gateways_app(serve_console: ServeConsole) -> None:
     """Killing the HTTP server from the tree page (or a reload restarting it) logs nobody out."""
     async with serve_console() as console, console.client() as client:
