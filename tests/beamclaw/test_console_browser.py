@@ -15,7 +15,7 @@ from typing import Any
 
 import trio
 
-from tests.support.browser import save_screenshot, script_errors, wait_until
+from tests.support.browser import SCREENSHOTS, WINDOW, save_screenshot, script_errors, wait_until
 from tests.support.model_server import Call, Reply, scripted_model
 
 from .daemon import running_daemon, write_config
@@ -52,16 +52,36 @@ def _log_in(driver: Any, url: str) -> None:
     driver.get(f"{url}/ui")
     wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
     save_screenshot(driver, "login")
-    driver.find_element(_by("ID"), "token").send_keys(ADMIN_TOKEN)
-    driver.find_element(_by("CSS_SELECTOR"), '[data-action="login"]').click()
+    from selenium.webdriver.common.keys import Keys
+
+    # From the keyboard: the token field has the focus, Enter submits.
+    driver.switch_to.active_element.send_keys(ADMIN_TOKEN, Keys.ENTER)
     wait_until(driver, lambda d: d.current_url.endswith("/ui/chat"))
     assert driver.find_element(_by("TAG_NAME"), "body").get_attribute("data-role") == "admin"
 
 
-def _send(driver: Any, text: str) -> None:
+def _send(driver: Any, text: str, keyboard: bool = False) -> None:
+    """Write *text* and send it: with the Send button, or from the *keyboard* (Ctrl+Enter)."""
+    from selenium.webdriver.common.keys import Keys
+
     box = driver.find_element(_by("ID"), "chat-text")
     box.send_keys(text)
-    driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
+    if keyboard:
+        box.send_keys(Keys.CONTROL, Keys.ENTER)
+    else:
+        driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
+
+
+def _fits_a_phone(driver: Any, name: str) -> None:
+    """At a phone's width the page scrolls only downwards; its screenshot as *name*."""
+    driver.set_window_size(390, 844)
+    try:
+        wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0, f"the page is {wide} px wider than a phone's screen"
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    finally:
+        driver.set_window_size(*WINDOW)
 
 
 def _replies(driver: Any) -> list[str]:
@@ -73,7 +93,7 @@ def _chat(driver: Any) -> None:
     wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#agent option"))
     _send(driver, "say hello")
     wait_until(driver, lambda d: GREETING in _replies(d))
-    _send(driver, "run the command")
+    _send(driver, "run the command", keyboard=True)
     approve = wait_until(
         driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
     )[0]
@@ -87,6 +107,7 @@ def _chat(driver: Any) -> None:
     assert "approved-from-the-console" in tool.text  # its arguments, then its result
     assert driver.find_element(_by("CSS_SELECTOR"), ".approval").get_attribute("data-answered") == "yes"
     save_screenshot(driver, "chat")
+    _fits_a_phone(driver, "chat-phone")
 
 
 def _sessions(driver: Any, url: str) -> str:

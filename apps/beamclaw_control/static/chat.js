@@ -24,11 +24,17 @@ function setSession(id) {
   if (stop) stop.disabled = !(turn && session);
 }
 
+/** Put *item* in the conversation: during a turn, before its reply (which stays last, growing). */
+function place(item) {
+  if (turn && turn.reply !== item) log.insertBefore(item, turn.reply);
+  else log.append(item);
+  item.scrollIntoView({ block: "end" });
+}
+
 function message(kind, speaker, text) {
   const body = el("span", { className: "body", text });
   const item = el("li", { className: `message ${kind}` }, el("span", { className: "speaker", text: speaker }), body);
-  log.append(item);
-  item.scrollIntoView({ block: "end" });
+  place(item);
   return item;
 }
 
@@ -58,8 +64,7 @@ function toolCard(data) {
     el("pre", { className: "arguments", text: pretty(data.arguments || "") }),
     el("span", { className: "state", text: "running…" }),
   );
-  log.append(card);
-  card.scrollIntoView({ block: "end" });
+  place(card);
 }
 
 function toolDone(data) {
@@ -91,8 +96,7 @@ function approvalCard(data) {
     button.addEventListener("click", () => answerApproval(card, data.session, answer));
     buttons.append(button);
   }
-  log.append(card);
-  card.scrollIntoView({ block: "end" });
+  place(card);
   buttons.querySelector("button").focus();
 }
 
@@ -151,7 +155,8 @@ async function send() {
   if (!text || turn) return;
   input.value = "";
   message("user", "you", text);
-  turn = { controller: new AbortController(), reply: reply() };
+  turn = { controller: new AbortController(), reply: null };
+  turn.reply = reply();
   setSession(session);
   const body = { text, agent: agents.value, channel: "console" };
   if (session) body.session = session;
