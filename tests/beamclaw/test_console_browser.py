@@ -16,7 +16,7 @@ from typing import Any
 import trio
 
 from tests.support.browser import SCREENSHOTS, WINDOW, save_screenshot, script_errors, wait_until
-from tests.support.model_server import Call, Reply, scripted_model
+from tests.support.model_server import Call, Hold, Reply, scripted_model
 
 from .daemon import running_daemon, write_config
 
@@ -110,6 +110,18 @@ def _chat(driver: Any) -> None:
     _fits_a_phone(driver, "chat-phone")
 
 
+def _stop(driver: Any, hold: Hold) -> None:
+    """A turn the model keeps waiting on, ended with the Stop button."""
+    _send(driver, "take your time")
+    wait_until(driver, lambda _: trio.from_thread.run_sync(hold.reached.is_set))
+    stop = driver.find_element(_by("CSS_SELECTOR"), '[data-action="stop"]')
+    wait_until(driver, lambda _: stop.is_enabled())
+    stop.click()
+    wait_until(driver, lambda d: "stopped the turn" in d.find_element(_by("ID"), "notice").text)
+    wait_until(driver, lambda d: len(_replies(d)) == 3)  # the stopped turn's reply is over
+    assert not stop.is_enabled()
+
+
 def _sessions(driver: Any, url: str) -> str:
     """The sessions page lists the conversation; its id."""
     driver.get(f"{url}/ui/sessions")
@@ -154,10 +166,12 @@ def _log_out(driver: Any, url: str) -> None:
 
 
 async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
+    hold = Hold()  # never released: only Stop ends that turn
     steps = [
         Reply(GREETING),
         Reply(tool_calls=(Call("bash", {"command": TOOL_COMMAND}, id="c1"),)),
         Reply("it ran"),
+        hold,
     ]
     async with scripted_model(*steps) as model:
         config = _config(tmp_path, model)
@@ -167,6 +181,7 @@ async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
             def drive() -> None:
                 _log_in(browser, url)
                 _chat(browser)
+                _stop(browser, hold)
                 session = _sessions(browser, url)
                 _tree(browser, url, session)
                 _log_out(browser, url)
