@@ -22,7 +22,28 @@ from .daemon import running_daemon, write_config
 
 ADMIN_TOKEN = "console-admin-token-7f3a9c"
 VIEWER_TOKEN = "console-viewer-token-2b8e41"
-GREETING = "Hello from the scripted model, streamed to the console."
+#: Long enough to come in several drafts: the stream's scrubber holds back the last 256
+#: characters (a credential could be still arriving), and a draft goes out every 80 more.
+GREETING = (
+    "Hello from the scripted model, streamed to the console. "
+    "A reply this long reaches the page in drafts, each the whole reply so far, "
+    "about every eighty characters, and then once more as the final text, "
+    "so the page shows it growing as the model writes it. "
+    "The gateway holds back the last few hundred characters of a stream until it knows "
+    "that no credential is hiding in them, which is why a short reply arrives all at once. "
+    "This one goes on a little longer, to be sure that at least two drafts come before "
+    "the end, and that the browser shows each of them in turn."
+)
+#: Records each text the conversation's elements are given (every draft of a reply): a
+#: WebDriver script, which the page's CSP does not restrict.
+RECORD_TEXTS = """
+window.texts = [];
+new MutationObserver((records) => {
+  for (const record of records) {
+    for (const node of record.addedNodes) if (node.nodeType === Node.TEXT_NODE) window.texts.push(node.data);
+  }
+}).observe(document.getElementById("messages"), { subtree: true, childList: true });
+"""
 TOOL_COMMAND = "command echo approved-from-the-console"
 
 
@@ -92,8 +113,12 @@ def _replies(driver: Any) -> list[str]:
 def _chat(driver: Any) -> None:
     """A turn streamed in, then a tool call approved from its button."""
     wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#agent option"))
+    driver.execute_script(RECORD_TEXTS)
     _send(driver, "say hello")
     wait_until(driver, lambda d: GREETING in _replies(d))
+    texts = driver.execute_script("return window.texts")
+    drafts = [text for text in texts if text and GREETING.startswith(text) and text != GREETING]
+    assert len(drafts) >= 2, texts  # it grew in steps before the final text
     _send(driver, "run the command", keyboard=True)
     approve = wait_until(
         driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
