@@ -19,8 +19,9 @@ admits is ended at its next request, as always).
 A cookie is ambient (the browser adds it to every request to the gateway), so a request
 that changes something (POST, PUT, PATCH, DELETE) must also carry the session's CSRF
 token in ``X-CSRF-Token``, which only the console's own pages know (they carry it in a
-``<meta>`` tag), and an ``Origin``, when it has one, equal to the gateway's own; the
-login form's POST must come from the gateway's own origin too. Otherwise 403 and the
+``<meta>`` tag). Any request with the cookie and an ``Origin`` must come from the
+gateway's own (even one of ``gateway.http.allowed_origins`` may not use the console's
+session); the login form's POST too. Otherwise 403 and the
 route never runs. A request with an ``Authorization`` header is that token's: the
 cookie is not looked at.
 
@@ -187,12 +188,15 @@ class ConsoleSessions:
 
     def visit(self, cookie: str | None, method: str, headers: Mapping[str, str]) -> ConsoleSession | Refusal | None:
         """The session a request without ``Authorization`` comes with (None: none, or ended),
-        or a 403 if it would change something without the CSRF token or from another origin."""
+        or a 403 if it comes from another origin, or would change something without the
+        CSRF token."""
         session = self.find(cookie)
-        if session is None or method not in _CHANGING:
-            return session
+        if session is None:
+            return None
         if not own_origin(headers):
             return Refusal(403, "origin_not_allowed", "a console request from another origin")
+        if method not in _CHANGING:
+            return session
         given = headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(given.encode(), session.csrf.encode()):
             return Refusal(403, "csrf", f"a console request that changes something needs the page's {CSRF_HEADER}")

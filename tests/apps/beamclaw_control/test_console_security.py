@@ -146,6 +146,22 @@ async def test_a_cookie_request_that_changes_something_needs_the_csrf_token_and_
         assert (await client.get("/openapi.json")).status_code == 401
 
 
+async def test_an_allowed_origin_may_call_with_a_token_but_not_with_the_console_cookie(
+    serve_console: ServeConsole,
+) -> None:
+    """``allowed_origins`` lets another web app call the API with its own token; the
+    console's session stays the console's (a same-site origin's request would carry it)."""
+    friend = {"Origin": "http://localhost:3000"}
+    async with serve_console(http={"allowed_origins": [friend["Origin"]]}) as console, console.client() as client:
+        csrf = await console.login(client, "boss")
+        assert (await client.get("/openapi.json", headers=friend)).status_code == 403
+        logout = await client.post("/ui/logout", json={}, headers={**friend, "X-CSRF-Token": csrf})
+        assert logout.status_code == 403
+        assert (await client.get("/ui/tree")).status_code == 200  # still logged in
+        async with console.client(Authorization=f"Bearer {console.token('boss')}", **friend) as app:
+            assert (await app.get("/openapi.json")).status_code == 200
+
+
 async def test_the_login_form_posts_from_the_gateways_own_origin_only(serve_console: ServeConsole) -> None:
     async with serve_console() as console, console.client() as client:
         token = {"token": console.token("boss")}
