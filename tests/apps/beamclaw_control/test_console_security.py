@@ -9,6 +9,7 @@ server alone refuses it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -299,7 +300,8 @@ def _node(tree: dict[str, Any], path: str) -> dict[str, Any]:
 
 async def test_a_viewers_session_cannot_chat_approve_or_kill_and_an_operators_cannot_kill(tmp_path: Path) -> None:
     """On a real daemon: each refusal is a 403, and nothing happened (no model call, no
-    crash); the operator's session does chat, with the same cookie and CSRF token."""
+    crash); the operator's session does chat, with the same cookie and CSRF token; a
+    stream of the viewer's session ends when the session does."""
     files = {}
     for name in ROLES:
         files[name] = tmp_path / f"{name}.token"
@@ -337,6 +339,16 @@ async def test_a_viewers_session_cannot_chat_approve_or_kill_and_an_operators_ca
             async with ops.stream("POST", "/v1/chat", json=chat, headers=pages["ops"]) as turn:
                 assert turn.status_code == 200
                 assert "hello, operator" in (await turn.aread()).decode()
+            # A live stream of the session ends with it (here at its logout).
+            async with viewer.stream("GET", "/v1/supervision/events") as events:
+                lines = events.aiter_lines()
+                async for line in lines:
+                    if line == "event: ready":
+                        break
+                assert (await viewer.post("/ui/logout", json={}, headers=pages["watcher"])).status_code == 200
+                with trio.fail_after(30), contextlib.suppress(httpx.RemoteProtocolError):  # cut off mid-stream
+                    async for _ in lines:
+                        pass
 
 
 def test_no_script_or_page_takes_a_connection_target_from_the_url() -> None:
