@@ -122,13 +122,29 @@ async def metrics() -> Response:
     return Response(text, content_type="text/plain; version=0.0.4; charset=utf-8")
 
 
+#: What a conversation's label says to a principal that may not act as its user.
+_HIDDEN_LABEL: Final = "another user's conversation"
+
+
+def _within_reach(node: dict[str, Any], who: Principal) -> dict[str, Any]:
+    """*node* with the label of each conversation whose user *who* may not act as hidden: a
+    session's label names its user (``local:ada → default (cli)``), and a viewer or a
+    scoped token must not learn who else talks to the daemon."""
+    label = node.get("label")
+    if isinstance(label, str) and " → " in label and not who.may_act_as(label.split(" → ", 1)[0]):
+        node["label"] = _HIDDEN_LABEL
+    for child in node.get("children", ()):
+        _within_reach(child, who)
+    return node
+
+
 @api.get(TREE_PATH)
 async def tree() -> Response:
     """This node's tree; with ``?cluster=1``, ``{"nodes": [...]}``: every node's, each asked
     for its own with a request signed for the caller (see `node_trees`; on one node, this
-    daemon's alone)."""
+    daemon's alone). The labels of conversations outside the caller's users are hidden."""
     ctx = context()
-    local = sv.inspect_tree(ctx.config.root)
+    local = _within_reach(sv.inspect_tree(ctx.config.root), principal())
     if request.args.get("cluster", "") not in {"1", "true"} or g.beamclaw_forwarded:
         return Response(json.dumps(local), content_type="application/json")
     member = ctx.member

@@ -137,6 +137,26 @@ async def test_a_viewer_reads_metadata_and_cannot_chat(run_gateway: RunGateway, 
         assert g.model.requests == []
 
 
+def _labels(tree: dict[str, Any]) -> list[str]:
+    own = [tree["label"]] if "label" in tree else []
+    return own + [label for child in tree.get("children", ()) for label in _labels(child)]
+
+
+async def test_the_tree_shows_a_conversations_user_only_to_who_may_act_as_it(
+    run_gateway: RunGateway, tokens: dict[str, Any]
+) -> None:
+    async with run_gateway(repeat=Echo(), gateway_table=tokens, token=ADMIN) as g:
+        assert (await _chat(g, ALICE, "hi")).status_code == 200
+        seen = {}
+        for name, token in (("alice", ALICE), ("bob", BOB), ("viewer", VIEWER), ("admin", ADMIN)):
+            async with _as(g, token) as http:
+                answer = await http.get("/v1/supervision/tree")
+            assert answer.status_code == 200, answer.text
+            seen[name] = [label for label in _labels(answer.json()) if "→" in label or "conversation" in label]
+        assert seen["alice"] == seen["admin"] == ["api:alice → default (http)"]
+        assert seen["bob"] == seen["viewer"] == ["another user's conversation"]
+
+
 async def test_a_token_limited_to_some_agents_sees_and_uses_only_those(
     run_gateway: RunGateway, tokens: dict[str, Any]
 ) -> None:
