@@ -33,6 +33,13 @@ from ._hosts import LOOPBACK_NAMES, bind_name, is_ip_literal, normalise_origin, 
 _WITH_BODY: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
+def _bodiless(headers: Mapping[str, str]) -> bool:
+    """No Content-Type, and a body of length 0 (declared, or neither declared nor chunked)."""
+    if headers.get("Content-Type") is not None or headers.get("Transfer-Encoding") is not None:
+        return False
+    return headers.get("Content-Length", "0").strip() == "0"
+
+
 @attrs.frozen
 class Refusal:
     """A request turned away before any route: its status, error code, message and headers."""
@@ -91,8 +98,15 @@ class BrowserGuard:
 
     @staticmethod
     def body_refusal(method: str, headers: Mapping[str, str]) -> Refusal | None:
-        """Why the body of this request may not be read (it is not JSON), or None."""
-        if method in _WITH_BODY and (why := json_media_type_problem(headers.get("Content-Type"))) is not None:
+        """Why the body of this request may not be read (it is not JSON), or None.
+
+        A request with no body and no Content-Type (``curl -X POST .../stop``) has nothing
+        to refuse: a cross-site form always sends a type, and a script that sends no body
+        changes only what the route does without one, behind the same token or cookie checks.
+        """
+        if method not in _WITH_BODY or _bodiless(headers):
+            return None
+        if (why := json_media_type_problem(headers.get("Content-Type"))) is not None:
             return Refusal(415, "unsupported_media_type", why)
         return None
 

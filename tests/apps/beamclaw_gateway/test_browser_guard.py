@@ -60,6 +60,16 @@ async def test_a_cross_site_simple_request_runs_no_turn(
         assert g.model.count == 0
 
 
+async def test_a_post_without_a_body_needs_no_content_type_and_one_with_a_body_does(run_gateway: RunGateway) -> None:
+    async with run_gateway(repeat=Reply("a turn ran")) as g, g.client() as http:
+        empty = await http.post("/v1/chat/completions")
+        assert empty.status_code == 400, empty.text  # read, and refused as no chat request
+        assert empty.json()["error"]["code"] != "unsupported_media_type"
+        untyped = await http.post("/v1/chat/completions", content=json.dumps(CHAT).encode())
+        assert untyped.status_code == 415
+        assert g.model.count == 0
+
+
 async def test_json_with_a_utf8_charset_is_accepted_and_another_is_not(run_gateway: RunGateway) -> None:
     async with run_gateway(repeat=Reply("ok")) as g, g.client() as http:
         body = json.dumps(CHAT).encode()
