@@ -9,6 +9,8 @@ OpenAPI document of it all.
 from ._app import create_app
 from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
+from ._console_sessions import COOKIE as CONSOLE_COOKIE
+from ._console_sessions import ConsoleSession, ConsoleSessions, LoginRefused, console_session, console_sessions
 from ._http_api import error, json_body, principal
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
@@ -24,6 +26,10 @@ from ._turns import BadRequest
 __all__ = [
     "LOCAL",
     "BadRequest",
+    "CONSOLE_COOKIE",
+    "ConsoleSession",
+    "ConsoleSessions",
+    "LoginRefused",
     "SCHEMA",
     "Forbidden",
     "GatewayConfig",
@@ -35,6 +41,8 @@ __all__ = [
     "RateLimiter",
     "agents_server",
     "openapi_document",
+    "console_session",
+    "console_sessions",
     "create_app",
     "error",
     "json_body",

@@ -11,6 +11,12 @@ else ``X-User-Id``; each WebSocket message's ``user`` too), answered with 429 an
 Retry-After; open WebSockets are capped (`ConnectionCap`). Bodies are capped at
 ``max_body_bytes`` (413, answered by `_BodyLimit` before Quart sees the request),
 WebSocket messages at ``max_ws_message_bytes``.
+
+The web console's pages (/ui) log in once with a token and then send a session cookie
+instead (`beamclaw_gateway._console_sessions`): an HTTP request without ``Authorization``
+is its session's principal, a change needs the session's CSRF token, and a page asked
+for without a session is sent to the login page. Every response, early refusals
+included, carries the console's Content-Security-Policy and headers (`_SecurityHeaders`).
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from typing import Any, Final
 
 import attrs
 import trio
-from quart import Response, g, request, websocket
+from quart import Response, g, redirect, request, websocket
+from quart.typing import ResponseReturnValue
 from quart_trio import QuartTrio
 from werkzeug.exceptions import HTTPException
 
@@ -34,6 +41,8 @@ from ._browser_guard import BrowserGuard, Refusal
 from ._config import GatewayConfig, principals_of
 from ._connections import RETRY_AFTER as CAP_RETRY_AFTER
 from ._connections import ConnectionCap
+from ._console_sessions import COOKIE, SECURITY_HEADERS, STATIC_PREFIX, ConsoleSessions, is_page, login_refusal
+from ._console_sessions import is_open as console_open
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
 from ._openapi import openapi
@@ -199,6 +208,25 @@ class _InFlight:
             self.cap.give_back(client)
 
 
+@attrs.define
+class _SecurityHeaders:
+    """ASGI middleware, outermost: every HTTP response (a route's, an error's, an early
+    refusal's, /mcp's, a refused WebSocket upgrade's) carries `SECURITY_HEADERS`."""
+
+    app: _ASGI
+
+    async def __call__(self, scope: _Message, receive: _Receive, send: _Send) -> None:
+        async def with_headers(message: _Message) -> None:
+            if message["type"] in {"http.response.start", "websocket.http.response.start"}:
+                names = {name.lower() for name in SECURITY_HEADERS}
+                own = [(k, v) for k, v in message.get("headers", []) if k.decode("latin-1").lower() not in names]
+                added = [(name.lower().encode(), value.encode()) for name, value in SECURITY_HEADERS.items()]
+                message = {**message, "headers": [*own, *added]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def _shield_the_end(send: _Send) -> _Send:
     """A send whose last message of a response is shielded from cancellation (for a while).
 
@@ -280,16 +308,30 @@ def create_app(
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
     sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
+    console = ConsoleSessions(principals, config.console)
+    app.config["CONSOLE_SESSIONS"] = console
 
-    def check(method: str, headers: Any, remote: str | None, path: str, view: Any = None) -> Principal | Refusal:
-        """Who the request is (or why it is turned away): Host and Origin, the token, the
-        role (*view*: the route's function, which may be marked with the role it needs)."""
+    def check(
+        method: str, headers: Any, remote: str | None, path: str, view: Any = None, *, cookie: str | None = None
+    ) -> Principal | Refusal:
+        """Who the request is (or why it is turned away): Host and Origin, the token (or,
+        without one, the console session of *cookie*), the role (*view*: the route's
+        function, which may be marked with the role it needs)."""
         refusal = guard.refusal(headers)
         if refusal is not None:
             return refusal
         if path in _OPEN_PATHS:
             return guard.body_refusal(method, headers) or _NOBODY
+        if console_open(path):  # the login form posts a form, not JSON
+            return login_refusal(method, headers) or _NOBODY
         who = principals.identify(headers.get("Authorization"))
+        if who is None and cookie is not None and "Authorization" not in headers:
+            visited = console.visit(cookie, method, headers)
+            if isinstance(visited, Refusal):
+                return visited
+            if visited is not None:
+                g.beamclaw_console = visited
+                who = visited.principal
         if who is None:
             return Refusal(
                 401, "unauthorized", "missing or wrong gateway token (send it as 'Authorization: Bearer ...')",
@@ -338,7 +380,7 @@ def create_app(
         return error(refusal.message, refusal.status, refusal.code, **refusal.headers)
 
     @app.before_request
-    async def guard_request() -> Response | None:
+    async def guard_request() -> ResponseReturnValue | None:
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
         body = await request.get_data(True, False, False)
@@ -347,9 +389,13 @@ def create_app(
         if g.beamclaw_forwarded:
             found = forwarded(request.method, request.headers, request.full_path.rstrip("?"), body, view)
         else:
-            found = check(request.method, request.headers, request.remote_addr, request.path, view)
-        if isinstance(found, Principal) and request.path not in _OPEN_PATHS:
+            cookie = request.cookies.get(COOKIE)
+            found = check(request.method, request.headers, request.remote_addr, request.path, view, cookie=cookie)
+        unlimited = request.path in _OPEN_PATHS or request.path.startswith(STATIC_PREFIX)
+        if isinstance(found, Principal) and not unlimited:
             found = limited(request.remote_addr, await request_user(found)) or found
+        if isinstance(found, Refusal) and found.status == 401 and request.method == "GET" and is_page(request.path):
+            return redirect("/ui/login")
         if isinstance(found, Refusal):
             return refused(found)
         g.beamclaw_principal = found
@@ -405,4 +451,5 @@ def create_app(
     # Outermost, so /mcp's requests count too.
     requests = ConnectionCap(config.http.max_http_requests, config.http.max_http_requests_per_client, "requests")
     app.asgi_app = _InFlight(app.asgi_app, requests, principals)  # type: ignore[method-assign,assignment]
+    app.asgi_app = _SecurityHeaders(app.asgi_app)  # type: ignore[method-assign,assignment]
     return app

@@ -11,8 +11,9 @@ both, as the MCP SDK's transport security does:
   bind address, ``gateway.http.allowed_hosts``, and the Telegram webhook's host; on a
   wildcard bind (0.0.0.0, ::) any IP address too, since an address is never looked up.
   A rebinding page's requests carry the attacker's name, whatever it resolves to.
-- ``Origin``, when sent, must be in ``gateway.http.allowed_origins`` (403); without
-  one, ``Sec-Fetch-Site: cross-site`` is refused as well (a browser's no-cors request).
+- ``Origin``, when sent, must be the gateway's own (the web console's pages: scheme and
+  the ``Host`` just checked) or in ``gateway.http.allowed_origins`` (403); without one,
+  ``Sec-Fetch-Site: cross-site`` is refused as well (a browser's no-cors request).
 - A body must be ``application/json`` (415): no simple request can say so, so a
   cross-site POST cannot reach a route unless CORS would have let it.
 """
@@ -80,7 +81,7 @@ class BrowserGuard:
                 "add it to gateway.http.allowed_hosts",
             )
         origin = headers.get("Origin")
-        if origin is not None and not self.origin_allowed(origin):
+        if origin is not None and not own_origin(headers) and not self.origin_allowed(origin):
             return Refusal(403, "origin_not_allowed", f"origin {origin!r} is not in gateway.http.allowed_origins")
         if origin is None and headers.get("Sec-Fetch-Site", "").lower() == "cross-site":
             return Refusal(
@@ -113,6 +114,24 @@ class BrowserGuard:
             return normalise_origin(origin) in self.origins
         except ValueError:
             return False
+
+
+def own_origin(headers: Mapping[str, str]) -> bool:
+    """Whether the request's ``Origin`` (if it has one) is the gateway's own: an http(s)
+    origin whose host and port are the request's ``Host`` (a page the gateway served).
+
+    A form posted from a page served with ``Referrer-Policy: no-referrer`` (the console's
+    login page) says ``Origin: null``; the browser's ``Sec-Fetch-Site: same-origin``,
+    which no page can set, then tells it came from the gateway's own page.
+    """
+    origin = headers.get("Origin")
+    if origin is None:
+        return True
+    if origin == "null":
+        return headers.get("Sec-Fetch-Site", "").lower() == "same-origin"
+    parts = urllib.parse.urlsplit(origin)
+    host = headers.get("Host", "")
+    return parts.scheme in {"http", "https"} and bool(host) and parts.netloc.lower() == host.lower()
 
 
 def json_media_type_problem(content_type: str | None) -> str | None:

@@ -152,6 +152,16 @@ class AuthConfig:
 
 
 @attrs.frozen
+class ConsoleConfig:
+    """``[gateway.console]``: the web console at /ui (see `beamclaw_gateway._console_sessions`)."""
+
+    #: false: /ui and its login answer 404, and no console session can be opened.
+    enabled: bool = True
+    #: A console session unused for this long ends (the browser is sent to the login page).
+    idle_minutes: float = 30.0
+
+
+@attrs.frozen
 class GatewayConfig:
     enabled: bool = True
     http: HttpConfig = HttpConfig()
@@ -159,6 +169,7 @@ class GatewayConfig:
     channels: ChannelsConfig = ChannelsConfig()
     transcription: TranscriptionConfig = TranscriptionConfig()
     auth: AuthConfig = AuthConfig()
+    console: ConsoleConfig = ConsoleConfig()
     #: The agent a request that names none talks to.
     default_agent: str = "default"
     #: The root supervisor whose tree /v1/supervision/tree shows (set by the daemon).
@@ -236,6 +247,7 @@ def _check_limits(config: GatewayConfig) -> None:
         "gateway.rate_limit.window_seconds": config.rate_limit.window_seconds,
         "gateway.channels.telegram.photo.max_size_bytes": config.channels.telegram.photo.max_size_bytes,
         "gateway.channels.telegram.voice.max_duration_seconds": config.channels.telegram.voice.max_duration_seconds,
+        "gateway.console.idle_minutes": config.console.idle_minutes,
     }
     for key, value in positive.items():
         if not value > 0:

@@ -1,0 +1,217 @@
+"""The web console's sessions: a token typed once into the login page, then a cookie.
+
+A browser cannot keep a Bearer token safely (a script that reads it can send it
+anywhere: OpenClaw's CVE-2026-25253 was a URL parameter that did just that), so the
+console's login page posts the token once and the gateway answers with a session
+cookie no script can read (HttpOnly), that no other site's request carries
+(SameSite=Strict), sent only over HTTPS when the console came over HTTPS (Secure).
+
+A session holds the name of the token's principal, never its role: each request looks
+the principal up in the current configuration, so a role changed by a reload applies at
+once. It holds a fingerprint of the token (an HMAC under a key of this process), which
+is compared with the token's current value at every request: a rotated token file (or
+a variable changed by ``beamclaw reload``) ends every session opened with the old one.
+A session unused for ``gateway.console.idle_minutes`` ends too.
+
+A cookie is ambient (the browser adds it to every request to the gateway), so a request
+that changes something (POST, PUT, PATCH, DELETE) must also carry the session's CSRF
+token in ``X-CSRF-Token``, which only the console's own pages know (they carry it in a
+``<meta>`` tag), and an ``Origin``, when it has one, equal to the gateway's own; the
+login form's POST must come from the gateway's own origin too. Otherwise 403 and the
+route never runs. A request with an ``Authorization`` header is that token's: the
+cookie is not looked at.
+
+With no token configured (loopback, open mode) every request is already the machine's
+owner, and the console refuses to log in: its cookie and CSRF checks would guard
+nothing the open API does not give away, and a browser is the one client other sites
+can steer, so the console asks for a token to be configured first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from typing import Final
+
+import attrs
+from quart import current_app, g
+
+from ._browser_guard import Refusal, own_origin
+from ._config import ConsoleConfig
+from ._principals import Principal, Principals
+
+#: The session cookie's name.
+COOKIE: Final = "beamclaw_session"
+#: The header a console request that changes something carries its CSRF token in.
+CSRF_HEADER: Final = "X-CSRF-Token"
+#: The console's paths anyone may fetch: the login page (and its form's POST) and the
+#: static files. Every other /ui path is a page, which needs a session.
+LOGIN_PATH: Final = "/ui/login"
+STATIC_PREFIX: Final = "/ui/static/"
+#: Methods that change something: a cookie request with one needs the CSRF token.
+_CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+#: Sessions kept at most; past it the least recently used ends (logins are rate limited,
+#: so this only bounds the memory a patient client could take).
+_MAX_SESSIONS: Final = 1000
+#: What every response carries (the web console's contract): no inline script or style,
+#: nothing loaded or sent anywhere but this origin, never framed.
+SECURITY_HEADERS: Final = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+class LoginRefused(Exception):
+    """The login page's token is not accepted; the message says why (shown on the page)."""
+
+
+def is_open(path: str) -> bool:
+    """Whether *path* is one of the console's paths anyone may fetch (`LOGIN_PATH`, static files)."""
+    return path == LOGIN_PATH or path.startswith(STATIC_PREFIX)
+
+
+def is_page(path: str) -> bool:
+    """Whether *path* is one of the console's pages (a request without a session is sent to log in)."""
+    return (path == "/ui" or path.startswith("/ui/")) and not is_open(path)
+
+
+@attrs.define
+class ConsoleSession:
+    """One browser's login."""
+
+    #: The principal's name (its role is looked up at each request, never kept).
+    name: str
+    #: What the console's pages send in `CSRF_HEADER`.
+    csrf: str
+    #: The HMAC of the token it logged in with (see the module's docstring).
+    fingerprint: bytes
+    #: `time.monotonic` of its last request.
+    last_use: float
+    #: Its principal as of its last request (by the current configuration).
+    principal: Principal
+
+
+@attrs.define
+class ConsoleSessions:
+    """The open console sessions of this app, in memory (a restart logs every browser out)."""
+
+    principals: Principals
+    config: ConsoleConfig
+    clock: Callable[[], float] = time.monotonic
+    _key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
+    #: By the SHA-256 of the cookie's value, so a lookup reveals nothing by its timing.
+    _sessions: dict[bytes, ConsoleSession] = attrs.field(factory=dict)
+
+    @property
+    def open(self) -> bool:
+        """Whether no token is configured (the console then refuses to log in)."""
+        return self.principals.open
+
+    def login(self, token: str) -> tuple[str, ConsoleSession]:
+        """A new session for *token* (compared as a Bearer token is) and its cookie's value;
+        `LoginRefused` saying why not."""
+        if not self.config.enabled:
+            raise LoginRefused("the web console is disabled (gateway.console.enabled = false)")
+        if self.open:
+            raise LoginRefused(
+                "this gateway has no token configured, and the console needs one: set BEAMCLAW_GATEWAY_TOKEN "
+                "(or give a client a token of its own in [gateway.auth.tokens.NAME]) and restart or reload"
+            )
+        token = token.strip()
+        who = self.principals.identify(f"Bearer {token}") if token else None
+        if who is None:
+            raise LoginRefused("wrong token")
+        self._prune()
+        cookie = secrets.token_urlsafe(32)
+        session = ConsoleSession(who.name, secrets.token_urlsafe(32), self._fingerprint(token), self.clock(), who)
+        self._sessions[self._id(cookie)] = session
+        return cookie, session
+
+    def logout(self, cookie: str | None) -> None:
+        if cookie:
+            self._sessions.pop(self._id(cookie), None)
+
+    def find(self, cookie: str | None) -> ConsoleSession | None:
+        """The live session of *cookie*, its principal and last use brought up to date; None
+        (and the session ended) if it is unknown, idle too long, or its token changed or went."""
+        if not cookie:
+            return None
+        key = self._id(cookie)
+        session = self._sessions.get(key)
+        if session is None:
+            return None
+        now = self.clock()
+        current = self._current(session.name)
+        if (
+            not self.config.enabled
+            or now - session.last_use > self.config.idle_minutes * 60
+            or current is None
+            or not hmac.compare_digest(self._fingerprint(current[1]), session.fingerprint)
+        ):
+            del self._sessions[key]
+            return None
+        session.principal, session.last_use = current[0], now
+        return session
+
+    def visit(self, cookie: str | None, method: str, headers: Mapping[str, str]) -> ConsoleSession | Refusal | None:
+        """The session a request without ``Authorization`` comes with (None: none, or ended),
+        or a 403 if it would change something without the CSRF token or from another origin."""
+        session = self.find(cookie)
+        if session is None or method not in _CHANGING:
+            return session
+        if not own_origin(headers):
+            return Refusal(403, "origin_not_allowed", "a console request from another origin")
+        given = headers.get(CSRF_HEADER, "")
+        if not hmac.compare_digest(given.encode(), session.csrf.encode()):
+            return Refusal(403, "csrf", f"a console request that changes something needs the page's {CSRF_HEADER}")
+        return session
+
+    def _current(self, name: str) -> tuple[Principal, str] | None:
+        """The principal called *name* by the current configuration, and its token's value now."""
+        for source, principal in self.principals.tokens:
+            if principal.name == name:
+                value = source.value()
+                return None if value is None else (principal, value)
+        return None
+
+    def _fingerprint(self, token: str) -> bytes:
+        return hmac.new(self._key, token.encode(), hashlib.sha256).digest()
+
+    @staticmethod
+    def _id(cookie: str) -> bytes:
+        return hashlib.sha256(cookie.encode()).digest()
+
+    def _prune(self) -> None:
+        """End the idle sessions, and the least recently used past `_MAX_SESSIONS`."""
+        limit = self.clock() - self.config.idle_minutes * 60
+        for key, session in list(self._sessions.items()):
+            if session.last_use < limit:
+                del self._sessions[key]
+        while len(self._sessions) >= _MAX_SESSIONS:
+            del self._sessions[min(self._sessions, key=lambda key: self._sessions[key].last_use)]
+
+
+def login_refusal(method: str, headers: Mapping[str, str]) -> Refusal | None:
+    """Why the login form's request may not go on: its POST must come from the gateway's own origin."""
+    if method == "POST" and not own_origin(headers):
+        return Refusal(403, "origin_not_allowed", "the console's login form posts from the gateway's own origin only")
+    return None
+
+
+def console_sessions() -> ConsoleSessions:
+    """The current app's console sessions."""
+    sessions: ConsoleSessions = current_app.config["CONSOLE_SESSIONS"]
+    return sessions
+
+
+def console_session() -> ConsoleSession | None:
+    """The console session the current request came with (None: a token's request, or none)."""
+    session: ConsoleSession | None = getattr(g, "beamclaw_console", None)
+    return session
