@@ -11,7 +11,7 @@ from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
 from ._console_sessions import COOKIE as CONSOLE_COOKIE
 from ._console_sessions import ConsoleSession, ConsoleSessions, LoginRefused, console_session, console_sessions
-from ._http_api import error, json_body, principal
+from ._http_api import context, error, json_body, principal
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
 from ._mcp_server import agents_server
@@ -44,6 +44,7 @@ __all__ = [
     "console_session",
     "console_sessions",
     "create_app",
+    "context",
     "error",
     "json_body",
     "needs",
