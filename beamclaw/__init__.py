@@ -4,9 +4,10 @@
 order under one root supervisor, and serves until SIGINT or SIGTERM.
 """
 
+from beamclaw_control import SOCKET_NAME as CONTROL_SOCKET
+
 from ._apps import APPS, BUNDLED_SKILLS, check_config, store_config
 from ._config import ConfigError, default_config_path, load_config
-from ._control import SOCKET_NAME as CONTROL_SOCKET
 from ._daemon import AlreadyRunning, daemon_lock, daemon_pid, run_daemon
 from ._data_dir import data_dir
 from ._describe import describe

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any, Final
 
 import supervision as sv
+from beamclaw_control import serve_socket
 
-from ._apps import APPS, ROOT, Daemon, app_tree, enabled_apps, start_app
+from ._apps import APPS, ROOT, Daemon, app_table, app_tree, enabled_apps, start_app
 from ._config import default_config_path
-from ._control import control_server
+from ._host import Host
 from ._reload import reload_on_sighup
 
 #: Every app restarts after a short, growing delay, so an app that cannot start (a
@@ -19,8 +20,10 @@ _APP_BACKOFF: Final = sv.Backoff(initial=0.1, maximum=2.0)
 
 def build_tree(config: dict[str, Any], home: Path, config_path: Path | None = None) -> sv.Supervisor:
     """The root supervisor: every enabled app, each after its dependencies, then the
-    control socket the CLI talks to (*config_path* is the file *config* came from, for
-    `beamclaw status` and `beamclaw reload`).
+    control subtree: the daemon's host process (`Host`), the management API on the
+    owner-only socket the CLI talks to (served even when the gateway's TCP server is
+    disabled), and the SIGHUP reloader (*config_path* is the file *config* came from,
+    for `beamclaw status` and `beamclaw reload`).
 
     The apps start in dependency order and stop in reverse, but the root is
     one_for_one, not rest_for_one: apps reach each other only by registered names
@@ -44,8 +47,10 @@ def build_tree(config: dict[str, Any], home: Path, config_path: Path | None = No
         for app in sv.start_order(apps)
     ]
     if "core" in enabled:
-        server = sv.ChildSpec("server", control_server, args=(daemon,), backoff=_APP_BACKOFF)
+        host = sv.ChildSpec("host", Host.start, args=(daemon,), backoff=_APP_BACKOFF)
+        table = app_table("gateway", config)
+        server = sv.ChildSpec("server", serve_socket, args=(table, home), shutdown=5.0, backoff=_APP_BACKOFF)
         reloader = sv.ChildSpec("sighup", reload_on_sighup, args=(daemon,), backoff=_APP_BACKOFF)
-        control = sv.Supervisor([server, reloader], name="control", intensity=10, period=10.0)
+        control = sv.Supervisor([host, server, reloader], name="control", intensity=10, period=10.0)
         children.append(control.child_spec("control", backoff=_APP_BACKOFF))
     return sv.Supervisor(children, strategy=sv.ONE_FOR_ONE, intensity=30, period=30.0, name=ROOT)

@@ -5,8 +5,41 @@ The same application serves the owner-only Unix socket in the data dir, which th
 and the TUI speak to with httpx (a request there is the machine's owner: an admin), and
 the gateway's TCP address, where a token or the web console's session cookie decides
 who a request is. One API, one set of checks, one set of tests.
+
+Operations only the daemon root can do (its status, configuration, reload, stop) are
+asked of its host process, registered as `HOST`, with the messages of `_host`.
 """
 
 from ._blueprints import blueprints
+from ._host import (
+    HOST,
+    RELOAD_SECONDS,
+    Doctor,
+    EnvNames,
+    HostRequest,
+    KilledOnPurpose,
+    Reload,
+    Resolve,
+    ShowConfig,
+    Status,
+    Stop,
+)
+from ._socket import SOCKET_NAME, AnotherDaemon, serve_socket
 
-__all__ = ["blueprints"]
+__all__ = [
+    "HOST",
+    "RELOAD_SECONDS",
+    "SOCKET_NAME",
+    "AnotherDaemon",
+    "Doctor",
+    "EnvNames",
+    "HostRequest",
+    "KilledOnPurpose",
+    "Reload",
+    "Resolve",
+    "ShowConfig",
+    "Status",
+    "Stop",
+    "blueprints",
+    "serve_socket",
+]

@@ -293,11 +293,18 @@ def create_app(
     extra: tuple[Any, ...] = (),
     mcp_app: _ASGI | None = None,
     member: cluster.Membership | None = None,
+    *,
+    local: bool = False,
 ) -> QuartTrio:
     """The app; *extra* blueprints are added as given, and *mcp_app* (the MCP server of the
     agents) answers at ``/mcp``, behind the same checks. *member*: this node's membership
     of a cluster (requests for conversations other nodes own are forwarded to them, and
-    theirs, signed with the cluster's secret, are taken)."""
+    theirs, signed with the cluster's secret, are taken).
+
+    *local*: the app of the owner-only Unix socket (mode 0600 in the private data dir:
+    whoever connects is the machine's owner). Every request there is the `LOCAL` admin,
+    with no token, no rate limit and no Host or Origin check (no browser reaches a Unix
+    socket); the body limits stay."""
     app = QuartTrio("beamclaw_gateway")
     app.config["BEAMCLAW"] = Context(config, data_dir, member)
     app.config["MAX_CONTENT_LENGTH"] = config.http.max_body_bytes
@@ -317,6 +324,8 @@ def create_app(
         """Who the request is (or why it is turned away): Host and Origin, the token (or,
         without one, the console session of *cookie*), the role (*view*: the route's
         function, which may be marked with the role it needs)."""
+        if local:
+            return LOCAL
         refusal = guard.refusal(headers)
         if refusal is not None:
             return refusal
@@ -361,6 +370,8 @@ def create_app(
         return who
 
     def limited(remote: str | None, user: str) -> Refusal | None:
+        if local:
+            return None
         wait = limiter.check(remote, user, trio.current_time())
         if wait is None:
             return None
@@ -384,7 +395,7 @@ def create_app(
         # Read the body first (it is cached for the handler): a refusal sent while the
         # client is still writing a large body would leave both sides waiting.
         body = await request.get_data(True, False, False)
-        g.beamclaw_forwarded = cluster.is_forwarded(request.headers)
+        g.beamclaw_forwarded = not local and cluster.is_forwarded(request.headers)
         view = app.view_functions.get(request.endpoint or "")
         if g.beamclaw_forwarded:
             found = forwarded(request.method, request.headers, request.full_path.rstrip("?"), body, view)

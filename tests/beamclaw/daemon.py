@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import trio
 
 from tests.support.model_server import ScriptedModel
@@ -54,15 +55,24 @@ async def control(home: Path, payload: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
+def api_client(home: Path) -> httpx.AsyncClient:
+    """An HTTP client of the daemon's management API on its owner-only socket."""
+    transport = httpx.AsyncHTTPTransport(uds=str(home / "control.sock"))
+    return httpx.AsyncClient(transport=transport, base_url="http://beamclaw", timeout=httpx.Timeout(30.0, read=None))
+
+
+async def api(home: Path, method: str, path: str, json: Any = None) -> httpx.Response:
+    """One request to the management API on the socket."""
+    async with api_client(home) as client:
+        return await client.request(method, path, json=json)
+
+
 async def ping(home: Path) -> bool:
-    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with sock:
-        try:
-            await sock.connect(str(home / "control.sock"))
-        except OSError:
-            return False
-        await sock.send(b'{"cmd": "ping"}\n')
-        return b'"pong"' in await sock.recv(4096)
+    """Whether the daemon answers its status on the socket."""
+    try:
+        return (await api(home, "GET", "/v1/status")).status_code == 200
+    except httpx.TransportError:
+        return False
 
 
 @asynccontextmanager
