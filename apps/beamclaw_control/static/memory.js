@@ -43,7 +43,7 @@ async function search() {
 /** The status table: one row per agent, a column per figure the index reports. */
 async function loadStatus() {
   const answer = await api("GET", "/v1/memory/status");
-  const rows = Array.isArray(answer.agents) ? answer.agents : Object.entries(answer.agents || {}).map(([agent, v]) => ({ agent, ...v }));
+  const rows = answer.agents;
   const keys = [...new Set(rows.flatMap((row) => Object.keys(row)))];
   keys.sort((a, b) => (a === "agent" ? -1 : b === "agent" ? 1 : 0));
   statusTable.tHead.rows[0].replaceChildren(...keys.map((key) => el("th", { scope: "col", text: key.replaceAll("_", " ") })));

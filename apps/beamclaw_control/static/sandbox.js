@@ -12,7 +12,7 @@ function killButton(name) {
   button.addEventListener("click", () =>
     pressing(button, async () => {
       const answer = await api("POST", `/v1/sandbox/${encodeURIComponent(name)}/kill`);
-      notice(`removed ${answer.killed}`, "info");
+      notice(`removed ${answer.container}`, "info");
       await load();
     }),
   );

@@ -57,8 +57,12 @@ function runsButton(job) {
 }
 
 function stateCell(job) {
-  const reason = job.paused_reason ? ` (${job.paused_reason})` : "";
-  return el("td", { className: `job-state state-${job.state}`, data: { field: "state" }, text: `${job.state}${reason}` });
+  return el(
+    "td",
+    { className: `job-state state-${job.state}` },
+    el("span", { data: { field: "state" }, text: job.state }),
+    job.paused_reason ? el("span", { className: "meta", text: ` ${job.paused_reason}` }) : null,
+  );
 }
 
 function row(job) {
