@@ -17,33 +17,32 @@ import beamclaw_memory as memory
 from beamclaw_gateway import BadRequest, Role, context, json_body, needs, principal
 
 from ._common import answer, handle_errors
+from ._daemon_config import default_agent, search_limit
 
 memory_routes = handle_errors(Blueprint("memory_routes", __name__))
 
 #: The most hits one search returns.
 MAX_HITS: Final = 50
-#: Hits a search without ``limit`` returns (``[memory.search] default_limit``'s default).
-_DEFAULT_LIMIT: Final = memory.SearchConfig().default_limit
 
 
-def _agent(name: object) -> str:
+async def _agent(name: object) -> str:
     """The agent a request names (absent: the default one); it must exist and be the principal's."""
-    ctx = context()
+    default = await default_agent()
     if name is None or name == "":
-        name = ctx.config.default_agent
+        name = default
     if not isinstance(name, str):
         raise BadRequest('"agent" must be the name of an agent, or absent for the default one')
     try:
-        return core.check_agent_exists(ctx.data_dir, principal().check_agent(name), ctx.config.default_agent)
+        return core.check_agent_exists(context().data_dir, principal().check_agent(name), default)
     except core.UnknownAgent as exc:
         raise BadRequest(str(exc), 404, "not_found") from None
     except core.InvalidAgentName as exc:
         raise BadRequest(str(exc)) from None
 
 
-def _limit(text: str | None) -> int:
+async def _limit(text: str | None) -> int:
     if text is None or text == "":
-        return _DEFAULT_LIMIT
+        return await search_limit()
     if not text.isdigit() or not 1 <= int(text) <= MAX_HITS:
         raise BadRequest(f'"limit" must be a whole number from 1 to {MAX_HITS}')
     return int(text)
@@ -65,8 +64,8 @@ async def search() -> Response:
         raise BadRequest('"q" must say what to look for')
     if len(query) > memory.MAX_QUERY_CHARS:
         raise BadRequest(f"a memory query is at most {memory.MAX_QUERY_CHARS} characters")
-    agent = _agent(request.args.get("agent"))
-    limit = _limit(request.args.get("limit"))
+    agent = await _agent(request.args.get("agent"))
+    limit = await _limit(request.args.get("limit"))
     user = None
     if name := request.args.get("user"):
         who = principal()
@@ -87,7 +86,7 @@ async def search() -> Response:
 async def reindex() -> Response:
     """``{agent?}``: the agent's files indexed again from scratch; its new status."""
     body = await json_body("the agent to reindex, or {} for the default one")
-    agent = _agent(body.get("agent"))
+    agent = await _agent(body.get("agent"))
     try:
         return answer({"status": await memory.reindex(agent)})
     except (memory.MemoryUnavailable, LookupError, ValueError) as exc:
@@ -98,9 +97,8 @@ async def reindex() -> Response:
 @needs(Role.VIEWER)
 async def status() -> Response:
     """Each agent's memory the principal may use: documents, chunks, vectors, the embedder's last error."""
-    ctx = context()
     who = principal()
-    agents = [name for name in core.agent_names(ctx.data_dir, ctx.config.default_agent) if who.may_use(name)]
+    agents = [name for name in core.agent_names(context().data_dir, await default_agent()) if who.may_use(name)]
     try:
         found = await memory.status(agents)
     except (memory.MemoryUnavailable, LookupError, ValueError) as exc:

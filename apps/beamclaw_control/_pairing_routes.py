@@ -15,10 +15,11 @@ import trio
 from quart import Blueprint, Response
 
 import beamclaw_core as core
-from beamclaw_base import StoreConfig, Tx
+from beamclaw_base import Tx
 from beamclaw_gateway import BadRequest, Role, context, json_body, needs
 
 from ._common import answer, handle_errors, text_field
+from ._daemon_config import default_agent, session_store
 
 pairing_routes = handle_errors(Blueprint("pairing_routes", __name__))
 
@@ -26,21 +27,19 @@ R = TypeVar("R")
 
 
 async def _in_store(work: Callable[[Tx], R], *, write: bool = True) -> R:
-    """*work* in one transaction of the session store: a cluster's database (PostgreSQL,
-    shared by every node), else ``sessions.db`` in the data dir, opened for the request
-    as the command line opens it (SQLite in WAL mode: beside the daemon's own connection)."""
-    ctx = context()
+    """*work* in one transaction of the session store (``[store]``: SQLite's ``sessions.db``
+    in the data dir, or PostgreSQL), opened for the request as the command line opens it
+    (SQLite in WAL mode: beside the daemon's own connection)."""
+    store, data_dir = await session_store(), context().data_dir
+
+    def once() -> R:
+        db = core.open_session_store(store, data_dir)
+        try:
+            return db.transact(work, write=write)
+        finally:
+            db.close()
+
     try:
-        if ctx.member is not None:
-            return await ctx.member.database.run(work, write=write)
-
-        def once() -> R:
-            db = core.open_session_store(StoreConfig(), ctx.data_dir)
-            try:
-                return db.transact(work, write=write)
-            finally:
-                db.close()
-
         return await trio.to_thread.run_sync(once)
     except core.StoreError as exc:
         raise BadRequest(f"the session store cannot be used now: {exc}", 503, "unavailable") from None
@@ -61,13 +60,13 @@ async def approve() -> Response:
     """``{channel, code, agent?}``: allow the user who asked for *code*, with *agent* (the
     default one when absent); ``{user, channel, agent}``."""
     body = await json_body("a pairing code to approve: channel, code, agent")
-    ctx = context()
+    default = await default_agent()
     channel, code = text_field(body, "channel"), text_field(body, "code")
-    agent: Any = body.get("agent") or ctx.config.default_agent
+    agent: Any = body.get("agent") or default
     if not isinstance(agent, str):
         raise BadRequest('"agent" must be the name of an agent')
     try:
-        agent = core.check_agent_exists(ctx.data_dir, agent, ctx.config.default_agent)
+        agent = core.check_agent_exists(context().data_dir, agent, default)
     except core.UnknownAgent as exc:
         raise BadRequest(str(exc), 404, "not_found") from None
     except core.InvalidAgentName as exc:

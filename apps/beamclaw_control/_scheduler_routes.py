@@ -20,6 +20,7 @@ import beamclaw_tools as tools
 from beamclaw_gateway import BadRequest, Role, context, json_body, needs, principal
 
 from ._common import answer, handle_errors, text_field
+from ._daemon_config import default_agent
 
 scheduler_routes = handle_errors(Blueprint("scheduler_routes", __name__))
 
@@ -88,21 +89,21 @@ async def add_job() -> Response:
     """A new job for one of the principal's own users: ``{user, agent, kind, spec, timezone?, message}``."""
     body = await json_body("a job: user, agent, kind, spec, timezone, message")
     who = principal()
-    ctx = context()
     name = body.get("user")
     if name is not None and not isinstance(name, str):
         raise BadRequest('"user" must be a user id or name')
     timezone = body.get("timezone") or "UTC"
     if not isinstance(timezone, str):
         raise BadRequest('"timezone" must be an IANA time zone name, e.g. "Europe/Paris"')
-    agent = body.get("agent") or ctx.config.default_agent
+    default = await default_agent()
+    agent = body.get("agent") or default
     if not isinstance(agent, str):
         raise BadRequest('"agent" must be the name of an agent')
     user = who.check_user(who.user_for(name))
     who.check_agent(agent)
     try:
         user = core.check_user_id(user)
-        agent = core.check_agent_exists(ctx.data_dir, agent, ctx.config.default_agent)
+        agent = core.check_agent_exists(context().data_dir, agent, default)
         job = await scheduler.add_job(
             agent_id=agent, user_id=user, channel=_CHANNEL, kind=text_field(body, "kind"),
             spec=text_field(body, "spec"), message=text_field(body, "message"), created_by=who.origin("api"),
