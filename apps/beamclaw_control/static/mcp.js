@@ -40,7 +40,7 @@ function row(server) {
     el("td", { className: "mono", text: server.name }),
     el("td", { text: server.transport || "" }),
     el("td", { className: `state-${server.state}`, data: { field: "state" }, text: server.state }),
-    el("td", { title: tools.join(", "), text: tools.length ? `${tools.length}: ${tools.join(", ")}` : "none" }),
+    el("td", { title: tools.join(", "), text: String(tools.length) }),
     el("td", { text: String(server.restarts ?? 0) }),
     errorCell(server),
     can("admin") ? el("td", { className: "actions" }, restartButton(server.name)) : null,
