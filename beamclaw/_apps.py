@@ -14,6 +14,7 @@ from typing import Any, Final
 import attrs
 import trio
 
+import beamclaw_control
 import supervision as sv
 from beamclaw_base import StoreConfig, structure_config
 
@@ -81,12 +82,15 @@ def store_config(config: dict[str, Any]) -> StoreConfig:
 
 def app_tree(name: str, config: dict[str, Any], home: Path) -> sv.Supervisor | sv.DynamicSupervisor:
     """The app's own tree: its package's ``supervision_tree(table, data_dir)`` (and ``store=``
-    for an app that keeps durable data), else an empty supervisor."""
+    for an app that keeps durable data; the gateway's also mounts the management API and
+    web console, ``extra=``), else an empty supervisor."""
     module = importlib.import_module(f"beamclaw_{name}")
     builder = getattr(module, "supervision_tree", None)
     if builder is None:
         return sv.Supervisor([], name=f"beamclaw_{name}", intensity=10, period=10.0)
-    extra = {"store": store_config(config)} if name in STORING else {}
+    extra: dict[str, Any] = {"store": store_config(config)} if name in STORING else {}
+    if name == "gateway":
+        extra["extra"] = beamclaw_control.blueprints()
     tree: sv.Supervisor | sv.DynamicSupervisor = builder(app_table(name, config), home, **extra)
     return tree
 

@@ -20,7 +20,7 @@ import trio
 
 import beamclaw_core as core
 import supervision as sv
-from beamclaw_control import HOST, EnvNames, HostRequest, Reload, Resolve, ShowConfig, Status, Stop
+from beamclaw_control import HOST, EnvNames, HostRequest, LogFile, Reload, Resolve, ShowConfig, Status, Stop
 from beamclaw_gateway import BadRequest
 
 from ._apps import ROOT, Daemon
@@ -65,10 +65,20 @@ async def _answer(request: HostRequest, daemon: Daemon) -> Any:
             # The same graceful path as Ctrl-C or SIGTERM: sv.run stops the apps in reverse.
             trio.lowlevel.current_trio_token().run_sync_soon(os.kill, os.getpid(), signal.SIGTERM)
             return {"stopping": True}
+        case LogFile():
+            return log_file(daemon)
         case Resolve(target, path_only):
             pid, path = await _target(target, path_only)
             return pid, path
     raise BadRequest(f"the daemon's host does not answer {request!r}")
+
+
+def log_file(daemon: Daemon) -> str | None:
+    """Where the obs app writes the log: ``logs/beamclaw.log`` in the data dir, unless
+    ``[obs] log_file = false`` (see `beamclaw_obs.supervision_tree`)."""
+    if not daemon.config.get("obs", {}).get("log_file", True):
+        return None
+    return str(daemon.home / "logs" / "beamclaw.log")
 
 
 def status(daemon: Daemon) -> dict[str, Any]:

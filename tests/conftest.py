@@ -20,9 +20,9 @@ from hypothesis import settings
 
 from beamclaw_obs import _held_secrets
 
-#: Fixtures every test may take: `store_config` (one run per store backend) and the
-#: PostgreSQL server behind its postgres runs.
-pytest_plugins = ("tests.support.stores", "tests.support.postgres")
+#: Fixtures every test may take: `store_config` (one run per store backend), the
+#: PostgreSQL server behind its postgres runs, and `browser` (headless Chromium).
+pytest_plugins = ("tests.support.stores", "tests.support.postgres", "tests.support.browser")
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI", "").lower() == "true":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -31,7 +32,7 @@ import trio
 
 import beamclaw
 
-from ._control_client import NoDaemon, ask, running
+from ._api_client import ApiError, NoDaemon, call, running
 from ._help import Commands, add_command
 
 PID_FILE: Final = "beamclaw.pid"
@@ -170,8 +171,8 @@ def stop(args: argparse.Namespace) -> int:
         _remove_stale_pid_file(home)
         return _fail(f"no BeamClaw daemon is running on the data dir {home}", 3)
     try:
-        trio.run(ask, {"cmd": "stop"})
-    except (NoDaemon, OSError):  # a daemon that does not answer (hung, or still starting): the signal
+        trio.run(call, "POST", "/v1/stop")
+    except (NoDaemon, ApiError, OSError):  # a daemon that does not answer (hung, or still starting): the signal
         if pid > 0:
             os.kill(pid, signal.SIGTERM)
     if not _gone(home, args.timeout):
@@ -201,8 +202,8 @@ def restart(args: argparse.Namespace) -> int:
     home = beamclaw.data_dir()
     if beamclaw.daemon_pid(home) is not None:
         if args.config is None:
-            with contextlib.suppress(NoDaemon, OSError):  # it does not answer: the default configuration
-                args.config = trio.run(ask, {"cmd": "status"})["config"]
+            with contextlib.suppress(NoDaemon, ApiError, OSError):  # it does not answer: the default configuration
+                args.config = trio.run(functools.partial(call, raw=True), "GET", "/v1/status")["config"]
         code = stop(args)
         if code != 0 and beamclaw.daemon_pid(home) is not None:
             return code
@@ -212,8 +213,8 @@ def restart(args: argparse.Namespace) -> int:
 def version(args: argparse.Namespace) -> int:
     print(f"beamclaw {beamclaw.__version__}")
     try:
-        answer = trio.run(ask, {"cmd": "status"})
-    except (NoDaemon, OSError):
+        answer = trio.run(call, "GET", "/v1/status")
+    except (NoDaemon, ApiError, OSError):
         return 0
     print(f"running daemon: beamclaw {answer['version']}, pid {answer['pid']}")
     return 0

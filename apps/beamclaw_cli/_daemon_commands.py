@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.status import Status
 
+from . import _api_client as api
 from ._cluster_commands import cluster_tree
-from ._control_client import ask, request, socket_path
+from ._control_client import ask, request
 from ._identity import user_id
 from ._listing import Column, print_json, print_table
 from ._terminal_safe import as_text, console
@@ -150,26 +151,26 @@ async def tree(args: argparse.Namespace) -> int:
     if args.cluster:
         return await cluster_tree(args)
     if args.json:
-        print(json.dumps((await ask({"cmd": "tree"}))["tree"], indent=2))
+        print(json.dumps(await api.call("GET", "/v1/supervision/tree"), indent=2))
         return 0
     out = console()
     if not args.watch:
-        out.print(render((await ask({"cmd": "tree"}))["tree"]))
+        out.print(render(await api.call("GET", "/v1/supervision/tree")))
         return 0
     with Live(console=out, refresh_per_second=4, screen=False) as live:
         while True:
-            live.update(render((await ask({"cmd": "tree"}))["tree"]))
+            live.update(render(await api.call("GET", "/v1/supervision/tree")))
             await trio.sleep(args.interval)
 
 
 async def status(args: argparse.Namespace) -> int:
-    answer = await ask({"cmd": "status"})
+    answer = await api.call("GET", "/v1/status")
     print(f"BeamClaw {answer['version']} running, pid {answer['pid']}, up {_duration(answer['uptime'])}")
     print(f"configuration: {answer['config']}")
     print(f"model: {answer['model']}")
     if answer.get("gateway"):
         print(f"gateway: {answer['gateway']}")
-    print(f"control socket: {socket_path()}")
+    print(f"control socket: {api.socket_path()}")
     print(f"sessions running: {answer['sessions']}")
     for app in answer["apps"]:
         print(f"  {app['id']:<10} {app['state']:<10} restarts {app['restarts']}")
@@ -184,7 +185,7 @@ def _duration(seconds: float) -> str:
 
 
 async def kill(args: argparse.Namespace) -> int:
-    answer = await ask({"cmd": "kill", "path": args.path})
+    answer = await api.call("POST", "/v1/supervision/kill", json={"path": args.path})
     print(f"killed {answer['path']} ({answer['pid']}); its supervisor restarts it: see `beamclaw tree`")
     return 0
 
@@ -200,9 +201,9 @@ async def approve(args: argparse.Namespace) -> int:
 
 async def reload(args: argparse.Namespace) -> int:
     """Reload, sending the values this shell has for the variables the configuration names."""
-    names = (await ask({"cmd": "env_names"}))["names"]
+    names = (await api.call("GET", "/v1/env-names", raw=True))["names"]
     env = {name: os.environ[name] for name in names if os.environ.get(name)}
-    answer = await ask({"cmd": "reload", "env": env})
+    answer = await api.call("POST", "/v1/reload", json={"env": env})
     print(f"reloaded {answer['config_path']}")
     if answer["applied"]:
         print(f"  applied in place (conversations go on): {', '.join(answer['applied'])}")

@@ -1,12 +1,5 @@
-"""One line of `beamclaw doctor`'s report: what was found, and how to fix it."""
+"""One line of `beamclaw doctor`'s report: the daemon's checks and the CLI's share it."""
 
-from __future__ import annotations
+from beamclaw_control import Check
 
-import attrs
-
-
-@attrs.frozen
-class Check:
-    status: str  # ok | warn | fail
-    what: str
-    fix: str = ""
+__all__ = ["Check"]

@@ -17,8 +17,10 @@ import supervision as sv
 
 from . import (
     _agents,
+    _api_client,
     _background,
     _cluster_commands,
+    _control_client,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -27,7 +29,6 @@ from . import (
     _scheduler_commands,
     _skills_commands,
 )
-from ._control_client import ControlError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
@@ -236,13 +237,13 @@ def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace]
     """A command that talks to the daemon; its failures to reach it are one line each."""
     try:
         return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
-    except NoDaemon as exc:
+    except (_api_client.NoDaemon, _control_client.NoDaemon) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except (ControlError, core.InvalidUserId) as exc:
+    except (_api_client.ApiError, _control_client.ControlError, core.InvalidUserId) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

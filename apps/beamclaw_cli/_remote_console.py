@@ -2,7 +2,7 @@
 
 As Erlang's remote shell is for a release: look at the live processes (the tree, the
 registered names, one process's state and queued messages) and send a message to a
-name, without stopping anything. It speaks over the control socket, which only the
+name, without stopping anything. It speaks to the daemon's socket, which only the
 data dir's owner can reach, so it gives nobody a power they did not have.
 
 In a terminal it is a prompt_toolkit prompt (line editing, history, Tab completes
@@ -18,12 +18,13 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any, Final
+from urllib.parse import quote
 
 import trio
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import WordCompleter
 
-from ._control_client import ControlError, NoDaemon, ask
+from ._api_client import ApiError, NoDaemon, call
 from ._listing import Column, print_table
 from ._terminal_safe import console
 from ._tree_view import render
@@ -48,7 +49,7 @@ def _flatten(node: dict[str, Any], path: str = "") -> Iterator[tuple[str, dict[s
 
 
 async def _ps(words: list[str]) -> None:
-    tree = (await ask({"cmd": "tree"}))["tree"]
+    tree = await call("GET", "/v1/supervision/tree")
     print_table(
         [Column("PATH", whole=True), Column("PID", whole=True), Column("NAME", whole=True), Column("KIND"),
          Column("STATE"), Column("RESTARTS", right=True), Column("MAILBOX", right=True)],
@@ -58,11 +59,11 @@ async def _ps(words: list[str]) -> None:
 
 
 async def _tree(words: list[str]) -> None:
-    console().print(render((await ask({"cmd": "tree"}))["tree"]))
+    console().print(render(await call("GET", "/v1/supervision/tree")))
 
 
 async def _names(words: list[str]) -> None:
-    names = (await ask({"cmd": "names"}))["names"]
+    names = (await call("GET", "/v1/names"))["names"]
     print_table(
         [Column("NAME", whole=True), Column("PID", whole=True), Column("KIND"), Column("MAILBOX", right=True)],
         [(n["name"], n["pid"], n["kind"], n["mailbox"]) for n in names],
@@ -72,7 +73,7 @@ async def _names(words: list[str]) -> None:
 async def _info(words: list[str]) -> None:
     if len(words) != 1:
         raise _Usage("info TARGET (a pid such as <0.12.0>, a registered name, or a path as in `ps`)")
-    info = (await ask({"cmd": "process", "target": words[0]}))["info"]
+    info = await call("GET", f"/v1/processes/{quote(words[0], safe='/')}")
     capacity = "unbounded" if info["capacity"] is None else f"at most {info['capacity']:g}"
     print(f"pid       {info['pid']}")
     print(f"name      {info['name'] or '-'}")
@@ -93,7 +94,7 @@ async def _send(words: list[str]) -> None:
         message: Any = json.loads(text)
     except ValueError:
         message = text
-    answer = await ask({"cmd": "send", "name": words[0], "message": message})
+    answer = await call("POST", f"/v1/names/{quote(words[0], safe='')}/send", json={"message": message})
     print(f"sent to {answer['name']}" if answer["queued"] else f"{answer['name']} dropped it (its mailbox is full)")
 
 
@@ -132,7 +133,7 @@ def _run_line(line: str) -> bool:
         trio.run(_COMMANDS[command], rest)
     except _Usage as exc:
         print(f"! usage: {exc}")
-    except ControlError as exc:
+    except ApiError as exc:
         print(f"! {exc}")
     return True
 
@@ -155,7 +156,7 @@ def _lines() -> Iterator[str]:
 
 
 def remote_console(args: argparse.Namespace) -> int:
-    status = trio.run(ask, {"cmd": "status"})  # no daemon: NoDaemon, told in one line by the caller
+    status = trio.run(call, "GET", "/v1/status")  # no daemon: NoDaemon, told in one line by the caller
     print(f"attached to BeamClaw {status['version']}, pid {status['pid']} (`help` lists the commands, `quit` leaves)")
     for line in _lines():
         try:

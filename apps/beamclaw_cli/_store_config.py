@@ -2,7 +2,7 @@
 
 `beamclaw pair` and `beamclaw agent delete` change the store directly, daemon running or
 not. They must change the one the daemon uses: ``--config`` when given, else the
-running daemon's own configuration (asked over the control socket), else the project's
+running daemon's own configuration (asked over its socket), else the project's
 config.toml. A PostgreSQL store left out here would send an approval to a SQLite file
 nobody reads.
 """
@@ -10,13 +10,14 @@ nobody reads.
 from __future__ import annotations
 
 import argparse
+import functools
 
 import trio
 
 import beamclaw
 from beamclaw_base import StoreConfig
 
-from ._control_client import ControlError, NoDaemon, ask
+from ._api_client import ApiError, NoDaemon, call
 
 
 def add_config_option(parser: argparse.ArgumentParser) -> None:
@@ -28,8 +29,8 @@ def store_of(args: argparse.Namespace) -> StoreConfig:
     path = getattr(args, "config", None)
     if path is None:
         try:
-            answer = trio.run(ask, {"cmd": "config"})
-        except (NoDaemon, ControlError, OSError, ValueError, KeyError):
+            answer = trio.run(functools.partial(call, raw=True), "GET", "/v1/config")
+        except (NoDaemon, ApiError, OSError, ValueError, KeyError):
             answer = {}
         if isinstance(answer.get("config"), dict):
             return beamclaw.store_config(answer["config"])

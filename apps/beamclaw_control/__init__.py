@@ -11,13 +11,14 @@ asked of its host process, registered as `HOST`, with the messages of `_host`.
 """
 
 from ._blueprints import blueprints
+from ._doctor_checks import Check, daemon_checks
 from ._host import (
     HOST,
     RELOAD_SECONDS,
-    Doctor,
     EnvNames,
     HostRequest,
     KilledOnPurpose,
+    LogFile,
     Reload,
     Resolve,
     ShowConfig,
@@ -31,9 +32,10 @@ __all__ = [
     "RELOAD_SECONDS",
     "SOCKET_NAME",
     "AnotherDaemon",
-    "Doctor",
+    "Check",
     "EnvNames",
     "HostRequest",
+    "LogFile",
     "KilledOnPurpose",
     "Reload",
     "Resolve",
@@ -41,5 +43,6 @@ __all__ = [
     "Status",
     "Stop",
     "blueprints",
+    "daemon_checks",
     "serve_socket",
 ]

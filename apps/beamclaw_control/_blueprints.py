@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from quart import Blueprint
 
+from ._agent_routes import agent_routes
 from ._chat_routes import chat_routes
 from ._console_routes import console_routes
 from ._daemon_routes import daemon_routes
@@ -19,5 +20,5 @@ def blueprints() -> tuple[Blueprint, ...]:
     """The blueprints, for `beamclaw_gateway.create_app`'s *extra*."""
     return (
         daemon_routes, session_routes, chat_routes, scheduler_routes, memory_routes, mcp_routes,
-        sandbox_routes, pairing_routes, console_routes,
+        sandbox_routes, pairing_routes, console_routes, agent_routes,
     )  # fmt: skip

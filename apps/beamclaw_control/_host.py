@@ -56,8 +56,8 @@ class Stop:
 
 @final
 @attrs.frozen
-class Doctor:
-    """The checks of `beamclaw doctor` the daemon can run itself."""
+class LogFile:
+    """Where the obs app writes the log (a path, or None when it writes no file)."""
 
 
 @final
@@ -71,4 +71,4 @@ class Resolve:
 
 
 #: Every request the host answers.
-HostRequest = Status | ShowConfig | EnvNames | Reload | Stop | Doctor | Resolve
+HostRequest = Status | ShowConfig | EnvNames | Reload | Stop | LogFile | Resolve

@@ -25,6 +25,7 @@ from ._api import (
     context_usage,
     find_session,
     history,
+    known_agents,
     list_sessions,
     open_session,
     paired_agent,
@@ -36,6 +37,7 @@ from ._api import (
     send_message,
     stop_session,
     stop_turn,
+    stored_context_usage,
     submit,
     turns_in_progress,
 )
@@ -77,11 +79,13 @@ from ._provider import (
 )
 from ._session import SessionInfo, session_id
 from ._sessions import SESSIONS_SUP, OwnedElsewhere
+from ._skill_catalog import agent_skills
 from ._skills import InstallStep, Skill, SkillError, discover, parse_skill, skill_places
 from ._store import SCHEMA, SCHEMA_VERSION, SESSIONS_FILE, open_session_store
 from ._tool_parsing import MAX_TEXT_CALLS, TextToolCalls, ThinkingFilter, parse_text_tool_calls, strip_thinking
 from ._tree import supervision_tree
 from ._turn import Turn, TurnError, TurnResult
+from ._usage import BudgetUse, TokenDay, budgets, token_days
 from ._workspace import (
     CONTEXT_FILES,
     SEEDED_FILES,
@@ -212,4 +216,11 @@ __all__ = [
     "turns_in_progress",
     "sweep_expired",
     "used_today",
+    "agent_skills",
+    "known_agents",
+    "stored_context_usage",
+    "BudgetUse",
+    "TokenDay",
+    "budgets",
+    "token_days",
 ]

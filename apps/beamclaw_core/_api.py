@@ -20,10 +20,10 @@ from ._runtime import RESTART_WAIT
 from ._session_messages import AnswerApproval, History, Reset, Status, StopTurn, Submit
 from ._sessions import SESSIONS, CurrentRuntime, OpenSession, Reconfigure, RunningSessions, StopSession
 from ._store import store_call
-from ._store_requests import FindSessions, ListSessions, PairedAgent, PairingCode, SessionRow, Speaker
+from ._store_requests import FindSessions, ListSessions, LoadSession, PairedAgent, PairingCode, SessionRow, Speaker
 from ._system_prompt import system_prompt
 from ._turn import Turn, TurnResult
-from ._workspace import check_agent_name
+from ._workspace import agent_names, check_agent_name
 
 #: Retries of a call to a session that is gone or restarting: about 3.5 s in all, longer
 #: than a session tree takes to come back (its loop gets 0.5 s to stop).
@@ -217,9 +217,10 @@ def _summary(row: SessionRow, running: set[str]) -> SessionSummary:
     )
 
 
-async def list_sessions(limit: int = 50) -> tuple[list[SessionSummary], int]:
-    """The *limit* conversations used last (newest first), and how many are stored in all."""
-    rows, total = await store_call(ListSessions(limit))
+async def list_sessions(limit: int = 50, users: tuple[str, ...] | None = None) -> tuple[list[SessionSummary], int]:
+    """The *limit* conversations used last (newest first), and how many are stored in all;
+    with *users* (exact ids, or prefixes ending in ``*``), those users' only."""
+    rows, total = await store_call(ListSessions(limit, users))
     running = set(await running_sessions())
     return [_summary(row, running) for row in rows], total
 
@@ -262,6 +263,24 @@ async def context_usage(handle: SessionHandle) -> ContextUsage:
     _, provider = runtime.config.provider_for(handle.agent_id)
     used = estimate_tokens([Message("system", prompt), *messages])
     return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
+
+
+async def stored_context_usage(summary: SessionSummary) -> ContextUsage:
+    """`context_usage` of a listed conversation, from what is stored: a sleeping one is not woken."""
+    runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
+    stored = await store_call(LoadSession(summary.id))
+    messages = stored.history if stored is not None else []
+    prompt = await system_prompt(runtime, summary.agent_id, summary.user_id)
+    _, provider = runtime.config.provider_for(summary.agent_id)
+    used = estimate_tokens([Message("system", prompt), *messages])
+    return ContextUsage(used, context_window(provider.model, provider.context_window), len(messages))
+
+
+async def known_agents() -> tuple[list[str], str]:
+    """The agents there are (`agent_names`), and the default one."""
+    runtime = await sv.call(SESSIONS, CurrentRuntime(), restart_wait=RESTART_WAIT)
+    default = runtime.config.default_agent
+    return agent_names(runtime.data_dir, default), default
 
 
 async def stop_turn(handle: SessionHandle, turn: Turn | None = None) -> bool:

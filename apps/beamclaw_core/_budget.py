@@ -2,7 +2,9 @@
 
 A reservation covers the prompt's estimated tokens plus a completion allowance;
 after the call it is settled to the tokens actually used. When the store cannot be
-asked, the call is refused: an unknown spend is not a free one.
+asked, the call is refused: an unknown spend is not a free one. Every call's tokens
+are also recorded per agent and day, prompt and completion apart, budget or not
+(`record_usage`): what the usage report shows.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import supervision as sv
 from beamclaw_base import StoreError
 
 from ._store import store_call
-from ._store_requests import AdjustTokens, ReserveTokens, TokensUsed
+from ._store_requests import AdjustTokens, RecordTokens, ReserveTokens, TokensUsed
 
 _FAILURES: Final = (sv.NoProc, sv.ProcessExited, sv.CallTimeout, StoreError)
 
@@ -67,3 +69,10 @@ async def settle(reservation: Reservation | None, used: int) -> None:
 
 async def used_today(agent_id: str) -> int:
     return await store_call(TokensUsed(agent_id, today()))
+
+
+async def record_usage(agent_id: str, prompt_tokens: int, completion_tokens: int) -> None:
+    """Add one model call's tokens to the agent's day; a store that cannot be reached
+    loses this record, never the turn (the budget's own count is `settle`'s)."""
+    with contextlib.suppress(*_FAILURES):
+        await store_call(RecordTokens(agent_id, today(), prompt_tokens, completion_tokens))

@@ -17,8 +17,9 @@ class Channel(Protocol):
     ``turn_failed`` gets the text of a failed turn (the model unreachable, the loop
     crashed) in place of ``finalize_draft``; ``progress`` a passing note while the user
     waits (the model is being retried): a status to show, not part of the reply;
-    ``tool_started`` and ``tool_finished`` each tool call. `BaseChannel` gives these
-    four their defaults.
+    ``tool_started`` and ``tool_finished`` each tool call; ``approval_asked`` the question
+    of a tool call waiting for the user's approval (a channel with buttons shows it as
+    one). `BaseChannel` gives these five their defaults.
     """
 
     async def send(self, text: str) -> None: ...
@@ -36,6 +37,8 @@ class Channel(Protocol):
     async def tool_started(self, name: str, arguments: str) -> None: ...
 
     async def tool_finished(self, name: str, result: str, is_error: bool) -> None: ...
+
+    async def approval_asked(self, question: str) -> None: ...
 
 
 class BaseChannel(abc.ABC):
@@ -68,6 +71,10 @@ class BaseChannel(abc.ABC):
 
     async def tool_finished(self, name: str, result: str, is_error: bool) -> None:  # noqa: B027 - nothing, on purpose
         """Nothing: the reply tells what the tools did."""
+
+    async def approval_asked(self, question: str) -> None:
+        """The question as a message of its own: the user answers it with /yes or /no."""
+        await self.send(question)
 
 
 class ReplyOnlyChannel(BaseChannel):

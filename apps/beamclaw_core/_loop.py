@@ -30,7 +30,7 @@ from beamclaw_sandbox import session_jails
 from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, refusal_reason, run_tool
 
 from ._approval import Decision, allow_keys, decide, describe_keys
-from ._budget import BudgetExceeded, Reservation, reserve, settle
+from ._budget import BudgetExceeded, Reservation, record_usage, reserve, settle
 from ._compaction import compact, context_window
 from ._config import ProviderConfig
 from ._drafts import Drafter, tell
@@ -422,6 +422,10 @@ class Loop(sv.StateMachine):
         usage = completion.usage
         used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
         await settle(reservation, used)
+        if usage:  # else estimated, as the budget does
+            await record_usage(data.info.agent_id, usage.prompt_tokens, usage.completion_tokens)
+        else:
+            await record_usage(data.info.agent_id, used - len(completion.content) // 4, len(completion.content) // 4)
         progress.prompt_tokens += usage.prompt_tokens if usage else 0
         progress.completion_tokens += usage.completion_tokens if usage else 0
         emit(
@@ -509,7 +513,7 @@ class Loop(sv.StateMachine):
         question = f"Approve {call.name} with {_args_preview(call)}?" + (f" ({reason}.)" if reason else "")
         # The whole question is scrubbed: the reason may quote the model's arguments (a path).
         await tell(
-            progress.turn.channel.send,
+            progress.turn.channel.approval_asked,
             scrub(
                 f"{question} Reply /yes, /no or /always "
                 f"(allow {describe_keys(keys)} for the rest of this conversation)."

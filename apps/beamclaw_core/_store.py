@@ -123,12 +123,26 @@ ALTER TABLE sessions ADD COLUMN flushed_seq {integer} NOT NULL DEFAULT 0;
 ALTER TABLE sessions ADD COLUMN history_epoch {integer} NOT NULL DEFAULT 0;
 """
 
+#: Version 4: the tokens each agent's model calls used per UTC day, as the providers
+#: reported them (estimated when one does not), whether or not the agent has a budget:
+#: ``token_usage`` holds the budget's reservations, counted only under a budget.
+_V4: Final = """
+CREATE TABLE IF NOT EXISTS token_days (
+    agent_id TEXT NOT NULL,
+    day TEXT NOT NULL,
+    prompt_tokens {integer} NOT NULL DEFAULT 0,
+    completion_tokens {integer} NOT NULL DEFAULT 0,
+    PRIMARY KEY (agent_id, day)
+);
+"""
+
 SCHEMA: Final = Schema(
     "core",
     (
         Step(_V1_SQLITE, _V1_POSTGRES, repeat=True),
         Step(_V2.format(real="REAL"), _V2.format(real="double precision")),
         Step(_V3.format(integer="INTEGER"), _V3.format(integer="BIGINT")),
+        Step(_V4.format(integer="INTEGER"), _V4.format(integer="BIGINT")),
     ),
 )
 SCHEMA_VERSION: Final = SCHEMA.version

@@ -168,18 +168,38 @@ class ReplaceHistory(StoreRequest[None]):
 
 @attrs.frozen
 class ListSessions(StoreRequest[tuple[list[SessionRow], int]]):
-    """The *limit* conversations used last, newest first, and how many there are in all."""
+    """The *limit* conversations used last, newest first, and how many there are in all;
+    with *users*, only the conversations of those users (each an exact id, or a prefix
+    ending in ``*``)."""
 
     write: ClassVar[bool] = False
 
     limit: int
+    users: tuple[str, ...] | None = None
 
     def run(self, tx: Tx) -> tuple[list[SessionRow], int]:
+        where, args = self._where()
         rows = tx.execute(
-            f"SELECT {_ROW_COLUMNS} FROM sessions s ORDER BY s.updated_at DESC LIMIT ?", (self.limit,)
+            f"SELECT {_ROW_COLUMNS} FROM sessions s{where} ORDER BY s.updated_at DESC LIMIT ?", (*args, self.limit)
         ).fetchall()
-        (total,) = tx.execute("SELECT COUNT(*) FROM sessions").fetchone()
+        (total,) = tx.execute(f"SELECT COUNT(*) FROM sessions s{where}", args).fetchone()
         return [SessionRow(*row) for row in rows], int(total)
+
+    def _where(self) -> tuple[str, tuple[str | int, ...]]:
+        if self.users is None:
+            return "", ()
+        if not self.users:
+            return " WHERE 1 = 0", ()
+        tests: list[str] = []
+        args: list[str | int] = []
+        for pattern in self.users:
+            if pattern.endswith("*"):  # substr, not LIKE: no wildcard in an id to escape
+                tests.append("substr(s.user_id, 1, ?) = ?")
+                args += [len(pattern) - 1, pattern[:-1]]
+            else:
+                tests.append("s.user_id = ?")
+                args.append(pattern)
+        return f" WHERE {' OR '.join(tests)}", tuple(args)
 
 
 @attrs.frozen
@@ -370,6 +390,43 @@ class TokensUsed(StoreRequest[int]):
             "SELECT tokens FROM token_usage WHERE agent_id = ? AND day = ?", (self.agent_id, self.day)
         ).fetchone()
         return int(row[0]) if row else 0
+
+
+@attrs.frozen
+class RecordTokens(StoreRequest[None]):
+    """Add a model call's tokens to the agent's use of *day* (`_usage`)."""
+
+    inline: ClassVar[bool] = True
+
+    agent_id: str
+    day: str
+    prompt_tokens: int
+    completion_tokens: int
+
+    def run(self, tx: Tx) -> None:
+        tx.execute(
+            "INSERT INTO token_days (agent_id, day, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (agent_id, day) DO UPDATE SET prompt_tokens = token_days.prompt_tokens + "
+            "excluded.prompt_tokens, completion_tokens = token_days.completion_tokens + excluded.completion_tokens",
+            (self.agent_id, self.day, self.prompt_tokens, self.completion_tokens),
+        )
+
+
+@attrs.frozen
+class TokenDays(StoreRequest[list[tuple[str, str, int, int]]]):
+    """Each agent's tokens of each day from *since* on: (day, agent, prompt, completion), newest day first."""
+
+    write: ClassVar[bool] = False
+
+    since: str
+
+    def run(self, tx: Tx) -> list[tuple[str, str, int, int]]:
+        rows = tx.execute(
+            "SELECT day, agent_id, prompt_tokens, completion_tokens FROM token_days WHERE day >= ? "
+            "ORDER BY day DESC, agent_id",
+            (self.since,),
+        ).fetchall()
+        return [(str(day), str(agent), int(prompt), int(completion)) for day, agent, prompt, completion in rows]
 
 
 @attrs.frozen

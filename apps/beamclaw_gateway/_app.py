@@ -315,7 +315,7 @@ def create_app(
     app.config["RATE_LIMITER"] = limiter
     guard = BrowserGuard.from_config(config)
     sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
-    console = ConsoleSessions(principals, config.console)
+    console = ConsoleSessions.of(data_dir, principals, config.console)
     app.config["CONSOLE_SESSIONS"] = console
 
     def check(

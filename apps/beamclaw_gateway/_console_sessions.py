@@ -11,7 +11,10 @@ the principal up in the current configuration, so a role changed by a reload app
 once. It holds a fingerprint of the token (an HMAC under a key of this process), which
 is compared with the token's current value at every request: a rotated token file (or
 a variable changed by ``beamclaw reload``) ends every session opened with the old one.
-A session unused for ``gateway.console.idle_minutes`` ends too.
+A session unused for ``gateway.console.idle_minutes`` ends too. Sessions outlive the
+app that opened them (`ConsoleSessions.of`): a crash of the gateway's HTTP server, or a
+reload that restarts it, logs no browser out (one its new configuration no longer
+admits is ended at its next request, as always).
 
 A cookie is ambient (the browser adds it to every request to the gateway), so a request
 that changes something (POST, PUT, PATCH, DELETE) must also carry the session's CSRF
@@ -34,6 +37,7 @@ import hmac
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Final
 
 import attrs
@@ -99,15 +103,36 @@ class ConsoleSession:
 
 
 @attrs.define
+class _Table:
+    """The sessions themselves, and the key of their fingerprints."""
+
+    key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
+    #: By the SHA-256 of the cookie's value, so a lookup reveals nothing by its timing.
+    sessions: dict[bytes, ConsoleSession] = attrs.field(factory=dict)
+
+
+#: Each data dir's sessions, for the life of this process (never on disk: a daemon's
+#: restart logs every browser out).
+_TABLES: dict[Path, _Table] = {}
+
+
+@attrs.define
 class ConsoleSessions:
-    """The open console sessions of this app, in memory (a restart logs every browser out)."""
+    """The open console sessions, in memory, as an app with *principals* and *config* sees them."""
 
     principals: Principals
     config: ConsoleConfig
+    _table: _Table = attrs.field(factory=_Table)
     clock: Callable[[], float] = time.monotonic
-    _key: bytes = attrs.field(factory=lambda: secrets.token_bytes(32))
-    #: By the SHA-256 of the cookie's value, so a lookup reveals nothing by its timing.
-    _sessions: dict[bytes, ConsoleSession] = attrs.field(factory=dict)
+
+    @classmethod
+    def of(cls, data_dir: Path, principals: Principals, config: ConsoleConfig) -> ConsoleSessions:
+        """The sessions of the gateway of *data_dir*: those its earlier apps in this process opened too."""
+        return cls(principals, config, _TABLES.setdefault(data_dir.resolve(), _Table()))
+
+    @property
+    def _sessions(self) -> dict[bytes, ConsoleSession]:
+        return self._table.sessions
 
     @property
     def open(self) -> bool:
@@ -182,7 +207,7 @@ class ConsoleSessions:
         return None
 
     def _fingerprint(self, token: str) -> bytes:
-        return hmac.new(self._key, token.encode(), hashlib.sha256).digest()
+        return hmac.new(self._table.key, token.encode(), hashlib.sha256).digest()
 
     @staticmethod
     def _id(cookie: str) -> bytes:

@@ -72,13 +72,16 @@ def _telegram(config: GatewayConfig, data_dir: Path, store: StoreConfig) -> sv.S
     )
 
 
-def supervision_tree(table: dict[str, Any], data_dir: Path, store: StoreConfig = _IN_DATA_DIR) -> sv.Supervisor:
+def supervision_tree(
+    table: dict[str, Any], data_dir: Path, store: StoreConfig = _IN_DATA_DIR, extra: tuple[Any, ...] = ()
+) -> sv.Supervisor:
     """The HTTP server and, when enabled, the Telegram subtree; the Telegram ledger is kept
-    in *store* (``[store]``; SQLite: ``gateway.db`` in *data_dir*)."""
+    in *store* (``[store]``; SQLite: ``gateway.db`` in *data_dir*). *extra*: blueprints the
+    HTTP server mounts besides its own (the daemon's management API and web console)."""
     config = parse_gateway_config(table)
     children = [
         sv.ChildSpec("keys", GatewayStore.start, args=(data_dir / "gateway.db", store, KEYS)),
-        sv.ChildSpec("http", functools.partial(serve_http, config, data_dir), shutdown=5.0),
+        sv.ChildSpec("http", functools.partial(serve_http, config, data_dir, extra), shutdown=5.0),
     ]
     if config.channels.telegram.enabled:
         children.append(_telegram(config, data_dir, store).child_spec("telegram", backoff=_SUBTREE_BACKOFF))

@@ -3,7 +3,7 @@
 Five HTTP clients keep chatting (every message a tool turn: the model calls `bash`,
 then answers), while a killer crashes a process picked at random from the live tree
 (any supervisor or worker below the root) every half second, through the same
-control socket as `beamclaw kill`. Afterwards the daemon must still be up with every
+management API as `beamclaw kill`. Afterwards the daemon must still be up with every
 app and nothing stuck restarting, no request may have had a 500, every message that
 was answered must be in its conversation, every history must be one a strict
 OpenAI-compatible API accepts, and every conversation must go on.
@@ -26,7 +26,7 @@ import trio
 
 from tests.support.model_server import Agentic, Call, invalid_tool_history, scripted_model
 
-from .daemon import control, start_daemon, write_config
+from .daemon import api, control, start_daemon, write_config
 
 SECONDS = float(os.environ.get("BEAMCLAW_CHAOS_SECONDS", "60"))
 SEED = int(os.environ.get("BEAMCLAW_CHAOS_SEED", "20261123"))
@@ -90,12 +90,13 @@ async def _killer(home: Path, rng: random.Random, load: _Load, until: float) -> 
     while trio.current_time() < until:
         await trio.sleep(KILL_EVERY)
         try:
-            tree = (await control(home, {"cmd": "tree"}))["tree"]
+            tree = (await api(home, "GET", "/v1/supervision/tree")).json()
             path = rng.choice(sorted(_paths(tree)))
-            await control(home, {"cmd": "kill", "path": path})
-        except (OSError, ValueError, KeyError, IndexError, trio.BrokenResourceError):
-            continue  # the control server itself was just killed: it comes back
-        load.kills[path.split("/")[0]] += 1
+            killed = await api(home, "POST", "/v1/supervision/kill", {"path": path})
+        except (OSError, ValueError, KeyError, IndexError, httpx.HTTPError):
+            continue  # the API's socket server itself was just killed: it comes back
+        if killed.status_code == 200:
+            load.kills[path.split("/")[0]] += 1
 
 
 async def _settled_tree(home: Path) -> dict[str, Any]:
@@ -104,8 +105,8 @@ async def _settled_tree(home: Path) -> dict[str, Any]:
     with trio.move_on_after(20):
         while True:
             try:
-                tree = (await control(home, {"cmd": "tree"}))["tree"]
-            except (OSError, ValueError, KeyError):
+                tree = (await api(home, "GET", "/v1/supervision/tree")).json()
+            except (OSError, ValueError, KeyError, httpx.HTTPError):
                 await trio.sleep(0.2)
                 continue
             if not _not_running(tree):

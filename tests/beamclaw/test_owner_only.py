@@ -25,7 +25,7 @@ import trio
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import control, environment, start_daemon, write_config
+from .daemon import api, environment, start_daemon, write_config
 
 #: The umask most systems start sessions with: files 0644, folders 0755.
 COMMON_UMASK = 0o022
@@ -71,7 +71,7 @@ async def test_nothing_the_daemon_writes_is_open_to_other_users(tmp_path: Path) 
                     "/a2a", json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}}
                 )
                 assert sent.status_code == 200 and "result" in sent.json(), sent.text
-            assert (await control(home, {"cmd": "ping"}))["done"]
+            assert (await api(home, "GET", "/v1/status")).status_code == 200
             while_running = _open_to_others(home)
             names_while_running = {path.name for path in home.rglob("*")}
         finally:

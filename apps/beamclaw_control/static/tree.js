@@ -28,8 +28,14 @@ function killButton(path) {
   });
   button.addEventListener("click", () =>
     pressing(button, async () => {
-      const answer = await api("POST", "/v1/supervision/kill", { path });
-      notice(`killed ${answer.path} (${answer.pid}); its supervisor restarts it`, "info");
+      try {
+        const answer = await api("POST", "/v1/supervision/kill", { path });
+        notice(`killed ${answer.path} (${answer.pid}); its supervisor restarts it`, "info");
+      } catch (error) {
+        if (!(error instanceof TypeError)) throw error;
+        // No answer at all: the process was the one serving this page (the gateway's HTTP server).
+        notice(`killed ${path}, and the connection with it; the page reconnects once it is back`, "info");
+      }
     }),
   );
   return button;

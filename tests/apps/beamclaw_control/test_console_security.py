@@ -1,0 +1,274 @@
+"""The web console's security over HTTP: the gateway's app with every management and
+console blueprint, served on loopback with three tokens (admin, operator, viewer) in
+files, as a browser (or an attacker's page) would reach it.
+
+What a browser does by itself (SameSite, not sending the cookie cross-site) is not
+assumed here: each test sends the cookie a forged request would need, and shows the
+server alone refuses it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import attrs
+import httpx
+import pytest
+import trio
+
+import beamclaw_gateway as gateway
+from beamclaw_control import blueprints
+from tests.support.asgi_server import serve_asgi
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+PACKAGE = Path(gateway.__file__).parent.parent / "beamclaw_control"
+ROLES = {"boss": "admin", "ops": "operator", "watcher": "viewer"}
+
+
+@attrs.define
+class Console:
+    url: str
+    tokens: dict[str, Path]
+
+    @property
+    def origin(self) -> str:
+        return self.url
+
+    def client(self, **headers: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=self.url, headers=headers, timeout=30, follow_redirects=False)
+
+    def token(self, name: str) -> str:
+        return self.tokens[name].read_text()
+
+    async def login(self, client: httpx.AsyncClient, name: str) -> str:
+        """Log *client* in with *name*'s token; the page's CSRF token."""
+        answer = await client.post("/ui/login", data={"token": self.token(name)}, headers={"Origin": self.origin})
+        assert answer.status_code == 303, answer.text
+        page = await client.get("/ui/chat")
+        assert page.status_code == 200
+        found = re.search(r'<meta name="csrf-token" content="([^"]+)">', page.text)
+        assert found is not None
+        return found.group(1)
+
+
+ServeConsole = Callable[..., AbstractAsyncContextManager[Console]]
+
+
+@pytest.fixture
+def serve_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ServeConsole:
+    """``async with serve_console(tokens=True, **gateway_table) as console``: the app on loopback."""
+    monkeypatch.delenv("BEAMCLAW_GATEWAY_TOKEN", raising=False)
+
+    @asynccontextmanager
+    async def serving(tokens: bool = True, **table: Any) -> AsyncIterator[Console]:
+        files = {}
+        for name in ROLES:
+            files[name] = tmp_path / f"{name}.token"
+            files[name].write_text(f"{name}-token-{name[::-1]}")
+            files[name].chmod(0o600)
+        auth = {name: {"token": {"file": str(path)}, "role": ROLES[name]} for name, path in files.items()}
+        config = gateway.parse_gateway_config({"auth": {"tokens": auth if tokens else {}}, **table})
+        app = gateway.create_app(config, tmp_path, blueprints())
+        async with serve_asgi(app, lifespan=True) as url:
+            yield Console(url, files)
+
+    return serving
+
+
+async def test_no_cookie_and_no_token_is_a_401_and_a_page_sends_to_the_login(serve_console: ServeConsole) -> None:
+    async with serve_console() as console, console.client() as client:
+        assert (await client.get("/openapi.json")).status_code == 401
+        forged = await client.get("/openapi.json", headers={"Cookie": f"{gateway.CONSOLE_COOKIE}=made-up"})
+        assert forged.status_code == 401
+        page = await client.get("/ui/tree")
+        assert page.status_code == 302 and page.headers["location"] == "/ui/login"
+        # A token's request has no console session: its pages log in first.
+        with_token = await client.get("/ui/tree", headers={"Authorization": f"Bearer {console.token('boss')}"})
+        assert with_token.status_code == 302 and with_token.headers["location"] == "/ui/login"
+
+
+async def test_login_sets_an_http_only_strict_cookie_and_the_page_carries_role_and_csrf(
+    serve_console: ServeConsole,
+) -> None:
+    async with serve_console() as console, console.client() as client:
+        wrong = await client.post("/ui/login", data={"token": "guess"})
+        assert wrong.status_code == 401 and "wrong token" in wrong.text and "set-cookie" not in wrong.headers
+        answer = await client.post("/ui/login", data={"token": console.token("watcher")})
+        assert answer.status_code == 303 and answer.headers["location"] == "/ui/chat"
+        cookie = answer.headers["set-cookie"]
+        assert cookie.startswith(f"{gateway.CONSOLE_COOKIE}=")
+        flags = {part.strip().lower() for part in cookie.split(";")[1:]}
+        assert {"httponly", "samesite=strict", "path=/"} <= flags and "secure" not in flags  # plain http here
+        page = await client.get("/ui/chat")
+        assert page.status_code == 200
+        assert '<body data-role="viewer"' in page.text and '<meta name="csrf-token" content="' in page.text
+        # A viewer gets no button to send, stop or approve.
+        assert 'data-action="send"' not in page.text and 'data-action="stop"' not in page.text
+        assert (await client.get("/openapi.json")).status_code == 200  # the cookie is the viewer
+
+
+async def test_a_cookie_request_that_changes_something_needs_the_csrf_token_and_its_own_origin(
+    serve_console: ServeConsole,
+) -> None:
+    async with serve_console() as console, console.client() as client:
+        csrf = await console.login(client, "boss")
+        json = {"Content-Type": "application/json"}
+        forged = [
+            {},  # no CSRF token
+            {"X-CSRF-Token": "guessed"},
+            {"X-CSRF-Token": csrf, "Origin": "https://attacker.example"},
+        ]
+        for headers in forged:
+            refused = await client.post("/ui/logout", content="{}", headers={**json, **headers})
+            assert refused.status_code == 403, headers
+            assert (await client.get("/ui/tree")).status_code == 200  # still logged in: nothing changed
+        # A cross-site form's POST (a simple request: no CSRF header, a form body, a foreign origin).
+        form = await client.post("/v1/chat", data={"text": "hi"}, headers={"Origin": "https://attacker.example"})
+        assert form.status_code == 403
+        form = await client.post("/ui/logout", data={"x": "1"}, headers={"Sec-Fetch-Site": "cross-site"})
+        assert form.status_code == 403
+        assert (await client.get("/ui/tree")).status_code == 200
+        done = await client.post(
+            "/ui/logout", content="{}", headers={**json, "X-CSRF-Token": csrf, "Origin": console.origin}
+        )
+        assert done.status_code == 200 and done.json() == {"logged_out": True}
+        assert (await client.get("/ui/tree")).status_code == 302
+        assert (await client.get("/openapi.json")).status_code == 401
+
+
+async def test_the_login_form_posts_from_the_gateways_own_origin_only(serve_console: ServeConsole) -> None:
+    async with serve_console() as console, console.client() as client:
+        token = {"token": console.token("boss")}
+        for headers in (
+            {"Origin": "https://attacker.example"},
+            {"Origin": "null", "Sec-Fetch-Site": "cross-site"},  # a sandboxed frame elsewhere
+            {"Sec-Fetch-Site": "cross-site"},
+        ):
+            refused = await client.post("/ui/login", data=token, headers=headers)
+            assert refused.status_code == 403 and "set-cookie" not in refused.headers, headers
+        # The login page is served with no-referrer, so a browser's form post says Origin: null.
+        ours = await client.post("/ui/login", data=token, headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"})
+        assert ours.status_code == 303
+
+
+async def test_a_rotated_token_file_ends_the_old_tokens_session_and_admits_the_new_one(
+    serve_console: ServeConsole,
+) -> None:
+    async with serve_console() as console, console.client() as client:
+        await console.login(client, "ops")
+        old = console.token("ops")
+        console.tokens["ops"].write_text("ops-rotated-token")
+        assert (await client.get("/ui/chat")).status_code == 302  # the session ended
+        assert (await client.get("/openapi.json")).status_code == 401
+        async with console.client() as other:
+            stale = await other.get("/openapi.json", headers={"Authorization": f"Bearer {old}"})
+            assert stale.status_code == 401
+            assert (await other.post("/ui/login", data={"token": old})).status_code == 401
+            await console.login(other, "ops")  # the new token, without a restart
+            assert '<body data-role="operator"' in (await other.get("/ui/sessions")).text
+
+
+async def test_a_session_outlives_a_restart_of_the_gateways_app(serve_console: ServeConsole) -> None:
+    """Killing the HTTP server from the tree page (or a reload restarting it) logs nobody out."""
+    async with serve_console() as console, console.client() as client:
+        csrf = await console.login(client, "boss")
+        cookie = client.cookies[gateway.CONSOLE_COOKIE]
+    async with serve_console() as again, again.client() as client:
+        client.cookies.set(gateway.CONSOLE_COOKIE, cookie)
+        page = await client.get("/ui/tree")
+        assert page.status_code == 200 and f'content="{csrf}"' in page.text
+
+
+async def test_an_idle_session_ends(serve_console: ServeConsole) -> None:
+    async with serve_console(console={"idle_minutes": 0.01}) as console, console.client() as client:
+        await console.login(client, "boss")
+        await trio.sleep(1.0)  # past the 0.6 s of idle minutes
+        assert (await client.get("/ui/chat")).status_code == 302
+        assert (await client.get("/openapi.json")).status_code == 401
+
+
+async def test_with_no_token_configured_the_console_says_it_needs_one_and_logs_nobody_in(
+    serve_console: ServeConsole,
+) -> None:
+    async with serve_console(tokens=False) as console, console.client() as client:
+        page = await client.get("/ui/login")
+        assert page.status_code == 200 and "needs one" in page.text and 'name="token"' not in page.text
+        refused = await client.post("/ui/login", data={"token": "anything"})
+        assert refused.status_code == 403 and "set-cookie" not in refused.headers
+        assert (await client.get("/ui/chat")).status_code == 302
+
+
+async def test_a_disabled_console_answers_404(serve_console: ServeConsole) -> None:
+    async with serve_console(console={"enabled": False}) as console, console.client() as client:
+        assert (await client.get("/ui/login")).status_code == 404
+        refused = await client.post("/ui/login", data={"token": console.token("boss")})
+        assert refused.status_code == 404 and "set-cookie" not in refused.headers
+
+
+async def test_login_failures_are_rate_limited(serve_console: ServeConsole) -> None:
+    async with serve_console(rate_limit={"requests": 3}) as console, console.client() as client:
+        answers = [(await client.post("/ui/login", data={"token": "guess"})).status_code for _ in range(4)]
+        assert answers == [401, 401, 401, 429]
+        # Even the right token waits its turn.
+        assert (await client.post("/ui/login", data={"token": console.token("boss")})).status_code == 429
+
+
+async def test_every_response_carries_the_csp_and_headers(serve_console: ServeConsole) -> None:
+    async with serve_console(http={"max_body_bytes": 1000}) as console, console.client() as client:
+        await console.login(client, "boss")
+        answers = [
+            await client.get("/ui/login"),  # HTML
+            await client.get("/ui/chat"),
+            await client.get("/ui"),  # a redirect
+            await client.get("/ui/static/console.js"),  # static files
+            await client.get("/ui/static/console.css"),
+            await client.get("/ui/static/nothing.js"),  # 404
+            await client.get("/openapi.json"),  # JSON
+            await client.post("/ui/logout", content="{}", headers={"Content-Type": "application/json"}),  # 403
+            await client.post(
+                "/v1/chat", content="x" * 5000, headers={"Content-Type": "application/json"}
+            ),  # 413, early
+        ]
+        async with console.client() as stranger:
+            answers.append(await stranger.get("/openapi.json"))  # 401
+            answers.append(await stranger.get("/health"))
+        assert [a.status_code for a in answers] == [200, 200, 302, 200, 200, 404, 200, 403, 413, 401, 200]
+        for answer in answers:
+            assert answer.headers["content-security-policy"] == CSP, answer.url
+            assert answer.headers["x-content-type-options"] == "nosniff"
+            assert answer.headers["referrer-policy"] == "no-referrer"
+
+
+def test_no_script_or_page_takes_a_connection_target_from_the_url() -> None:
+    """Every fetch and stream goes to a fixed path of the page's own origin (CVE-2026-25253
+    was a URL parameter naming where the UI sent its token): no script reads its URL, only
+    console.js connects (its helpers take a path of this origin alone), and no page has
+    inline script, inline handlers or inline style (the CSP forbids them)."""
+    scripts = sorted((PACKAGE / "static").glob("*.js"))
+    assert {p.name for p in scripts} >= {"console.js", "chat.js", "sessions.js", "tree.js"}
+    url_reads = re.compile(
+        r"location\s*\.\s*(search|hash|href|host|origin)|URLSearchParams|location\s*\["
+        r"|document\s*\.\s*(URL|baseURI|referrer|documentURI)"
+    )
+    connects = re.compile(r"\b(fetch|EventSource|WebSocket|XMLHttpRequest|sendBeacon|importScripts)\b\s*\(")
+    for script in scripts:
+        text = script.read_text()
+        assert not url_reads.search(text), f"{script.name} reads the page's URL"
+        assert "innerHTML" not in text and "eval(" not in text and "new Function" not in text, script.name
+        if script.name != "console.js":
+            assert not connects.search(text), f"{script.name} connects by itself, not through console.js"
+    shared = (PACKAGE / "static" / "console.js").read_text()
+    assert "fetch(ownPath(path)" in shared and "new EventSource(ownPath(path))" in shared
+    for template in sorted((PACKAGE / "templates").glob("*.html")):
+        text = template.read_text()
+        assert not re.search(r'<script(?![^>]*\bsrc="/ui/static/)', text), f"{template.name}: inline script"
+        assert not re.search(r"\son[a-z]+\s*=", text), f"{template.name}: an inline event handler"
+        assert not re.search(r"\sstyle\s*=|<style", text), f"{template.name}: inline style"
+        assert not re.search(r'(src|href|action)="(https?:)?//', text), f"{template.name}: another origin"

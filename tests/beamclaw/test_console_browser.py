@@ -1,0 +1,154 @@
+"""The web console in a real browser (headless Chromium) against a real daemon and the
+scripted model: log in, chat and see the reply stream in, approve a tool call from its
+button, kill a session's loop from the tree and see it come back with its restart count
+raised, log out. Each page the test visits is saved to docs/console/ for the docs.
+
+Selenium blocks, so the browser's steps run in a worker thread while this process's
+Trio loop serves the scripted model.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from tests.support.browser import save_screenshot, script_errors, wait_until
+from tests.support.model_server import Call, Reply, scripted_model
+
+from .daemon import running_daemon, write_config
+
+ADMIN_TOKEN = "console-admin-token-7f3a9c"
+GREETING = "Hello from the scripted model, streamed to the console."
+TOOL_COMMAND = "command echo approved-from-the-console"
+
+
+def _port(config: Path) -> int:
+    found = re.search(r"port = (\d+)", config.read_text())
+    assert found is not None
+    return int(found.group(1))
+
+
+def _config(tmp_path: Path, model: Any) -> Path:
+    token = tmp_path / "admin.token"
+    token.write_text(ADMIN_TOKEN)
+    token.chmod(0o600)
+    extra = (
+        f'[gateway.auth.tokens.boss]\ntoken = {{ file = "{token}" }}\nrole = "admin"\n'
+        "[gateway.rate_limit]\nrequests = 1000\n"
+    )
+    return write_config(tmp_path, model, autonomy="supervised", extra=extra)
+
+
+def _by(kind: str) -> Any:
+    from selenium.webdriver.common.by import By
+
+    return getattr(By, kind)
+
+
+def _log_in(driver: Any, url: str) -> None:
+    driver.get(f"{url}/ui")
+    wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
+    save_screenshot(driver, "login")
+    driver.find_element(_by("ID"), "token").send_keys(ADMIN_TOKEN)
+    driver.find_element(_by("CSS_SELECTOR"), '[data-action="login"]').click()
+    wait_until(driver, lambda d: d.current_url.endswith("/ui/chat"))
+    assert driver.find_element(_by("TAG_NAME"), "body").get_attribute("data-role") == "admin"
+
+
+def _send(driver: Any, text: str) -> None:
+    box = driver.find_element(_by("ID"), "chat-text")
+    box.send_keys(text)
+    driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
+
+
+def _replies(driver: Any) -> list[str]:
+    return [e.text for e in driver.find_elements(_by("CSS_SELECTOR"), '.message.assistant[data-done="true"] .body')]
+
+
+def _chat(driver: Any) -> None:
+    """A turn streamed in, then a tool call approved from its button."""
+    wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#agent option"))
+    _send(driver, "say hello")
+    wait_until(driver, lambda d: GREETING in _replies(d))
+    _send(driver, "run the command")
+    approve = wait_until(
+        driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
+    )[0]
+    card = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
+    assert card.get_attribute("data-tool") == "bash" and "approved-from-the-console" in card.text
+    save_screenshot(driver, "chat-approval")
+    approve.click()
+    wait_until(driver, lambda d: "it ran" in _replies(d))
+    tool = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
+    assert tool.get_attribute("data-state") == "done" and "approved-from-the-console" in tool.text
+    assert driver.find_element(_by("CSS_SELECTOR"), ".approval").get_attribute("data-answered") == "yes"
+    save_screenshot(driver, "chat")
+
+
+def _sessions(driver: Any, url: str) -> str:
+    """The sessions page lists the conversation; its id."""
+    driver.get(f"{url}/ui/sessions")
+    row = wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#sessions tbody tr[data-session]"))[0]
+    assert "default" in row.text and "console" in row.text
+    row.find_element(_by("CSS_SELECTOR"), '[data-action="history"]').click()
+    wait_until(driver, lambda d: "it ran" in d.find_element(_by("ID"), "history-messages").text)
+    save_screenshot(driver, "sessions")
+    session: str = row.get_attribute("data-session")
+    return session
+
+
+def _restarts(driver: Any, path: str) -> int:
+    node = driver.find_element(_by("CSS_SELECTOR"), f'li[data-path="{path}"] > .node .restarts')
+    return int(node.get_attribute("data-count"))
+
+
+def _loop_of(driver: Any, session: str) -> list[Any]:
+    """The tree's entry of the session's loop (none yet: an empty list)."""
+    entries = driver.find_elements(_by("CSS_SELECTOR"), "li[data-path]")
+    return [e for e in entries if e.get_attribute("data-path").endswith(f"/{session}/loop")]
+
+
+def _tree(driver: Any, url: str, session: str) -> None:
+    """Kill the session's loop from the tree; the tree shows it back, its restart count raised."""
+    driver.get(f"{url}/ui/tree")
+    loop = wait_until(driver, lambda d: _loop_of(d, session))[0]
+    path = loop.get_attribute("data-path")
+    before = _restarts(driver, path)
+    loop.find_element(_by("CSS_SELECTOR"), ':scope > .node [data-action="kill"]').click()
+    wait_until(driver, lambda d: _restarts(d, path) == before + 1)
+    running = f'li[data-path="{path}"] > .node .state'
+    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), running).text == "running")
+    save_screenshot(driver, "tree")
+
+
+def _log_out(driver: Any, url: str) -> None:
+    driver.find_element(_by("CSS_SELECTOR"), '[data-action="logout"]').click()
+    wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
+    driver.get(f"{url}/ui/tree")
+    assert driver.current_url.endswith("/ui/login")  # the cookie no longer admits
+
+
+async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
+    steps = [
+        Reply(GREETING),
+        Reply(tool_calls=(Call("bash", {"command": TOOL_COMMAND}, id="c1"),)),
+        Reply("it ran"),
+    ]
+    async with scripted_model(*steps) as model:
+        config = _config(tmp_path, model)
+        async with running_daemon(config, tmp_path / "home"):
+            url = f"http://127.0.0.1:{_port(config)}"
+
+            def drive() -> None:
+                _log_in(browser, url)
+                _chat(browser)
+                session = _sessions(browser, url)
+                _tree(browser, url, session)
+                _log_out(browser, url)
+
+            await trio.to_thread.run_sync(drive)  # each wait gives up after 30 s
+    assert len(model.requests) == len(steps)
+    assert not [e for e in script_errors(browser) if "favicon" not in e]
