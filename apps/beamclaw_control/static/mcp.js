@@ -1,6 +1,6 @@
 // The MCP page: each MCP server (GET /v1/mcp/servers) with its state, tools, restarts and
-// last error, read again every few seconds; its tools (GET /v1/mcp/tools); for an admin,
-// Restart on each server (POST /v1/mcp/servers/<name>/restart).
+// last error, and their tools (GET /v1/mcp/tools), read again every few seconds; for an
+// admin, Restart on each server (POST /v1/mcp/servers/<name>/restart).
 
 import { api, can, el, notice, pressing } from "./console.js";
 
@@ -9,7 +9,7 @@ const empty = document.getElementById("mcp-empty");
 const status = document.getElementById("mcp-status");
 const toolsTable = document.querySelector("#mcp-tools tbody");
 const serverChoice = document.getElementById("tools-server");
-/** How often the servers' states are read again (a server connecting or failing changes on its own). */
+/** How often the servers and tools are read again (a server connecting or failing changes on its own). */
 const REFRESH_MS = 5000;
 
 function restartButton(name) {
@@ -92,6 +92,6 @@ async function refresh() {
 document.getElementById("refresh").addEventListener("click", (event) => pressing(event.currentTarget, refresh));
 serverChoice.addEventListener("change", () => loadTools().catch((error) => notice(error.message)));
 setInterval(() => {
-  if (!document.hidden) loadServers().catch((error) => (status.textContent = `not read: ${error.message}`));
+  if (!document.hidden) refresh().catch((error) => (status.textContent = `not read: ${error.message}`));
 }, REFRESH_MS);
 refresh().catch((error) => notice(error.message));
