@@ -18,9 +18,10 @@ function shown(item) {
   return (RANKS[item.dataset.level] ?? 100) >= Number(level.value);
 }
 
+/** The time of day of a line's time as the log file has it ("2026-11-27 03:35:24.348000+00:00"). */
 function clock(value) {
-  if (typeof value !== "number") return String(value ?? "");
-  return new Date(value * 1000).toLocaleTimeString();
+  const found = /\d{2}:\d{2}:\d{2}(\.\d{3})?/.exec(String(value ?? ""));
+  return found ? found[0] : "";
 }
 
 function add(line) {
@@ -28,7 +29,7 @@ function add(line) {
   const item = el(
     "li",
     { className: "log-line", data: { level: name } },
-    el("span", { className: "log-time", text: clock(line.time) }),
+    el("span", { className: "log-time", title: line.time || "", text: clock(line.time) }),
     el("span", { className: `log-level level-${name.toLowerCase()}`, text: name }),
     line.app ? el("span", { className: "log-app", text: line.app }) : null,
     el("span", { className: "log-message", text: line.message }),

@@ -17,13 +17,13 @@ function budgetRow(budget) {
   const used = budget.used_today || 0;
   let share = el("td", { className: "note", text: "no budget" });
   if (limit) {
-    const percent = Math.round((100 * used) / limit);
+    const percent = (100 * used) / limit;
     share = el(
       "td",
       { className: used >= limit ? "over" : "" },
       el("meter", { min: "0", max: String(limit), low: String(limit * 0.5), high: String(limit * 0.8), optimum: "0",
                     value: String(Math.min(used, limit)), title: `${used} of ${limit} tokens` }),
-      ` ${percent}%`,
+      ` ${percent < 10 ? percent.toFixed(1) : Math.round(percent)}%`,
     );
   }
   return el(
