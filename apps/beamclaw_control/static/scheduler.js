@@ -21,6 +21,8 @@ const EXAMPLES = { every: "30m", at: "2026-12-01T09:00", cron: "0 9 * * 1-5", ra
 /** The actions each state offers (a done job offers none but its runs). */
 const ACTIONS = { active: ["pause", "cancel"], paused: ["resume", "cancel"], done: [] };
 const LABELS = { pause: "Pause", resume: "Resume", cancel: "Cancel" };
+/** Where the keyboard goes once an action is done: the button that undoes it, or Runs. */
+const FOCUS_AFTER = { pause: "resume", resume: "pause", cancel: "runs" };
 
 function short(id) {
   return String(id).slice(0, 8);
@@ -38,7 +40,7 @@ function actionButton(job, action) {
     pressing(button, async () => {
       const answer = await api("POST", `/v1/scheduler/jobs/${encodeURIComponent(job.id)}/${action}`);
       notice(`job ${short(job.id)} is ${answer.job.state}`, "info");
-      replaceRow(answer.job);
+      replaceRow(answer.job, FOCUS_AFTER[action]);
     }),
   );
   return button;
@@ -81,13 +83,13 @@ function row(job) {
   );
 }
 
-/** Draw *job* again in its row, keeping the keyboard's place on the row's first button. */
-function replaceRow(job) {
+/** Draw *job* again in its row, the keyboard's focus on its button for *action* (else its first). */
+function replaceRow(job, action) {
   const old = table.querySelector(`tr[data-job="${CSS.escape(job.id)}"]`);
   const fresh = row(job);
   if (old) old.replaceWith(fresh);
   else table.prepend(fresh);
-  fresh.querySelector("button").focus();
+  (fresh.querySelector(`button[data-action="${action}"]`) || fresh.querySelector("button")).focus();
 }
 
 async function load() {

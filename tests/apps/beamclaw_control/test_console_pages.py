@@ -31,6 +31,8 @@ NOTES = "# Notes\n\nThe boat is moored at Quay 7.\nThe spare key is under the bl
 SERVERS = {"servers": {"files": stdio()}}
 #: Every page of this module's, as a viewer opens it.
 PAGES = ("scheduler", "memory", "mcp", "sandbox", "logs", "usage")
+#: A phone's window (CSS pixels).
+PHONE = (390, 844)
 
 
 async def _in_thread(step: Callable[..., _T], *args: Any) -> _T:
@@ -100,26 +102,34 @@ async def _job_states(api: Api) -> list[str]:
 async def test_a_job_is_paused_and_resumed_from_the_scheduler_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
 ) -> None:
+    from selenium.webdriver.common.keys import Keys
+
     async with running_api(tmp_path, monkeypatch) as api:
         job = await _add_job(api, "water the plants")
         row = f'#jobs tr[data-job="{job["id"]}"]'
 
-        def press(action: str, then: str) -> None:
-            _click(browser, f'{row} button[data-action="{action}"]')
-            wait_until(browser, lambda d: _texts(d, f'{row} [data-field="state"]') == [then])
+        def state_is(state: str) -> None:
+            wait_until(browser, lambda d: _texts(d, f'{row} [data-field="state"]') == [state])
 
         def open_page() -> None:
             _log_in(browser, api.url, ALICE)
             _open(browser, api.url, "scheduler")
-            wait_until(browser, lambda d: _texts(d, f'{row} [data-field="state"]') == ["active"])
+            state_is("active")
             wait_until(browser, lambda d: _css(d, "#job-agent option"))
             save_screenshot(browser, "scheduler")
+            _click(browser, f'{row} button[data-action="pause"]')
+            state_is("paused")
+
+        def resume_from_the_keyboard() -> str:
+            _css(browser, f'{row} button[data-action="resume"]')[0].send_keys(Keys.ENTER)
+            state_is("active")
+            focused: str = browser.switch_to.active_element.get_attribute("data-action")
+            return focused
 
         await _in_thread(open_page)
-        await _in_thread(press, "pause", "paused")
         assert await _job_states(api) == ["paused"]  # the server's state, not only the page's
         assert _texts(browser, f"{row} button[data-action]") == ["Runs", "Resume", "Cancel"]
-        await _in_thread(press, "resume", "active")
+        assert await _in_thread(resume_from_the_keyboard) == "pause"  # the keyboard stays on the row
         assert await _job_states(api) == ["active"]
         _no_script_errors(browser)
 
@@ -248,3 +258,22 @@ async def test_a_viewer_sees_no_button_it_may_not_press(
         told = [page for page, (_, _, note) in seen.items() if note]  # what it may not read, it is told why
         assert told == ["scheduler", "memory", "sandbox", "logs"]
         _no_script_errors(browser)
+
+
+async def test_every_page_fits_a_phones_width(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any) -> None:
+    async with running_api(tmp_path, monkeypatch, mcp_table=SERVERS) as api:
+        await _add_job(api, "a message long enough to need a wide column, or a table that scrolls sideways")
+        overflow: dict[str, int] = {}
+
+        def visit() -> None:
+            _log_in(browser, api.url, ADMIN)
+            browser.set_window_size(*PHONE)
+            for page in PAGES:
+                _open(browser, api.url, page)
+                wait_until(browser, lambda d: _css(d, "main"))
+                overflow[page] = browser.execute_script(
+                    "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+                )
+
+        await _in_thread(visit)
+        assert overflow == {page: 0 for page in PAGES}  # tables scroll in their own box; the page never sideways
