@@ -26,22 +26,25 @@ Printed, and written to bench/results/console.json. Measured only, never asserte
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 import attrs
 import httpx
 import trio
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
 
 from tests.beamclaw.daemon import free_port, start_daemon
-from tests.support.browser import chromium
+from tests.support.browser import CHROMEDRIVER, CHROMIUM, WINDOW
 from tests.support.model_server import Reply, scripted_model
 
 from ._cli import quick_flag, save
@@ -54,24 +57,26 @@ _CONVERSATIONS: Final = 4
 #: Seconds between kills: with four conversations, one kill of each every 4 s (its supervisor allows 5 in 10 s).
 _KILL_SPACING: Final = 1.0
 _CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
+_T = TypeVar("_T")
 
-#: Installed in the Tree page before a kill: notes (on the page's clock, in epoch
-#: milliseconds) the first moment the loop of conversation arguments[0] shows the
-#: restart count arguments[1], and stops watching.
+#: Installed in the Tree page before a kill: reads the restart count the page shows for
+#: the loop at path arguments[0] and notes (on the page's clock, epoch milliseconds, in
+#: ``window.benchSeenAt``) the first moment it shows one more; answers the count read.
 _WATCH: Final = """
-const [session, wanted] = arguments;
-window.benchSeenAt = null;
-const shown = () => {
-  const count = document.querySelector(`li[data-path="core/sessions_sup/${session}/loop"] > .node .restarts`);
-  return count !== null && count.dataset.count === String(wanted);
+const count = () => {
+  const node = document.querySelector(`li[data-path="${arguments[0]}"] > .node .restarts`);
+  return node === null ? null : Number(node.dataset.count);
 };
+const before = count();
+window.benchSeenAt = null;
 const observer = new MutationObserver(() => {
-  if (window.benchSeenAt === null && shown()) {
+  if (count() === before + 1) {
     window.benchSeenAt = performance.timeOrigin + performance.now();
     observer.disconnect();
   }
 });
 observer.observe(document.body, {subtree: true, childList: true, characterData: true, attributes: true});
+return before;
 """
 
 
@@ -133,9 +138,13 @@ async def _open_conversations(http: httpx.AsyncClient) -> list[str]:
     return ids
 
 
-async def _supervision_events(url: str, seen: trio.MemorySendChannel[tuple[str, float]],
-                              task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-    """Send (child id, epoch seconds) for each restart the events stream tells, once subscribed."""
+async def _restarts_streamed(
+    url: str,
+    seen: trio.MemorySendChannel[tuple[str, float]],
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Send (the restarted child's supervisor, epoch seconds read) for each restart event of
+    /v1/supervision/events, once subscribed."""
     async with _admin(url) as http, http.stream("GET", "/v1/supervision/events", timeout=None) as response:
         name = ""
         async for line in response.aiter_lines():
@@ -145,8 +154,12 @@ async def _supervision_events(url: str, seen: trio.MemorySendChannel[tuple[str, 
                 task_status.started()
             elif line.startswith("data:") and name == "supervision":
                 event = json.loads(line[5:])
-                if event.get("kind") == "restart":
-                    await seen.send((str(event.get("supervisor", "")), time.time()))
+                if event["kind"] == "restart" and event["child_id"] == "loop":
+                    await seen.send((event["supervisor"], time.time()))
+
+
+async def _in_browser(call: Callable[..., _T], *args: Any) -> _T:
+    return await trio.to_thread.run_sync(call, *args)
 
 
 async def _crashes(daemon: _Daemon, kills: int) -> dict[str, Any]:
@@ -154,94 +167,122 @@ async def _crashes(daemon: _Daemon, kills: int) -> dict[str, Any]:
     async with _admin(daemon.url) as http, trio.open_nursery() as nursery:
         ids = await _open_conversations(http)
         send, receive = trio.open_memory_channel[tuple[str, float]](100)
-        await nursery.start(_supervision_events, daemon.url, send)
-        with chromium() as browser:
-            await trio.to_thread.run_sync(_log_in, browser, daemon.url)
-            await trio.to_thread.run_sync(browser.get, f"{daemon.url}/ui/tree")
-            restarts = dict.fromkeys(ids, 0)
+        await nursery.start(_restarts_streamed, daemon.url, send)
+        with _chromium() as browser:
+            await _in_browser(_log_in, browser, daemon.url)
+            await _in_browser(browser.get, f"{daemon.url}/ui/tree")
             for n in range(kills):
                 session = ids[n % len(ids)]
-                restarts[session] += 1
-                await trio.to_thread.run_sync(browser.execute_script, _WATCH, session, restarts[session])
+                path = f"core/sessions_sup/{session}/loop"
+                with trio.fail_after(30):  # the page draws the tree (again, after the last kill)
+                    while await _in_browser(browser.execute_script, _WATCH, path) is None:
+                        await trio.sleep(0.05)
                 while receive.statistics().current_buffer_used:  # restarts of an earlier kill
                     receive.receive_nowait()
                 started = time.time()
-                (await http.post("/v1/supervision/kill", json={"path": f"{session}/loop"})).raise_for_status()
-                _, streamed = await receive.receive()
-                stream.append(streamed - started)
+                (await http.post("/v1/supervision/kill", json={"path": path})).raise_for_status()
                 with trio.fail_after(30):
-                    while (seen := await trio.to_thread.run_sync(browser.execute_script,
-                                                                 "return window.benchSeenAt")) is None:
+                    supervisor, streamed = await receive.receive()
+                    while supervisor != f"session:{session}":
+                        supervisor, streamed = await receive.receive()
+                    while (seen := await _in_browser(browser.execute_script, "return window.benchSeenAt")) is None:
                         await trio.sleep(0.05)
+                stream.append(streamed - started)
                 page.append(seen / 1e3 - started)
                 await trio.sleep(_KILL_SPACING)
         nursery.cancel_scope.cancel()
     return {"kills": kills, "tree_page": _ms(page), "events_stream": _ms(stream)}
 
 
+@contextmanager
+def _chromium() -> Iterator[Any]:
+    """Debian's headless Chromium through its chromedriver (the test's browser's paths and window)."""
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(argument)
+    options.add_argument(f"--window-size={WINDOW[0]},{WINDOW[1]}")
+    driver = webdriver.Chrome(options=options, service=Service(str(CHROMEDRIVER)))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
 def _log_in(browser: Any, url: str) -> None:
     """Log *browser* in to the console with the admin token, as a person would."""
     browser.get(f"{url}/ui/login")
-    field = browser.find_element("name", "token")
-    field.send_keys(_TOKEN)
-    field.submit()
+    browser.find_element("id", "token").send_keys(_TOKEN)
+    browser.find_element("css selector", '[data-action="login"]').click()
 
 
-async def _console_session(url: str) -> httpx.AsyncClient:
-    """A client holding the console's session cookie and sending its CSRF token and Origin, as the
-    console's scripts do."""
-    http = httpx.AsyncClient(base_url=url, timeout=60, headers={"Origin": url})
+async def _console_log_in(http: httpx.AsyncClient) -> None:
+    """Give *http* the console's session cookie, and its CSRF token and Origin on every
+    request, as the console's scripts send them."""
+    http.headers["Origin"] = str(http.base_url).rstrip("/")
     login = await http.post("/ui/login", data={"token": _TOKEN})
     assert login.status_code == 303, login.text  # to the chat page, with the cookie
     page = (await http.get("/ui/chat")).text
-    csrf = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
-    http.headers["X-CSRF-Token"] = csrf
-    return http
+    http.headers["X-CSRF-Token"] = page.split('name="csrf-token" content="', 1)[1].split('"', 1)[0]
 
 
-async def _console_turn(http: httpx.AsyncClient, text: str) -> None:
-    """A turn through POST /v1/chat, its events read to the last (``reply``)."""
+async def _console_turn(http: httpx.AsyncClient, text: str) -> float:
+    """A turn through POST /v1/chat, its events read to the last (``reply``): when (the
+    `time.perf_counter` reading) its ``final`` event, the whole reply's text, came."""
     body = {"text": text, "user": "console", "channel": "console"}
+    final = None
     async with http.stream("POST", "/v1/chat", json=body) as response:
         response.raise_for_status()
         name = ""
         async for line in response.aiter_lines():
             if line.startswith("event:"):
                 name = line[6:].strip()
+            elif line.startswith("data:") and name == "final":
+                final = time.perf_counter()
             elif line.startswith("data:") and name == "reply":
-                assert json.loads(line[5:])["ok"], line
-                return
+                assert json.loads(line[5:])["ok"] and final is not None, line
+                return final
     raise AssertionError("the console's chat stream ended without a reply event")
 
 
-async def _completions_turn(http: httpx.AsyncClient, text: str) -> None:
-    """The same turn through POST /v1/chat/completions, streamed, read to ``[DONE]``."""
+async def _completions_turn(http: httpx.AsyncClient, text: str) -> float:
+    """The same turn through POST /v1/chat/completions, streamed, read to ``[DONE]``: when
+    (the `time.perf_counter` reading) its last text came, which is then."""
     body = {"model": "default", "user": "completions", "stream": True, "messages": [{"role": "user", "content": text}]}
     async with http.stream("POST", "/v1/chat/completions", json=body) as response:
         response.raise_for_status()
         async for line in response.aiter_lines():
             if line.strip() == "data: [DONE]":
-                return
+                return time.perf_counter()
     raise AssertionError("the completions stream ended without [DONE]")
 
 
 async def _chats(daemon: _Daemon, rounds: int) -> dict[str, Any]:
-    timings: dict[str, list[float]] = {"console": [], "completions": []}
+    """Each route's turns: to the whole text (``text``) and to the stream's end (``turn``)."""
+    timings: dict[str, dict[str, list[float]]] = {"console": {"text": [], "turn": []},
+                                                  "completions": {"text": [], "turn": []}}  # fmt: skip
     cpu = dict.fromkeys(timings, 0.0)
-    console = await _console_session(daemon.url)
-    async with console, _admin(daemon.url) as api:
-        turns = {"console": lambda text: _console_turn(console, text),
-                 "completions": lambda text: _completions_turn(api, text)}  # fmt: skip
+    async with httpx.AsyncClient(base_url=daemon.url, timeout=60) as console, _admin(daemon.url) as api:
+        await _console_log_in(console)
+        turns: dict[str, Callable[[str], Awaitable[float]]] = {
+            "console": functools.partial(_console_turn, console),
+            "completions": functools.partial(_completions_turn, api),
+        }
         for turn in turns.values():  # warm: each conversation opened, the model connection made
             await turn("warm up")
         for n in range(rounds):  # interleaved, so a noisy neighbour hits both alike
             for name, turn in turns.items():
                 before, started = daemon.cpu_seconds(), time.perf_counter()
-                await turn(f"message {n}")
-                timings[name].append(time.perf_counter() - started)
+                text_at = await turn(f"message {n}")
+                timings[name]["turn"].append(time.perf_counter() - started)
+                timings[name]["text"].append(text_at - started)
                 cpu[name] += daemon.cpu_seconds() - before
     return {
-        name: _ms(values) | {"daemon_cpu_ms_per_turn": round(cpu[name] / rounds * 1e3, 2)}
+        name: {
+            "turn": _ms(values["turn"]),
+            "text": _ms(values["text"]),
+            "daemon_cpu_ms_per_turn": round(cpu[name] / rounds * 1e3, 2),
+        }
         for name, values in timings.items()
     } | {"rounds": rounds}
 
@@ -259,21 +300,31 @@ async def _main(quick: bool) -> dict[str, Any]:
                 }
 
 
+_CRASH_LABELS: Final = {"tree_page": "the Tree page in Chromium", "events_stream": "the events stream (baseline)"}
+_CHAT_LABELS: Final = {
+    "console": "POST /v1/chat (the console's route)",
+    "completions": "POST /v1/chat/completions (streamed)",
+}
+
+
 def main() -> None:
     result = trio.run(_main, quick_flag(__doc__))
     crash, chat = result["crash"], result["chat"]
     print(f"a {result['cpus']}-core machine: the daemon, the browser and the model server share its cores")
-    print(f"crash -> shown ({crash['kills']} kills of a conversation's loop)   p50 ms   p99 ms   max ms")
-    for name, label in (("tree_page", "the Tree page in Chromium"), ("events_stream", "the events stream (baseline)")):
+    print(f"crash -> shown ({crash['kills']} kills of a conversation's loop)    p50 ms   p99 ms   max ms")
+    for name, label in _CRASH_LABELS.items():
         figures = crash[name]
         print(f"  {label:44} {figures['p50_ms']:7.1f}  {figures['p99_ms']:7.1f}  {figures['max_ms']:7.1f}")
-    print(f"chat turn ({chat['rounds']} each, interleaved)                  p50 ms   p99 ms   daemon CPU ms/turn")
-    for name, label in (("console", "POST /v1/chat (the console's route)"),
-                        ("completions", "POST /v1/chat/completions (streamed)")):  # fmt: skip
-        figures = chat[name]
-        print(f"  {label:44} {figures['p50_ms']:7.1f}  {figures['p99_ms']:7.1f}  {figures['daemon_cpu_ms_per_turn']:7.2f}")
-    ratio = chat["console"]["p50_ms"] / chat["completions"]["p50_ms"]
-    print(f"  console p50 over completions p50: {ratio:.2f}x")
+    print(
+        f"chat turn ({chat['rounds']} each, interleaved)      whole text p50   stream's end p50 / p99   daemon CPU/turn"
+    )
+    for name, label in _CHAT_LABELS.items():
+        text, turn, cpu = chat[name]["text"], chat[name]["turn"], chat[name]["daemon_cpu_ms_per_turn"]
+        print(
+            f"  {label:38} {text['p50_ms']:8.1f} ms   {turn['p50_ms']:8.1f} / {turn['p99_ms']:6.1f} ms   {cpu:6.2f} ms"
+        )
+    ratio = chat["console"]["turn"]["p50_ms"] / chat["completions"]["turn"]["p50_ms"]
+    print(f"  the console's p50 to the stream's end over the completions p50: {ratio:.2f}x")
     save("console", result)
 
 
