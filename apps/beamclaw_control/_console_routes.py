@@ -65,6 +65,7 @@ async def login_page() -> Any:
 async def login() -> Any:
     """The login form's token: a session cookie and the chat page, or the form again saying why not."""
     form = await request.form
+    console_sessions().logout(request.cookies.get(CONSOLE_COOKIE))  # a login never keeps an old session's id
     try:
         cookie, _ = console_sessions().login(form.get("token", ""))
     except LoginRefused as exc:

@@ -15,8 +15,8 @@ from typing import Any
 
 import trio
 
-from tests.support.browser import save_screenshot, script_errors, wait_until
-from tests.support.model_server import Call, Reply, scripted_model
+from tests.support.browser import SCREENSHOTS, WINDOW, save_screenshot, script_errors, wait_until
+from tests.support.model_server import Call, Hold, Reply, scripted_model
 
 from .daemon import running_daemon, write_config
 
@@ -52,16 +52,36 @@ def _log_in(driver: Any, url: str) -> None:
     driver.get(f"{url}/ui")
     wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
     save_screenshot(driver, "login")
-    driver.find_element(_by("ID"), "token").send_keys(ADMIN_TOKEN)
-    driver.find_element(_by("CSS_SELECTOR"), '[data-action="login"]').click()
+    from selenium.webdriver.common.keys import Keys
+
+    # From the keyboard: the token field has the focus, Enter submits.
+    driver.switch_to.active_element.send_keys(ADMIN_TOKEN, Keys.ENTER)
     wait_until(driver, lambda d: d.current_url.endswith("/ui/chat"))
     assert driver.find_element(_by("TAG_NAME"), "body").get_attribute("data-role") == "admin"
 
 
-def _send(driver: Any, text: str) -> None:
+def _send(driver: Any, text: str, keyboard: bool = False) -> None:
+    """Write *text* and send it: with the Send button, or from the *keyboard* (Ctrl+Enter)."""
+    from selenium.webdriver.common.keys import Keys
+
     box = driver.find_element(_by("ID"), "chat-text")
     box.send_keys(text)
-    driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
+    if keyboard:
+        box.send_keys(Keys.CONTROL, Keys.ENTER)
+    else:
+        driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
+
+
+def _fits_a_phone(driver: Any, name: str) -> None:
+    """At a phone's width the page scrolls only downwards; its screenshot as *name*."""
+    driver.set_window_size(390, 844)
+    try:
+        wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0, f"the page is {wide} px wider than a phone's screen"
+        driver.execute_script("window.scrollTo(0, 0)")
+        driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+    finally:
+        driver.set_window_size(*WINDOW)
 
 
 def _replies(driver: Any) -> list[str]:
@@ -73,19 +93,33 @@ def _chat(driver: Any) -> None:
     wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#agent option"))
     _send(driver, "say hello")
     wait_until(driver, lambda d: GREETING in _replies(d))
-    _send(driver, "run the command")
+    _send(driver, "run the command", keyboard=True)
     approve = wait_until(
         driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
     )[0]
-    card = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
-    assert card.get_attribute("data-tool") == "bash" and "approved-from-the-console" in card.text
+    assert "approved-from-the-console" in driver.find_element(_by("CSS_SELECTOR"), ".approval").text
+    assert not driver.find_elements(_by("CSS_SELECTOR"), ".message.tool")  # nothing runs before the answer
     save_screenshot(driver, "chat-approval")
     approve.click()
     wait_until(driver, lambda d: "it ran" in _replies(d))
     tool = driver.find_element(_by("CSS_SELECTOR"), ".message.tool")
-    assert tool.get_attribute("data-state") == "done" and "approved-from-the-console" in tool.text
+    assert tool.get_attribute("data-tool") == "bash" and tool.get_attribute("data-state") == "done"
+    assert "approved-from-the-console" in tool.text  # its arguments, then its result
     assert driver.find_element(_by("CSS_SELECTOR"), ".approval").get_attribute("data-answered") == "yes"
     save_screenshot(driver, "chat")
+    _fits_a_phone(driver, "chat-phone")
+
+
+def _stop(driver: Any, hold: Hold) -> None:
+    """A turn the model keeps waiting on, ended with the Stop button."""
+    _send(driver, "take your time")
+    wait_until(driver, lambda _: trio.from_thread.run_sync(hold.reached.is_set))
+    stop = driver.find_element(_by("CSS_SELECTOR"), '[data-action="stop"]')
+    wait_until(driver, lambda _: stop.is_enabled())
+    stop.click()
+    wait_until(driver, lambda d: "stopped the turn" in d.find_element(_by("ID"), "notice").text)
+    wait_until(driver, lambda d: len(_replies(d)) == 3)  # the stopped turn's reply is over
+    assert not stop.is_enabled()
 
 
 def _sessions(driver: Any, url: str) -> str:
@@ -100,27 +134,27 @@ def _sessions(driver: Any, url: str) -> str:
     return session
 
 
-def _restarts(driver: Any, path: str) -> int:
+def _restarts(driver: Any, path: str) -> tuple[int]:
+    """The restart count the tree shows for *path* (in a tuple: a count of 0 is an answer too)."""
     node = driver.find_element(_by("CSS_SELECTOR"), f'li[data-path="{path}"] > .node .restarts')
-    return int(node.get_attribute("data-count"))
-
-
-def _loop_of(driver: Any, session: str) -> list[Any]:
-    """The tree's entry of the session's loop (none yet: an empty list)."""
-    entries = driver.find_elements(_by("CSS_SELECTOR"), "li[data-path]")
-    return [e for e in entries if e.get_attribute("data-path").endswith(f"/{session}/loop")]
+    return (int(node.get_attribute("data-count")),)
 
 
 def _tree(driver: Any, url: str, session: str) -> None:
-    """Kill the session's loop from the tree; the tree shows it back, its restart count raised."""
+    """Kill the session's loop from the tree; the tree shows it back, its restart count raised.
+
+    The page redraws the tree at each supervision event: every step looks its element up again.
+    """
     driver.get(f"{url}/ui/tree")
-    loop = wait_until(driver, lambda d: _loop_of(d, session))[0]
-    path = loop.get_attribute("data-path")
-    before = _restarts(driver, path)
-    loop.find_element(_by("CSS_SELECTOR"), ':scope > .node [data-action="kill"]').click()
-    wait_until(driver, lambda d: _restarts(d, path) == before + 1)
-    running = f'li[data-path="{path}"] > .node .state'
-    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), running).text == "running")
+    loop = f'li[data-path$="/{session}/loop"]'
+    path = wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), loop).get_attribute("data-path"))
+    (before,) = wait_until(driver, lambda d: _restarts(d, path))
+    kill = f'li[data-path="{path}"] > .node [data-action="kill"]'
+    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), kill).click() or True)
+    wait_until(driver, lambda d: _restarts(d, path) == (before + 1,))
+    state = f'li[data-path="{path}"] > .node .state'
+    wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), state).text == "running")
+    assert "killed" in driver.find_element(_by("ID"), "notice").text
     save_screenshot(driver, "tree")
 
 
@@ -132,10 +166,12 @@ def _log_out(driver: Any, url: str) -> None:
 
 
 async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
+    hold = Hold()  # never released: only Stop ends that turn
     steps = [
         Reply(GREETING),
         Reply(tool_calls=(Call("bash", {"command": TOOL_COMMAND}, id="c1"),)),
         Reply("it ran"),
+        hold,
     ]
     async with scripted_model(*steps) as model:
         config = _config(tmp_path, model)
@@ -145,6 +181,7 @@ async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
             def drive() -> None:
                 _log_in(browser, url)
                 _chat(browser)
+                _stop(browser, hold)
                 session = _sessions(browser, url)
                 _tree(browser, url, session)
                 _log_out(browser, url)

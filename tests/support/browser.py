@@ -78,10 +78,15 @@ def browser(tmp_path: Path) -> Iterator[Any]:
 
 
 def wait_until(driver: Any, found: Callable[[Any], _T], timeout: float = 30) -> _T:
-    """Wait until ``found(driver)`` is truthy and return it (a Selenium ``TimeoutException`` after *timeout*)."""
+    """Wait until ``found(driver)`` is truthy and return it (a Selenium ``TimeoutException`` after *timeout*).
+
+    An element missing, or gone stale because the page redrew it, counts as not yet.
+    """
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    result: _T = WebDriverWait(driver, timeout, poll_frequency=0.05).until(found)
+    ignored = (NoSuchElementException, StaleElementReferenceException)
+    result: _T = WebDriverWait(driver, timeout, poll_frequency=0.05, ignored_exceptions=ignored).until(found)
     return result
 
 
@@ -94,6 +99,7 @@ def save_screenshot(driver: Any, name: str) -> Path:
     """A screenshot of the whole page as ``docs/console/NAME.png``."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
+    driver.execute_script("window.scrollTo(0, 0)")
     height = driver.execute_script("return Math.max(document.body.scrollHeight, window.innerHeight)")
     driver.set_window_size(WINDOW[0], min(max(int(height), WINDOW[1]), 2400))
     try:

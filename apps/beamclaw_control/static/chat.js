@@ -1,6 +1,7 @@
 // The chat page: talk to an agent, the reply streamed in (POST /v1/chat, channel
 // "console"), each tool call a card, an approval answered from its buttons, a turn
-// stopped from the Stop button.
+// stopped from the Stop button. The conversation is the principal's own user's with
+// the agent (POST /v1/sessions opens or finds it): the page shows where it left off.
 
 import { api, can, el, notice, postStream, pressing } from "./console.js";
 
@@ -11,23 +12,29 @@ const input = document.getElementById("chat-text");
 const stop = document.getElementById("stop");
 const sessionLabel = document.getElementById("session-id");
 
-/** The conversation's session id, once the server named it; null starts a new one. */
+/** The conversation's session id (null: none open, as for a viewer). */
 let session = null;
 /** The turn being streamed: its abort controller, and the reply's element. */
 let turn = null;
 
 function setSession(id) {
   session = id || null;
-  sessionLabel.textContent = session ? `session ${session.slice(0, 8)}` : "";
+  sessionLabel.textContent = session ? `session ${session.slice(0, 12)}` : "";
   sessionLabel.title = session || "";
   if (stop) stop.disabled = !(turn && session);
+}
+
+/** Put *item* in the conversation: during a turn, before its reply (which stays last, growing). */
+function place(item) {
+  if (turn && turn.reply !== item) log.insertBefore(item, turn.reply);
+  else log.append(item);
+  item.scrollIntoView({ block: "end" });
 }
 
 function message(kind, speaker, text) {
   const body = el("span", { className: "body", text });
   const item = el("li", { className: `message ${kind}` }, el("span", { className: "speaker", text: speaker }), body);
-  log.append(item);
-  item.scrollIntoView({ block: "end" });
+  place(item);
   return item;
 }
 
@@ -57,8 +64,7 @@ function toolCard(data) {
     el("pre", { className: "arguments", text: pretty(data.arguments || "") }),
     el("span", { className: "state", text: "running…" }),
   );
-  log.append(card);
-  card.scrollIntoView({ block: "end" });
+  place(card);
 }
 
 function toolDone(data) {
@@ -90,8 +96,7 @@ function approvalCard(data) {
     button.addEventListener("click", () => answerApproval(card, data.session, answer));
     buttons.append(button);
   }
-  log.append(card);
-  card.scrollIntoView({ block: "end" });
+  place(card);
   buttons.querySelector("button").focus();
 }
 
@@ -150,7 +155,8 @@ async function send() {
   if (!text || turn) return;
   input.value = "";
   message("user", "you", text);
-  turn = { controller: new AbortController(), reply: reply() };
+  turn = { controller: new AbortController(), reply: null };
+  turn.reply = reply();
   setSession(session);
   const body = { text, agent: agents.value, channel: "console" };
   if (session) body.session = session;
@@ -169,6 +175,35 @@ async function send() {
   }
 }
 
+/** The last messages of the conversation, as the page would have shown them. */
+function showHistory(messages) {
+  log.replaceChildren();
+  for (const item of messages.slice(-HISTORY_SHOWN)) {
+    if (item.role === "user") message("user", "you", String(item.content ?? ""));
+    else if (item.role === "assistant" && item.content) message("assistant", agents.value, String(item.content));
+    for (const call of item.tool_calls || []) {
+      toolCard({ name: call.function?.name, arguments: call.function?.arguments });
+    }
+    if (item.role === "tool") toolDone({ name: item.name, result: item.content, is_error: false });
+  }
+}
+const HISTORY_SHOWN = 40;
+
+/** Open (or find) the conversation with the chosen agent, and show where it left off. */
+async function openConversation() {
+  setSession(null);
+  log.replaceChildren();
+  if (!can("operator")) return;
+  try {
+    const opened = await api("POST", "/v1/sessions", { agent: agents.value, channel: "console" });
+    setSession(opened.session.id);
+    const history = await api("GET", `/v1/sessions/${encodeURIComponent(session)}/history`);
+    showHistory(history.messages);
+  } catch (error) {
+    notice(`the conversation could not be opened: ${error.message}`);
+  }
+}
+
 async function loadAgents() {
   try {
     const answer = await api("GET", "/v1/agents");
@@ -178,18 +213,32 @@ async function loadAgents() {
     }
   } catch (error) {
     notice(`the agents could not be listed: ${error.message}`);
+    return;
   }
+  await openConversation();
 }
 
-agents.addEventListener("change", () => {
-  setSession(null);
-  message("progress", "console", `a new conversation with ${agents.value}`);
+// A new conversation forgets this one (as /new does): the button asks once more first.
+const forget = document.getElementById("new-chat");
+forget?.addEventListener("click", () => {
+  if (!session) return;
+  if (forget.dataset.action === "new") {
+    forget.dataset.action = "confirm-new";
+    forget.textContent = "Forget this conversation?";
+    return;
+  }
+  pressing(forget, async () => {
+    await api("DELETE", `/v1/sessions/${encodeURIComponent(session)}`);
+    log.replaceChildren();
+    notice("");
+  }).finally(() => {
+    forget.dataset.action = "new";
+    forget.textContent = "New conversation";
+    if (input) input.focus();
+  });
 });
-document.getElementById("new-chat").addEventListener("click", () => {
-  setSession(null);
-  log.replaceChildren();
-  if (input) input.focus();
-});
+
+agents.addEventListener("change", openConversation);
 
 if (form && can("operator")) {
   form.addEventListener("submit", (event) => {

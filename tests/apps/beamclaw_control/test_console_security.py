@@ -22,7 +22,9 @@ import trio
 
 import beamclaw_gateway as gateway
 from beamclaw_control import blueprints
+from tests.beamclaw.daemon import running_daemon, write_config
 from tests.support.asgi_server import serve_asgi
+from tests.support.model_server import Reply, scripted_model
 
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -175,6 +177,17 @@ async def test_a_rotated_token_file_ends_the_old_tokens_session_and_admits_the_n
             assert '<body data-role="operator"' in (await other.get("/ui/sessions")).text
 
 
+async def test_a_login_ends_the_session_the_browser_had(serve_console: ServeConsole) -> None:
+    async with serve_console() as console, console.client() as client:
+        await console.login(client, "watcher")
+        old = client.cookies[gateway.CONSOLE_COOKIE]
+        await console.login(client, "boss")
+        assert client.cookies[gateway.CONSOLE_COOKIE] != old
+        async with console.client() as other:
+            other.cookies.set(gateway.CONSOLE_COOKIE, old)
+            assert (await other.get("/openapi.json")).status_code == 401
+
+
 async def test_a_session_outlives_a_restart_of_the_gateways_app(serve_console: ServeConsole) -> None:
     """Killing the HTTP server from the tree page (or a reload restarting it) logs nobody out."""
     async with serve_console() as console, console.client() as client:
@@ -244,6 +257,54 @@ async def test_every_response_carries_the_csp_and_headers(serve_console: ServeCo
             assert answer.headers["content-security-policy"] == CSP, answer.url
             assert answer.headers["x-content-type-options"] == "nosniff"
             assert answer.headers["referrer-policy"] == "no-referrer"
+
+
+def _node(tree: dict[str, Any], path: str) -> dict[str, Any]:
+    for part in path.split("/"):
+        tree = next(child for child in tree["children"] if child["id"] == part)
+    return tree
+
+
+async def test_a_viewers_session_cannot_chat_approve_or_kill_and_an_operators_cannot_kill(tmp_path: Path) -> None:
+    """On a real daemon: each refusal is a 403, and nothing happened (no model call, no
+    crash); the operator's session does chat, with the same cookie and CSRF token."""
+    files = {}
+    for name in ROLES:
+        files[name] = tmp_path / f"{name}.token"
+        files[name].write_text(f"{name}-daemon-token-0f9e8d")
+        files[name].chmod(0o600)
+    extra = "".join(
+        f'[gateway.auth.tokens.{name}]\ntoken = {{ file = "{path}" }}\nrole = "{ROLES[name]}"\n'
+        for name, path in files.items()
+    )
+    async with scripted_model(repeat=Reply("hello, operator")) as model:
+        config = write_config(tmp_path, model, autonomy="supervised", extra=extra)
+        port = re.search(r"port = (\d+)", config.read_text())
+        assert port is not None
+        console = Console(f"http://127.0.0.1:{port.group(1)}", files)
+        admin = {"Authorization": f"Bearer {console.token('boss')}"}
+        victim = "core/cleaner"
+        async with running_daemon(config, tmp_path / "home"), console.client() as viewer, console.client() as ops:
+            async with console.client(**admin) as boss:
+                before = _node((await boss.get("/v1/supervision/tree")).json(), victim)
+            pages = {}
+            for client, name in ((viewer, "watcher"), (ops, "ops")):
+                pages[name] = {"X-CSRF-Token": await console.login(client, name), "Origin": console.origin}
+                kill = await client.post("/v1/supervision/kill", json={"path": victim}, headers=pages[name])
+                assert (kill.status_code, kill.json()["error"]["code"]) == (403, "forbidden"), name
+            refused = [
+                await viewer.post("/v1/chat", json={"text": "hi", "channel": "console"}, headers=pages["watcher"]),
+                await viewer.post("/v1/sessions/0123/approval", json={"answer": "yes"}, headers=pages["watcher"]),
+            ]
+            assert [(r.status_code, r.json()["error"]["code"]) for r in refused] == [(403, "forbidden")] * 2
+            assert model.requests == []
+            async with console.client(**admin) as boss:
+                after = _node((await boss.get("/v1/supervision/tree")).json(), victim)
+            assert (after["pid"], after["restarts"]) == (before["pid"], before["restarts"])
+            chat = {"text": "hi", "channel": "console"}
+            async with ops.stream("POST", "/v1/chat", json=chat, headers=pages["ops"]) as turn:
+                assert turn.status_code == 200
+                assert "hello, operator" in (await turn.aread()).decode()
 
 
 def test_no_script_or_page_takes_a_connection_target_from_the_url() -> None:
