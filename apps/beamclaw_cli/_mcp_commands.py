@@ -4,7 +4,9 @@ daemon, and BeamClaw itself as an MCP server over stdio."""
 from __future__ import annotations
 
 import argparse
-from typing import Final
+from collections.abc import AsyncIterator
+from typing import Any, Final
+from urllib.parse import quote
 
 import attrs
 import trio
@@ -13,8 +15,7 @@ import beamclaw
 import beamclaw_core as core
 import beamclaw_gateway as gateway
 
-from ._control_client import NoDaemon, ask
-from ._control_client import request as control_request
+from ._api_client import ApiError, NoDaemon, call, events
 from ._help import Commands, Help, add_group
 from ._identity import add_identity_options
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -55,7 +56,7 @@ async def run(args: argparse.Namespace) -> int:
     out = console()
     match args.action or "list":
         case "list":
-            servers = (await ask({"cmd": "mcp", "action": "list"}, raw=wants_json(args)))["servers"]
+            servers = (await call("GET", "/v1/mcp/servers", raw=wants_json(args)))["servers"]
             if wants_json(args):
                 print_json(servers)
                 return 0
@@ -76,7 +77,8 @@ async def run(args: argparse.Namespace) -> int:
                     out.print(as_text("  " + server["stderr"].replace("\n", "\n  ")))
             return 0
         case "tools":
-            found = (await ask({"cmd": "mcp", "action": "tools", "server": args.server}))["tools"]
+            params = {"server": args.server} if args.server else None
+            found = (await call("GET", "/v1/mcp/tools", params=params))["tools"]
             if not found:
                 print("no MCP tools" + (f" from {args.server}" if args.server else "") + " (see `beamclaw mcp list`)")
             for tool in found:
@@ -84,47 +86,68 @@ async def run(args: argparse.Namespace) -> int:
                 out.print(as_text(f"{tool['name']}  [{mark}]  {tool['description']}"))
             return 0
         case "restart":
-            await ask({"cmd": "mcp", "action": "restart", "server": args.server})
+            await call("POST", f"/v1/mcp/servers/{quote(args.server, safe='')}/restart")
             print(f"restarting {args.server}: `beamclaw mcp list` shows how it goes")
             return 0
     raise AssertionError(f"unknown action {args.action}")  # pragma: no cover - argparse allows only these
 
 
+#: Said to the host when the daemon goes away in the middle of a turn.
+_GONE: Final = "the daemon stopped before answering; send the message again"
+
+
+def _chat(agent: str, user: str, text: str) -> AsyncIterator[tuple[str, Any]]:
+    """The events of one ``POST /v1/chat`` on the "mcp" channel (the host's turns, whose
+    ``/yes`` answers only their own questions), raw: they go to a program, not a terminal."""
+    body = {"text": text, "user": user, "agent": agent, "channel": "mcp"}
+    return events("POST", "/v1/chat", json=body, raw=True)
+
+
 @attrs.define
-class _ControlBackend:
-    """The agents of the running daemon, over its control socket (see `gateway.Conversations`)."""
+class _ApiBackend:
+    """The agents of the running daemon, over its management API (see `gateway.Conversations`)."""
 
     nursery: trio.Nursery
 
     async def start(self, agent: str, user: str, message: str, pending: gateway.McpPending, origin: str) -> None:
-        request = control_request(
-            {"cmd": "chat", "user": user, "agent": agent, "text": message, "channel": "mcp"}, raw=True
-        )
-        first = await anext(request)  # the daemon has taken it (or refused: said at once)
-        if first.get("type") == "error":
-            raise ValueError(str(first["error"]))
+        """Submit the turn; return once the daemon has taken it (a refusal is raised here, a
+        `ValueError` said to the host), then tell *pending* what it says, in the background."""
+        await self.nursery.start(self._follow, agent, user, message, pending)
 
-        async def follow() -> None:
-            message = first
-            try:
-                while True:
-                    match message.get("type"):
-                        case "message":
-                            pending.said(str(message["text"]))
-                        case "reply":
-                            pending.ended(bool(message["ok"]), str(message["text"]))
-                            return
-                        case "error":
-                            pending.ended(False, str(message["error"]))
-                            return
-                    message = await anext(request)
-            except (NoDaemon, StopAsyncIteration):
-                pending.ended(False, "the daemon stopped before answering; send the message again")
-
-        self.nursery.start_soon(follow)
+    @staticmethod
+    async def _follow(
+        agent: str, user: str, message: str, pending: gateway.McpPending, task_status: Any = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        taken = ended = False
+        try:
+            async for name, data in _chat(agent, user, message):
+                if not taken:
+                    taken = True
+                    task_status.started()
+                match name:
+                    case "message":
+                        pending.said(str(data["text"]))
+                    case "approval":  # the host's user answers it with /yes, /no or /always
+                        pending.said(str(data["question"]))
+                    case "reply":
+                        pending.ended(bool(data["ok"]), str(data["text"]))
+                        ended = True
+        except ApiError as exc:
+            if not taken:
+                raise ValueError(str(exc)) from None
+        except NoDaemon:
+            if not taken:
+                raise
+        if not taken:
+            raise NoDaemon(_GONE)
+        if not ended:
+            pending.ended(False, _GONE)
 
     async def answer(self, agent: str, user: str, word: str, origin: str) -> None:
-        await ask({"cmd": "chat", "user": user, "agent": agent, "text": word, "channel": "mcp"})
+        """The word (``/yes``, ``/no``, ``/always``) as a message of the same channel: only
+        an answer from where the question was asked approves it."""
+        async for _ in _chat(agent, user, word):
+            pass
 
     async def agents(self) -> list[str]:
         return core.agent_names(beamclaw.data_dir(), core.CoreConfig().default_agent)
@@ -138,11 +161,11 @@ async def serve(args: argparse.Namespace) -> int:
 
     def speaker(agent: str, name: str, headers: object) -> tuple[str, str]:
         """``--user`` (by default ``mcp:local``); a name the host's model gives, one of the
-        owner's own ``mcp:local`` users only. The control socket's "mcp" channel is the origin."""
+        owner's own ``mcp:local`` users only. The API's "mcp" channel is the origin."""
         return (gateway.LOCAL.mcp_user(name) if name else user), "mcp"
 
     async with trio.open_nursery() as nursery:
-        conversations = gateway.McpConversations(_ControlBackend(nursery), args.agent)
+        conversations = gateway.McpConversations(_ApiBackend(nursery), args.agent)
         await gateway.agents_server(conversations, speaker=speaker).run_stdio_async()
         nursery.cancel_scope.cancel()
     return 0

@@ -9,7 +9,7 @@ import trio
 from rich.console import Console
 from rich.table import Table
 
-from ._control_client import ask
+from ._api_client import call
 from ._help import Commands, Help, add_group
 from ._terminal_safe import as_text, console
 
@@ -101,12 +101,12 @@ async def run(args: argparse.Namespace) -> int:
     out = console()
     match args.action or "status":
         case "search":
-            answer = await ask({"cmd": "memory", "action": "search", "agent": args.agent, "user": args.user,
-                                "query": args.query, "limit": args.limit})  # fmt: skip
+            found = {"q": args.query, "agent": args.agent, "user": args.user, "limit": args.limit}
+            answer = await call("GET", "/v1/memory/search", params={k: v for k, v in found.items() if v is not None})
             _print_hits(out, answer, args.query)
             return 0
         case "reindex":
-            status = (await ask({"cmd": "memory", "action": "reindex", "agent": args.agent}))["status"]
+            status = (await call("POST", "/v1/memory/reindex", json={"agent": args.agent}))["status"]
             out.print(
                 as_text(
                     f"reindexed agent {status['agent']}: {_count(status['documents'], 'document')}, "
@@ -115,7 +115,7 @@ async def run(args: argparse.Namespace) -> int:
             )
             return 0
         case "status":
-            _status_table(out, (await ask({"cmd": "memory", "action": "status"}))["agents"])
+            _status_table(out, (await call("GET", "/v1/memory/status"))["agents"])
             return 0
     raise AssertionError(f"unknown action {args.action}")  # pragma: no cover - argparse allows only these
 

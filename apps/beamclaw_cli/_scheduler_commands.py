@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 from typing import Any, Final
+from urllib.parse import quote
 
 import trio
 from rich.console import Console
 
 import beamclaw_scheduler as scheduler
 
-from ._control_client import ask
+from ._api_client import call
 from ._help import Commands, Help, add_group
 from ._identity import add_identity_options, user_id
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -66,13 +67,17 @@ def _print_job(out: Console, job: dict[str, Any], verb: str) -> None:
     )  # fmt: skip
 
 
+def _job_path(job: str, *rest: str) -> str:
+    """The route of one job (its id, or a prefix, as the user typed it)."""
+    return "/".join(["/v1/scheduler/jobs", quote(job, safe=""), *rest])
+
+
 async def run(args: argparse.Namespace) -> int:
     out = console()
     action = args.action or "list"
     if action == "list":
-        jobs = (
-            await ask({"cmd": "scheduler", "action": "list", "all": getattr(args, "all", False)}, raw=wants_json(args))
-        )["jobs"]
+        params = {"all": 1} if getattr(args, "all", False) else None
+        jobs = (await call("GET", "/v1/scheduler/jobs", params=params, raw=wants_json(args)))["jobs"]
         if wants_json(args):
             print_json(jobs)
             return 0
@@ -89,12 +94,12 @@ async def run(args: argparse.Namespace) -> int:
         return 0
     if action == "add":
         kind, spec = next((k, v) for k in ("at", "every", "cron", "random") if (v := getattr(args, k)) is not None)
-        answer = await ask({"cmd": "scheduler", "action": "add", "user": user_id(args), "agent": args.agent,
+        answer = await call("POST", "/v1/scheduler/jobs", json={"user": user_id(args), "agent": args.agent,
                             "kind": kind, "spec": spec, "timezone": args.tz, "message": args.message})  # fmt: skip
         _print_job(out, answer["job"], "added")
         return 0
     if action == "runs":
-        runs = (await ask({"cmd": "scheduler", "action": "runs", "job": args.job}))["runs"]
+        runs = (await call("GET", _job_path(args.job, "runs")))["runs"]
         if not runs:
             print(f"job {args.job} has not run yet")
         for item in runs:
@@ -104,7 +109,7 @@ async def run(args: argparse.Namespace) -> int:
                 )
             )
         return 0
-    answer = await ask({"cmd": "scheduler", "action": action, "job": args.job})
+    answer = await call("POST", _job_path(args.job, action))
     _print_job(out, answer["job"], {"cancel": "cancelled", "pause": "paused", "resume": "resumed"}[action])
     return 0
 

@@ -67,7 +67,9 @@ async def search() -> Response:
     agent = await _agent(request.args.get("agent"))
     limit = await _limit(request.args.get("limit"))
     user = None
-    if name := request.args.get("user"):
+    if (name := request.args.get("user")) is not None:
+        if not name:
+            raise BadRequest('"user" must be a non-empty string (or absent: the agent\'s files only)')
         who = principal()
         try:
             user = core.check_user_id(who.check_user(who.user_for(name)))

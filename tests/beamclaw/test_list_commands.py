@@ -13,7 +13,7 @@ import beamclaw_core as core
 from beamclaw_base import StoreConfig
 from tests.support.model_server import Reply, scripted_model
 
-from .daemon import cli, control, running_daemon, write_config
+from .daemon import api, cli, running_daemon, write_config
 
 #: A narrow terminal's width, as a shell exports it: a table into a pipe must ignore it.
 _NARROW = {"COLUMNS": "20"}
@@ -48,8 +48,8 @@ async def test_the_daemon_lists_print_whole_ids_into_a_pipe_and_json(tmp_path: P
             assert rows[0][:3] == ["ID", "AGENT", "USER"]
             assert rows[1][:3] == [job["id"], _LONG_AGENT, "local:ada"]
 
-            opened = await control(home, {"cmd": "open", "user": "local:ada", "agent": _LONG_AGENT})
-            session_id = opened["session"]["id"]
+            opened = await api(home, "POST", "/v1/sessions", {"user": "local:ada", "agent": _LONG_AGENT})
+            session_id = opened.json()["session"]["id"]
             assert len(session_id) > 12  # the terminal's short form would cut it
             sessions = await _json(home, "sessions")
             assert isinstance(sessions, list) and [s["id"] for s in sessions] == [session_id]

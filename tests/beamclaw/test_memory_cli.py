@@ -15,7 +15,7 @@ import trio
 from beamclaw_cli._main import main
 from tests.support.model_server import Reply, scripted_model
 
-from .daemon import cli, control, running_daemon, write_config
+from .daemon import api, api_client, cli, running_daemon, write_config
 
 #: Keyword search only (no embedder to wait for), small chunks so that each paragraph
 #: is one, and a watcher that looks often.
@@ -105,8 +105,8 @@ async def test_reindex_and_status(tmp_path: Path) -> None:
         reindexed = await cli(home, "memory", "reindex", "--agent", "ops")
         assert reindexed.returncode == 0, reindexed.stderr
         assert reindexed.stdout.decode().startswith("reindexed agent ops: 2 documents, 2 chunks (0 with a vector")
-        answer = await control(home, {"cmd": "memory", "action": "reindex", "agent": None})
-        assert answer["type"] == "memory_status" and answer["status"]["agent"] == "default"
+        answer = (await api(home, "POST", "/v1/memory/reindex", {"agent": None})).json()
+        assert answer["status"]["agent"] == "default"
         assert answer["status"]["documents"] == 1 and answer["status"]["chunks"] == 2
 
         # The daily log of ops is found in ops's memory, and not in default's.
@@ -147,16 +147,17 @@ async def test_bad_agents_users_and_limits_are_refused_saying_why(tmp_path: Path
         # What the CLI checks, the daemon checks too.
         bad: list[tuple[dict[str, Any], str]] = [
             ({"limit": 51}, '"limit" must be a whole number from 1 to 50'),
-            ({"limit": True}, '"limit" must be a whole number from 1 to 50'),
-            ({"agent": 7}, '"agent" must be the name of an agent'),
-            ({"user": 7}, '"user" must be a non-empty string'),
-            ({"query": ""}, '"query" must be a non-empty string'),
+            ({"limit": "yes"}, '"limit" must be a whole number from 1 to 50'),
+            ({"user": ""}, '"user" must be a non-empty string'),
+            ({"q": ""}, '"q" must say what to look for'),
         ]
-        for request, why in bad:
-            answer = await control(home, {"cmd": "memory", "action": "search", "query": "key", **request})
-            assert answer["type"] == "error" and why in answer["error"], (request, answer)
-        answer = await control(home, {"cmd": "memory", "action": "forget"})
-        assert answer["error"] == '"action" must be search, reindex or status'
+        for params, why in bad:
+            async with api_client(home) as client:
+                answer = await client.get("/v1/memory/search", params={"q": "key", **params})
+            assert answer.status_code == 400 and why in answer.json()["error"]["message"], (params, answer.text)
+        reindex = await api(home, "POST", "/v1/memory/reindex", {"agent": 7})
+        assert reindex.status_code == 400
+        assert '"agent" must be the name of an agent' in reindex.json()["error"]["message"]
         # The daemon still answers after all that.
         assert _hits(await _search(home, "blue drawer"))
 

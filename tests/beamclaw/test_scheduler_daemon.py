@@ -5,26 +5,41 @@ after kill -9 and a restart, no due time runs twice."""
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import signal
 import sqlite3
 import zoneinfo
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import httpx_sse
 import trio
 
 import beamclaw_scheduler as scheduler
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import cli, control, running_daemon, start_daemon, write_config
+from .daemon import api, api_client, cli, running_daemon, start_daemon, write_config
 
 FAST = "[scheduler]\nmin_interval_seconds = 1\n[scheduler.heartbeat]\nenabled = false\n"
 
 
 async def _history(home: Path) -> list[dict[str, str]]:
-    answer = await control(home, {"cmd": "history", "user": "local:ada", "agent": "default"})
-    return answer["messages"]
+    opened = await api(home, "POST", "/v1/sessions", {"user": "local:ada", "agent": "default"})
+    answer = await api(home, "GET", f"/v1/sessions/{opened.json()['session']['id']}/history")
+    messages: list[dict[str, str]] = answer.json()["messages"]
+    return messages
+
+
+@asynccontextmanager
+async def _deliveries(home: Path, user: str) -> AsyncIterator[AsyncIterator[httpx_sse.ServerSentEvent]]:
+    """What is delivered to *user*, as a connected terminal follows it (GET /v1/users/USER/deliveries)."""
+    async with (
+        api_client(home) as client,
+        httpx_sse.aconnect_sse(client, "GET", f"/v1/users/{user}/deliveries") as source,
+    ):
+        assert source.response.status_code == 200
+        yield source.aiter_sse()
 
 
 async def _job_turns(home: Path) -> list[str]:
@@ -38,17 +53,13 @@ async def test_a_job_made_with_the_cli_fires_and_reaches_the_user(tmp_path: Path
         running_daemon(write_config(tmp_path, model, extra=FAST), home),
     ):
         # A terminal of ada's follows what is delivered to her.
-        follow = await trio.open_unix_socket(str(home / "control.sock"))
-        await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
-        assert b'"following"' in await follow.receive_some(4096)
-
-        added = await cli(home, "scheduler", "add", "--every", "2s", "--message", "make the report")
-        assert added.returncode == 0, added.stderr
-        job_id = added.stdout.decode().split()[2].rstrip(":")
-        with trio.fail_after(120):
-            delivered = await follow.receive_some(65536)
-        assert json.loads(delivered.splitlines()[0]) == {"type": "message", "text": "the report is ready"}
-        await follow.aclose()
+        async with _deliveries(home, "local:ada") as delivered:
+            added = await cli(home, "scheduler", "add", "--every", "2s", "--message", "make the report")
+            assert added.returncode == 0, added.stderr
+            job_id = added.stdout.decode().split()[2].rstrip(":")
+            with trio.fail_after(120):
+                first = await anext(delivered)
+            assert (first.event, first.json()) == ("message", {"text": "the report is ready"})
 
         turns = await _job_turns(home)
         assert turns and turns[0] == f"[Scheduled job {job_id}, every 2s] make the report"
@@ -157,7 +168,7 @@ async def test_the_agent_schedules_a_job_with_its_tool_and_supervised_asks_first
                     await trio.sleep(0.1)
             assert "Approve scheduler" in chats[0].decode() and "act later on its own" in chats[0].decode()
             assert "I will remind you every hour." in chats[0].decode()
-            listed = (await control(home, {"cmd": "scheduler", "action": "list"}))["jobs"]
+            listed = (await api(home, "GET", "/v1/scheduler/jobs")).json()["jobs"]
             assert [(j["user"], j["schedule"], j["message"], j["created_by"]) for j in listed] == [
                 ("local:ada", "every 1h", "water the plants", "agent")
             ]
@@ -180,17 +191,14 @@ async def test_the_heartbeat_delivers_what_matters_once_and_keeps_quiet_otherwis
         assert model.count == 0
         assert (await cli(home, "chat", "hello")).returncode == 0  # ada is the last one active
         (home / "agents" / "default" / "HEARTBEAT.md").write_text("# Heartbeat\n- Check my calendar.\n")
-        follow = await trio.open_unix_socket(str(home / "control.sock"))
-        await follow.send_all(json.dumps({"cmd": "follow", "user": "local:ada"}).encode() + b"\n")
-        assert b'"following"' in await follow.receive_some(4096)
-        with trio.fail_after(30):
-            delivered = await follow.receive_some(65536)
-        assert json.loads(delivered.splitlines()[0])["text"] == "Your 10:00 meeting moved to 11:00."
-        with trio.move_on_after(5):  # the same output again within 24 h: not delivered twice
-            again = await follow.receive_some(65536)
-            raise AssertionError(f"delivered twice: {again!r}")
-        await follow.aclose()
-        runs = (await control(home, {"cmd": "scheduler", "action": "runs", "job": "heartbeat-default"}))["runs"]
+        async with _deliveries(home, "local:ada") as delivered:
+            with trio.fail_after(30):
+                first = await anext(delivered)
+            assert first.json()["text"] == "Your 10:00 meeting moved to 11:00."
+            with trio.move_on_after(5):  # the same output again within 24 h: not delivered twice
+                again = await anext(delivered)
+                raise AssertionError(f"delivered twice: {again!r}")
+        runs = (await api(home, "GET", "/v1/scheduler/jobs/heartbeat-default/runs")).json()["runs"]
         outcomes = [(r["state"], r["detail"]) for r in reversed(runs)]
         assert outcomes[0] == ("skipped", "HEARTBEAT.md has nothing to do")
         ran = [outcome for outcome in outcomes if outcome[0] != "skipped"]
