@@ -29,6 +29,8 @@ from .docker_engine import docker_engine
 _T = TypeVar("_T")
 NOTES = "# Notes\n\nThe boat is moored at Quay 7.\nThe spare key is under the blue pot.\n"
 SERVERS = {"servers": {"files": stdio()}}
+#: A job's message that would be an element if a page put it in as HTML.
+HOSTILE = 'check the mail <img id="injected" src="x">'
 #: Every page of this module's, as a viewer opens it.
 PAGES = ("scheduler", "memory", "mcp", "sandbox", "logs", "usage")
 #: A phone's window (CSS pixels).
@@ -134,7 +136,7 @@ async def test_a_job_is_paused_and_resumed_from_the_scheduler_page(
         _no_script_errors(browser)
 
 
-async def test_a_job_is_added_from_the_form_and_its_runs_shown(
+async def test_a_job_is_added_from_the_form_its_text_shown_as_text_and_its_runs_shown(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
 ) -> None:
     async with running_api(tmp_path, monkeypatch) as api:
@@ -144,15 +146,16 @@ async def test_a_job_is_added_from_the_form_and_its_runs_shown(
             _open(browser, api.url, "scheduler")
             wait_until(browser, lambda d: _css(d, "#job-agent option"))
             _css(browser, "#job-spec")[0].send_keys("2h")
-            _css(browser, "#job-message")[0].send_keys("check the mail")
+            _css(browser, "#job-message")[0].send_keys(HOSTILE)
             _click(browser, '[data-action="add"]')
-            wait_until(browser, lambda d: _texts(d, "#jobs tbody tr td:nth-child(5)") == ["check the mail"])
+            wait_until(browser, lambda d: _texts(d, "#jobs tbody tr td:nth-child(5)") == [HOSTILE])
             _click(browser, '#jobs tbody tr button[data-action="runs"]')
             wait_until(browser, lambda d: _css(d, "#runs:not([hidden])"))
 
         await _in_thread(add)
         (job,) = (await api.get(ALICE, "/v1/scheduler/jobs")).json()["jobs"]
-        assert (job["user"], job["schedule"], job["message"]) == ("api:alice", "every 2h", "check the mail")
+        assert (job["user"], job["schedule"], job["message"]) == ("api:alice", "every 2h", HOSTILE)
+        assert _css(browser, "#injected") == []  # the daemon's text became text, not markup
         assert _texts(browser, "#runs-empty") == ["The job has not run yet."]
         _no_script_errors(browser)
 
