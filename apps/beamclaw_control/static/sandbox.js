@@ -9,13 +9,19 @@ const status = document.getElementById("sandbox-status");
 
 function killButton(name) {
   const button = el("button", { type: "button", className: "danger", text: "Kill", "aria-label": `Kill ${name}`, data: { action: "kill", sandbox: name } });
-  button.addEventListener("click", () =>
+  button.addEventListener("click", () => {
+    // What ran in the container is lost: Kill asks once more on the same button.
+    if (button.dataset.action === "kill") {
+      button.dataset.action = "confirm-kill";
+      button.textContent = "Really kill?";
+      return;
+    }
     pressing(button, async () => {
       const answer = await api("POST", `/v1/sandbox/${encodeURIComponent(name)}/kill`);
       notice(`removed ${answer.container}`, "info");
       await load();
-    }),
-  );
+    });
+  });
   return button;
 }
 

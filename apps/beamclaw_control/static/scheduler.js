@@ -21,8 +21,8 @@ const EXAMPLES = { every: "30m", at: "2026-12-01T09:00", cron: "0 9 * * 1-5", ra
 /** The actions each state offers (a done job offers none but its runs). */
 const ACTIONS = { active: ["pause", "cancel"], paused: ["resume", "cancel"], done: [] };
 const LABELS = { pause: "Pause", resume: "Resume", cancel: "Cancel" };
-/** Where the keyboard goes once an action is done: the button that undoes it, or Runs. */
-const FOCUS_AFTER = { pause: "resume", resume: "pause", cancel: "runs" };
+/** Where the keyboard goes once pause or resume is done: the button that undoes it. */
+const FOCUS_AFTER = { pause: "resume", resume: "pause" };
 
 function short(id) {
   return String(id).slice(0, 8);
@@ -36,13 +36,24 @@ function actionButton(job, action) {
     "aria-label": `${LABELS[action]} job ${short(job.id)}`,
     data: { action, job: job.id },
   });
-  button.addEventListener("click", () =>
+  button.addEventListener("click", () => {
+    // Cancel cannot be undone: it asks once more on the same button (no blocking dialog).
+    if (button.dataset.action === "cancel") {
+      button.dataset.action = "confirm-cancel";
+      button.textContent = "Really cancel?";
+      return;
+    }
     pressing(button, async () => {
       const answer = await api("POST", `/v1/scheduler/jobs/${encodeURIComponent(job.id)}/${action}`);
-      notice(`job ${short(job.id)} is ${answer.job.state}`, "info");
-      replaceRow(answer.job, FOCUS_AFTER[action]);
-    }),
-  );
+      if (action === "cancel") {
+        notice(`cancelled job ${short(job.id)}`, "info");
+        removeRow(job.id);
+      } else {
+        notice(`job ${short(job.id)} is ${answer.job.state}`, "info");
+        replaceRow(answer.job, FOCUS_AFTER[action]);
+      }
+    });
+  });
   return button;
 }
 
@@ -81,6 +92,15 @@ function row(job) {
     el("td", { text: String(job.errors ?? 0) }),
     el("td", { className: "actions" }, runsButton(job), ...(ACTIONS[job.state] || []).map((a) => actionButton(job, a))),
   );
+}
+
+/** Take a cancelled job's row away (the scheduler forgets the job), the keyboard's focus to the next row's first button. */
+function removeRow(id) {
+  const old = table.querySelector(`tr[data-job="${CSS.escape(id)}"]`);
+  const next = old && (old.nextElementSibling || old.previousElementSibling);
+  old?.remove();
+  empty.hidden = table.rows.length > 0;
+  (next?.querySelector("button") || document.getElementById("refresh")).focus();
 }
 
 /** Draw *job* again in its row, the keyboard's focus on its button for *action* (else its first). */

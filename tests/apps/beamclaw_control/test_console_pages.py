@@ -101,7 +101,7 @@ async def _job_states(api: Api) -> list[str]:
     return [job["state"] for job in (await api.get(ALICE, "/v1/scheduler/jobs")).json()["jobs"]]
 
 
-async def test_a_job_is_paused_and_resumed_from_the_scheduler_page(
+async def test_a_job_is_paused_resumed_and_cancelled_from_the_scheduler_page(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
 ) -> None:
     from selenium.webdriver.common.keys import Keys
@@ -133,6 +133,12 @@ async def test_a_job_is_paused_and_resumed_from_the_scheduler_page(
         assert _texts(browser, f"{row} button[data-action]") == ["Runs", "Resume", "Cancel"]
         assert await _in_thread(resume_from_the_keyboard) == "pause"  # the keyboard stays on the row
         assert await _job_states(api) == ["active"]
+        await _in_thread(_click, browser, f'{row} button[data-action="cancel"]')
+        assert await _job_states(api) == ["active"]  # Cancel asks once more first
+        await _in_thread(_click, browser, f'{row} button[data-action="confirm-cancel"]')
+        await _in_thread(wait_until, browser, lambda d: not _css(d, row))  # the scheduler forgets it
+        assert await _job_states(api) == []
+        assert _texts(browser, "#jobs-empty") == ["No jobs yet."]
         _no_script_errors(browser)
 
 
@@ -230,6 +236,7 @@ async def test_an_admin_kills_a_sandbox_from_the_sandbox_page(
                 wait_until(browser, lambda d: _texts(d, names) == ["bc-old", "bc-new"])
                 save_screenshot(browser, "sandbox")
                 _click(browser, 'tr[data-sandbox="bc-new"] button[data-action="kill"]')
+                _click(browser, 'tr[data-sandbox="bc-new"] button[data-action="confirm-kill"]')  # pressed twice
                 wait_until(browser, lambda d: _texts(d, names) == ["bc-old"])
 
             await _in_thread(kill)
