@@ -24,15 +24,17 @@ function restartButton(name) {
   return button;
 }
 
-function errorCell(server) {
+function errorCell(server, stderrOpen) {
   const cell = el("td", { className: "error-text" }, server.last_error || "");
   if (server.stderr) {
-    cell.append(el("details", {}, el("summary", { text: "its stderr" }), el("pre", { text: server.stderr })));
+    const details = el("details", { data: { server: server.name } }, el("summary", { text: "its stderr" }), el("pre", { text: server.stderr }));
+    details.open = stderrOpen;
+    cell.append(details);
   }
   return cell;
 }
 
-function row(server) {
+function row(server, stderrOpen) {
   const tools = server.tools || [];
   return el(
     "tr",
@@ -42,7 +44,7 @@ function row(server) {
     el("td", { className: `state-${server.state}`, data: { field: "state" }, text: server.state }),
     el("td", { title: tools.join(", "), text: String(tools.length) }),
     el("td", { text: String(server.restarts ?? 0) }),
-    errorCell(server),
+    errorCell(server, stderrOpen),
     can("admin") ? el("td", { className: "actions" }, restartButton(server.name)) : null,
   );
 }
@@ -56,7 +58,9 @@ function focusedKey() {
 async function loadServers() {
   const answer = await api("GET", "/v1/mcp/servers");
   const key = focusedKey();
-  table.replaceChildren(...answer.servers.map(row));
+  // A stderr someone opened stays open when the rows are drawn again.
+  const opened = new Set([...table.querySelectorAll("details[open]")].map((details) => details.dataset.server));
+  table.replaceChildren(...answer.servers.map((server) => row(server, opened.has(server.name))));
   if (key) table.querySelector(`[data-action="${key[0]}"][data-server="${CSS.escape(key[1])}"]`)?.focus();
   empty.hidden = answer.servers.length > 0;
   const names = answer.servers.map((server) => server.name);

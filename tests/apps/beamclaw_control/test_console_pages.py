@@ -197,22 +197,34 @@ async def test_a_memory_search_from_the_keyboard_shows_the_lines_found(
         _no_script_errors(browser)
 
 
-async def test_the_mcp_page_lists_a_server_with_its_tools_and_an_admin_restarts_it(
+async def test_the_mcp_page_lists_servers_with_their_tools_and_last_error_and_an_admin_restarts_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
 ) -> None:
-    async with running_api(tmp_path, monkeypatch, mcp_table=SERVERS) as api:
-        state = '#mcp-servers tr[data-server="files"] [data-field="state"]'
+    table = {"max_restarts": 2, "servers": {"files": stdio(), "bad": stdio("--mode", "crash")}}
+    async with running_api(tmp_path, monkeypatch, mcp_table=table) as api:
+        files, bad = '#mcp-servers tr[data-server="files"]', '#mcp-servers tr[data-server="bad"]'
 
-        def look() -> None:
+        def look() -> tuple[str, str]:
             _log_in(browser, api.url, ADMIN)
             _open(browser, api.url, "mcp")
-            wait_until(browser, lambda d: _texts(d, state) == ["ready"])  # the page reads it every 5 s
+            # The servers start as the page opens; it reads them again every 5 s.
+            wait_until(browser, lambda d: _texts(d, f'{files} [data-field="state"]') == ["ready"])
+            wait_until(browser, lambda d: _texts(d, f'{bad} [data-field="state"]') == ["failed"], timeout=60)
             wait_until(browser, lambda d: "mcp__files__add" in _texts(d, "#mcp-tools td.mono"))
             save_screenshot(browser, "mcp")
-            _click(browser, '#mcp-servers tr[data-server="files"] button[data-action="restart"]')
+            _click(browser, f"{bad} details summary")
+            read_at = _texts(browser, "#mcp-status")
+            wait_until(browser, lambda d: _texts(d, "#mcp-status") not in ([], read_at), timeout=60)  # drawn again
+            error = _texts(browser, f"{bad} td.error-text")[0]
+            stderr = _texts(browser, f"{bad} td.error-text details[open] pre")  # still open: still shown
+            _click(browser, f'{files} button[data-action="restart"]')
             wait_until(browser, lambda d: _texts(d, "#notice") == ["restarting files"])
+            return error, stderr
 
-        await _in_thread(look)
+        error, stderr = await _in_thread(look)
+        listed = {s["name"]: s for s in (await api.get(VIEWER, "/v1/mcp/servers")).json()["servers"]}
+        assert listed["bad"]["last_error"] and listed["bad"]["last_error"] in error
+        assert len(stderr) == 1 and "cannot open /nonexistent/config.json" in stderr[0]
         assert "add" in _texts(browser, '#mcp-tools tr[data-tool="mcp__files__add"] td')
         _no_script_errors(browser)
 
