@@ -62,6 +62,14 @@ def _log_lines(driver: Any) -> list[str]:
         return []
 
 
+def _levels_shown(driver: Any, level: str) -> set[str]:
+    """The levels of the lines shown once the level filter is set to *level*."""
+    from selenium.webdriver.support.ui import Select
+
+    Select(_css(driver, "#logs-level")[0]).select_by_value(level)
+    return {line.get_attribute("data-level") for line in _css(driver, "#log-lines .log-line:not([hidden])")}
+
+
 async def test_the_logs_page_shows_a_line_logged_after_it_opened(tmp_path: Path, browser: Any) -> None:
     async with scripted_model(repeat=Reply("hi")) as model:
         config, url = _config(tmp_path, model)
@@ -86,6 +94,8 @@ async def test_the_logs_page_shows_a_line_logged_after_it_opened(tmp_path: Path,
             (line,) = await trio.to_thread.run_sync(wait_until, browser, crash_line)
             assert "ERROR" in line and "crashed=true" in line
             await trio.to_thread.run_sync(save_screenshot, browser, "logs")
+            levels = await trio.to_thread.run_sync(_levels_shown, browser, "40")  # errors only
+            assert levels == {"ERROR"}
             assert [e for e in script_errors(browser) if "favicon" not in e] == []
 
 
