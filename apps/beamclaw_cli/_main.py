@@ -27,6 +27,7 @@ from . import (
     _pairing_commands,
     _sandbox_commands,
     _scheduler_commands,
+    _session_commands,
     _skills_commands,
 )
 from ._doctor import doctor
@@ -38,14 +39,14 @@ from ._stderr_log import log_to_stderr
 from ._tui import tui
 
 _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
-    "chat": _daemon_commands.chat,
-    "history": _daemon_commands.history,
+    "chat": _session_commands.chat,
+    "history": _session_commands.history,
     "tree": _daemon_commands.tree,
     "status": _daemon_commands.status,
     "kill": _daemon_commands.kill,
-    "sessions": _daemon_commands.sessions,
+    "sessions": _session_commands.sessions,
     "reload": _daemon_commands.reload,
-    "approve": _daemon_commands.approve,
+    "approve": _session_commands.approve,
     "tui": tui,
 }
 

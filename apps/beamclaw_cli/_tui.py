@@ -24,7 +24,7 @@ from rich.text import Text
 
 import beamclaw
 
-from ._control_client import running
+from ._api_client import running
 from ._in_process_daemon import DaemonGaveUp, in_process_tree, run_in_process_daemon
 from ._terminal_bridge import Screen, leave_prompt, run_prompt
 from ._terminal_safe import as_text

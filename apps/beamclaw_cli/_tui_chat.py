@@ -3,9 +3,11 @@
 Replies stream above the input line: each finished line is printed for good, the line
 being written shows just above the prompt (`Screen.partial`). Approval questions can be
 answered (/yes, /no, /always) while their turn waits: they go to the daemon as text.
+Everything goes through the daemon's API on its socket (`_api_client`): the chat route's
+events, and the routes of the conversation the TUI opened.
 
 A daemon that stops under the TUI is said in one line (`DaemonLink`); the TUI polls the
-control socket with a short back-off until one answers again, then says "reconnected".
+socket with a short back-off until one answers again, then says "reconnected".
 """
 
 from __future__ import annotations
@@ -14,14 +16,17 @@ import argparse
 import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Final
+from urllib.parse import quote
 
 import attrs
 import trio
 from rich.console import Console
 from rich.text import Text
 
-from ._control_client import ControlError, NoDaemon, ask, request, running
+from . import _api_client as api
+from ._api_client import ApiError, NoDaemon, running
 from ._identity import user_id
+from ._session_commands import forget, open_session, session_path, stop
 from ._terminal_bridge import Screen
 from ._terminal_safe import as_text
 
@@ -55,7 +60,7 @@ def context_bar(used: int, window: int, width: int = 30) -> str:
 
 @attrs.define
 class DaemonLink:
-    """Whether the daemon answers, watched by polling its control socket.
+    """Whether the daemon answers, watched by polling its socket.
 
     A failed request calls `lost`; `watch` pings while the daemon is up, polls with a
     back-off while it is down, and says each change in one line.
@@ -138,6 +143,11 @@ class Chat:
         self.who = {"user": user_id(args), "agent": args.agent}
         self.busy = 0
 
+    @property
+    def session(self) -> str:
+        """The conversation's id (`open` finds it)."""
+        return self.screen.session
+
     def _unreachable(self, exc: Exception) -> None:
         if isinstance(exc, NoDaemon):
             self.link.lost()
@@ -146,17 +156,16 @@ class Chat:
 
     async def open(self) -> None:
         """The conversation's id and context, for the toolbar (and the agent checked)."""
-        answer = await ask({"cmd": "open", **self.who})
-        self.screen.session = str(answer["session"]["id"])
+        self.screen.session = str((await open_session(self.who))["id"])
         await self.measure()
 
     async def measure(self) -> None:
         try:
-            answer = await ask({"cmd": "context", **self.who})
-        except (NoDaemon, ControlError):
+            context = (await api.call("GET", session_path(self.session)))["context"]
+        except (NoDaemon, ApiError):
             return
-        share = answer["used"] / answer["window"] if answer["window"] else 0.0
-        self.screen.context = f"context {share:.0%} of {answer['window']:,}"
+        share = context["used"] / context["window"] if context["window"] else 0.0
+        self.screen.context = f"context {share:.0%} of {context['window']:,}"
         self.screen.refresh()
 
     async def send(self, text: str) -> None:
@@ -169,7 +178,7 @@ class Chat:
         reply = _Reply(self.console, self.screen)
         try:
             await self._stream(text, reply)
-        except (NoDaemon, ControlError) as exc:
+        except (NoDaemon, ApiError) as exc:
             reply.flush()
             self._unreachable(exc)
         finally:
@@ -180,34 +189,29 @@ class Chat:
         await self.measure()
 
     async def _stream(self, text: str, reply: _Reply) -> None:
-        async for message in request({"cmd": "chat", **self.who, "text": text}):
-            kind = message.get("type")
+        async for kind, data in api.events("POST", "/v1/chat", json={**self.who, "text": text}):
             if kind == "progress":
-                self.screen.status = f"waiting: {message['text']}"
+                self.screen.status = f"waiting: {data['text']}"
                 self.screen.refresh()
             elif kind in {"draft", "final"}:
-                reply.update(str(message["text"]))
-            elif kind == "message":  # an approval question, an error: a line of its own
+                reply.update(str(data["text"]))
+            elif kind in {"message", "approval"}:  # an approval question, an error: a line of its own
                 reply.flush()
                 reply = _Reply(self.console, self.screen)
-                self.console.print(as_text(message["text"]))
+                self.console.print(as_text(data["question"] if kind == "approval" else data["text"]))
             elif kind == "reply":
                 if not reply.shown and not reply.printed:
-                    reply.update(str(message["text"]))
+                    reply.update(str(data["text"]))
                 reply.flush()
-                return
-            elif kind == "error":
-                reply.flush()
-                self.console.print(as_text(f"beamclaw: {message['error']}", style="red"))
                 return
 
     async def interrupt(self) -> None:
         try:
-            answer = await ask({"cmd": "interrupt", **self.who})
-        except (NoDaemon, ControlError) as exc:
+            stopped = await stop(self.session)
+        except (NoDaemon, ApiError) as exc:
             self._unreachable(exc)
             return
-        if not answer["stopped"]:
+        if not stopped:
             self.console.print("[dim]nothing to stop[/]")
 
     async def command(self, text: str) -> bool:
@@ -217,18 +221,18 @@ class Chat:
             return False
         try:
             if word == "/new":
-                answer = await ask({"cmd": "reset", **self.who})
-                self.console.print(f"[dim]new conversation ({answer['dropped']} messages forgotten)[/]")
+                dropped = await forget(self.session)
+                self.console.print(f"[dim]new conversation ({dropped} messages forgotten)[/]")
                 await self.measure()
             elif word == "/context":
-                answer = await ask({"cmd": "context", **self.who})
-                bar = context_bar(answer["used"], answer["window"])
-                self.console.print(f"context {bar}, {answer['messages']} messages", markup=False)
+                context = (await api.call("GET", session_path(self.session)))["context"]
+                bar = context_bar(context["used"], context["window"])
+                self.console.print(f"context {bar}, {context['messages']} messages", markup=False)
             elif word == "/stop":
                 await self.interrupt()
             else:
                 self.console.print(HELP, markup=False)
-        except (NoDaemon, ControlError) as exc:
+        except (NoDaemon, ApiError) as exc:
             self._unreachable(exc)
         return True
 
@@ -237,8 +241,8 @@ async def follow_deliveries(user: str, console: Console) -> None:
     """Print what is delivered to *user* without a message of theirs (a scheduled job's
     reply), for as long as the TUI runs; the daemon being away is waited out."""
     while True:
-        with contextlib.suppress(NoDaemon, OSError):
-            async for message in request({"cmd": "follow", "user": user}):
-                if message.get("type") == "message":
-                    console.print(Text.assemble(("scheduled> ", "bold magenta"), str(message["text"])))
+        with contextlib.suppress(NoDaemon, ApiError, OSError):
+            async for kind, data in api.events("GET", f"/v1/users/{quote(user, safe='')}/deliveries"):
+                if kind == "message":
+                    console.print(Text.assemble(("scheduled> ", "bold magenta"), str(data["text"])))
         await trio.sleep(_RETRY[1])

@@ -77,14 +77,11 @@ async def named_session(body: dict[str, Any], channel: str) -> core.SessionHandl
     if user is not None and not isinstance(user, str):
         raise BadRequest('"user" must be a string')
     user_id = who.check_user(core.check_user_id(who.user_for(user or None)))
-    agents, default = await core.known_agents()
-    agent = body.get("agent") or default
+    agent = body.get("agent") or (await core.known_agents())[1]
     if not isinstance(agent, str):
         raise BadRequest('"agent" must be the name of an agent')
-    if core.check_agent_name(agent) not in agents:
-        raise core.UnknownAgent(f"there is no agent {agent!r}; GET /v1/agents lists them")
-    who.check_agent(agent)
-    return await core.open_session(user_id, agent, channel)
+    who.check_agent(core.check_agent_name(agent))
+    return await core.open_session(user_id, agent, channel)  # `UnknownAgent` (404) when there is none
 
 
 def handle_fields(handle: core.SessionHandle) -> dict[str, str]:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx_sse
 import trio
 
 from tests.support.model_server import ScriptedModel
@@ -65,6 +66,36 @@ async def api(home: Path, method: str, path: str, json: Any = None) -> httpx.Res
     """One request to the management API on the socket."""
     async with api_client(home) as client:
         return await client.request(method, path, json=json)
+
+
+async def chat(home: Path, user: str, text: str, agent: str = "default") -> dict[str, Any]:
+    """One turn through ``POST /v1/chat``, read to its end: the stream's last event (``reply``)."""
+    last: dict[str, Any] = {}
+    async with (
+        api_client(home) as client,
+        httpx_sse.aconnect_sse(client, "POST", "/v1/chat", json={"user": user, "agent": agent, "text": text}) as source,
+    ):
+        assert source.response.status_code == 200, await source.response.aread()
+        async for event in source.aiter_sse():
+            last = {"event": event.event, **event.json()}
+    assert last.get("event") == "reply", last
+    return last
+
+
+async def session_of(home: Path, user: str, agent: str = "default") -> str:
+    """The id of *user*'s conversation with *agent* (opened through the API if need be)."""
+    opened = await api(home, "POST", "/v1/sessions", {"user": user, "agent": agent})
+    assert opened.status_code == 200, opened.text
+    session: str = opened.json()["session"]["id"]
+    return session
+
+
+async def history(home: Path, user: str, agent: str = "default") -> dict[str, Any]:
+    """``GET /v1/sessions/<id>/history`` of *user*'s conversation with *agent*: its session and messages."""
+    answer = await api(home, "GET", f"/v1/sessions/{await session_of(home, user, agent)}/history")
+    assert answer.status_code == 200, answer.text
+    found: dict[str, Any] = answer.json()
+    return found
 
 
 async def ping(home: Path) -> bool:

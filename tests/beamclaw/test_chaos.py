@@ -26,7 +26,7 @@ import trio
 
 from tests.support.model_server import Agentic, Call, invalid_tool_history, scripted_model
 
-from .daemon import api, control, start_daemon, write_config
+from .daemon import api, history, start_daemon, write_config
 
 SECONDS = float(os.environ.get("BEAMCLAW_CHAOS_SECONDS", "60"))
 SEED = int(os.environ.get("BEAMCLAW_CHAOS_SEED", "20261123"))
@@ -144,8 +144,7 @@ async def test_random_kills_under_load_break_nothing(tmp_path: Path) -> None:
             assert model.refusals == [], f"the model was sent an invalid history: {model.refusals[:1]} {figures}"
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
                 for user, acked in load.acked.items():
-                    history = await control(home, {"cmd": "history", "user": f"api:{user}", "agent": "default"})
-                    messages = history["messages"]
+                    messages = (await history(home, f"api:{user}"))["messages"]
                     assert invalid_tool_history(messages) is None, f"{user}: {invalid_tool_history(messages)} {replay}"
                     said = {m["content"] for m in messages if m["role"] == "user"}
                     assert [text for text in acked if text not in said] == [], f"{user}: answered, then lost {replay}"

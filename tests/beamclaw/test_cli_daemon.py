@@ -14,7 +14,7 @@ import trio
 
 from tests.support.model_server import Reply, scripted_model
 
-from .daemon import cli, control, environment, start_daemon, write_config
+from .daemon import api, cli, environment, history, start_daemon, write_config
 
 
 def _find(node: dict[str, Any], *path: str) -> dict[str, Any]:
@@ -70,11 +70,12 @@ async def test_sigterm_stops_cleanly_with_the_history_saved(tmp_path: Path) -> N
         assert await daemon.wait() == 0
         assert not (home / "control.sock").exists()
         daemon = await start_daemon(config, home)
-        answer = await control(home, {"cmd": "history", "user": "local:ada", "agent": "default"})
+        answer = await history(home, "local:ada")
         assert [m["content"] for m in answer["messages"]] == ["remember this", "noted"]
-        context = await control(home, {"cmd": "context", "user": "local:ada", "agent": "default"})
+        session = answer["session"]["id"]
+        context = (await api(home, "GET", f"/v1/sessions/{session}")).json()["context"]
         assert context["messages"] == 2 and 0 < context["used"] < context["window"] == 32_768
-        reset = await control(home, {"cmd": "reset", "user": "local:ada", "agent": "default"})
+        reset = (await api(home, "DELETE", f"/v1/sessions/{session}", {})).json()
         assert reset["dropped"] == 2
         daemon.send_signal(signal.SIGTERM)
         assert await daemon.wait() == 0

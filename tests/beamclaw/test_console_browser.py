@@ -21,7 +21,29 @@ from tests.support.model_server import Call, Hold, Reply, scripted_model
 from .daemon import running_daemon, write_config
 
 ADMIN_TOKEN = "console-admin-token-7f3a9c"
-GREETING = "Hello from the scripted model, streamed to the console."
+VIEWER_TOKEN = "console-viewer-token-2b8e41"
+#: Long enough to come in several drafts: the stream's scrubber holds back the last 256
+#: characters (a credential could be still arriving), and a draft goes out every 80 more.
+GREETING = (
+    "Hello from the scripted model, streamed to the console. "
+    "A reply this long reaches the page in drafts, each the whole reply so far, "
+    "about every eighty characters, and then once more as the final text, "
+    "so the page shows it growing as the model writes it. "
+    "The gateway holds back the last few hundred characters of a stream until it knows "
+    "that no credential is hiding in them, which is why a short reply arrives all at once. "
+    "This one goes on a little longer, to be sure that at least two drafts come before "
+    "the end, and that the browser shows each of them in turn."
+)
+#: Records each text the conversation's elements are given (every draft of a reply): a
+#: WebDriver script, which the page's CSP does not restrict.
+RECORD_TEXTS = """
+window.texts = [];
+new MutationObserver((records) => {
+  for (const record of records) {
+    for (const node of record.addedNodes) if (node.nodeType === Node.TEXT_NODE) window.texts.push(node.data);
+  }
+}).observe(document.getElementById("messages"), { subtree: true, childList: true });
+"""
 TOOL_COMMAND = "command echo approved-from-the-console"
 
 
@@ -32,13 +54,12 @@ def _port(config: Path) -> int:
 
 
 def _config(tmp_path: Path, model: Any) -> Path:
-    token = tmp_path / "admin.token"
-    token.write_text(ADMIN_TOKEN)
-    token.chmod(0o600)
-    extra = (
-        f'[gateway.auth.tokens.boss]\ntoken = {{ file = "{token}" }}\nrole = "admin"\n'
-        "[gateway.rate_limit]\nrequests = 1000\n"
-    )
+    extra = "[gateway.rate_limit]\nrequests = 1000\n"
+    for name, role, value in (("boss", "admin", ADMIN_TOKEN), ("watcher", "viewer", VIEWER_TOKEN)):
+        token = tmp_path / f"{name}.token"
+        token.write_text(value)
+        token.chmod(0o600)
+        extra += f'[gateway.auth.tokens.{name}]\ntoken = {{ file = "{token}" }}\nrole = "{role}"\n'
     return write_config(tmp_path, model, autonomy="supervised", extra=extra)
 
 
@@ -48,16 +69,17 @@ def _by(kind: str) -> Any:
     return getattr(By, kind)
 
 
-def _log_in(driver: Any, url: str) -> None:
-    driver.get(f"{url}/ui")
-    wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
-    save_screenshot(driver, "login")
+def _log_in(driver: Any, url: str, token: str = ADMIN_TOKEN, role: str = "admin") -> None:
     from selenium.webdriver.common.keys import Keys
 
+    driver.get(f"{url}/ui")
+    wait_until(driver, lambda d: d.current_url.endswith("/ui/login"))
+    if role == "admin":
+        save_screenshot(driver, "login")
     # From the keyboard: the token field has the focus, Enter submits.
-    driver.switch_to.active_element.send_keys(ADMIN_TOKEN, Keys.ENTER)
+    driver.switch_to.active_element.send_keys(token, Keys.ENTER)
     wait_until(driver, lambda d: d.current_url.endswith("/ui/chat"))
-    assert driver.find_element(_by("TAG_NAME"), "body").get_attribute("data-role") == "admin"
+    assert driver.find_element(_by("TAG_NAME"), "body").get_attribute("data-role") == role
 
 
 def _send(driver: Any, text: str, keyboard: bool = False) -> None:
@@ -91,8 +113,12 @@ def _replies(driver: Any) -> list[str]:
 def _chat(driver: Any) -> None:
     """A turn streamed in, then a tool call approved from its button."""
     wait_until(driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), "#agent option"))
+    driver.execute_script(RECORD_TEXTS)
     _send(driver, "say hello")
     wait_until(driver, lambda d: GREETING in _replies(d))
+    texts = driver.execute_script("return window.texts")
+    drafts = [text for text in texts if text and GREETING.startswith(text) and text != GREETING]
+    assert len(drafts) >= 2, texts  # it grew in steps before the final text
     _send(driver, "run the command", keyboard=True)
     approve = wait_until(
         driver, lambda d: d.find_elements(_by("CSS_SELECTOR"), '.approval [data-action="approve"][data-answer="yes"]')
@@ -165,6 +191,22 @@ def _log_out(driver: Any, url: str) -> None:
     assert driver.current_url.endswith("/ui/login")  # the cookie no longer admits
 
 
+def _viewer(driver: Any, url: str) -> None:
+    """A viewer sees the pages, and no button a viewer may not press (each page once drawn)."""
+    _log_in(driver, url, VIEWER_TOKEN, "viewer")
+    drawn = {
+        "chat": "#agent option",
+        "tree": 'li[data-path="core/sessions_sup"]',
+        "sessions": "#viewer-note",
+    }
+    for page, shown in drawn.items():
+        driver.get(f"{url}/ui/{page}")
+        wait_until(driver, lambda d, shown=shown: d.find_elements(_by("CSS_SELECTOR"), shown))
+        actions = {e.get_attribute("data-action") for e in driver.find_elements(_by("CSS_SELECTOR"), "[data-action]")}
+        assert actions == {"logout"}, (page, actions)
+    assert "operator role" in driver.find_element(_by("ID"), "viewer-note").text
+
+
 async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
     hold = Hold()  # never released: only Stop ends that turn
     steps = [
@@ -185,6 +227,7 @@ async def test_the_console_in_a_browser(tmp_path: Path, browser: Any) -> None:
                 session = _sessions(browser, url)
                 _tree(browser, url, session)
                 _log_out(browser, url)
+                _viewer(browser, url)
 
             await trio.to_thread.run_sync(drive)  # each wait gives up after 30 s
     assert len(model.requests) == len(steps)

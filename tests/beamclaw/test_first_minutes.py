@@ -26,7 +26,7 @@ async def test_sessions_name_a_conversation_for_history_kill_and_the_tree(tmp_pa
         assert (await cli(home, "chat", "hi from bob", "--user", "local:bob")).returncode == 0
         listed = (await cli(home, "sessions")).stdout.decode()
         header, *rows = listed.splitlines()
-        assert header.split() == ["ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST", "ACTIVITY", "STATE"]
+        assert header.split() == ["ID", "USER", "AGENT", "CHANNEL", "MESSAGES", "LAST", "ACTIVITY", "CONTEXT", "STATE"]
         by_user = {row.split()[1]: row.split() for row in rows}
         assert set(by_user) == {"local:ada", "local:bob"}
         ada = by_user["local:ada"]

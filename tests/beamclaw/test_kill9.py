@@ -20,7 +20,7 @@ import trio
 
 from tests.support.model_server import Agentic, Call, ScriptedModel, invalid_tool_history, scripted_model
 
-from .daemon import control, start_daemon, write_config
+from .daemon import history, start_daemon, write_config
 
 CYCLES = int(os.environ.get("BEAMCLAW_KILL9_CYCLES", "10"))
 SEED = int(os.environ.get("BEAMCLAW_KILL9_SEED", "9"))
@@ -33,7 +33,7 @@ async def _check_what_is_left(home: Path, acked: list[str], model: ScriptedModel
         assert db.execute("PRAGMA integrity_check").fetchone() == ("ok",), replay
     finally:
         db.close()
-    messages = (await control(home, {"cmd": "history", "user": f"api:{USER}", "agent": "default"}))["messages"]
+    messages = (await history(home, f"api:{USER}"))["messages"]
     assert invalid_tool_history(messages) is None, f"{invalid_tool_history(messages)} {replay}"
     said = {m["content"] for m in messages if m["role"] == "user"}
     assert [text for text in acked if text not in said] == [], f"answered, then lost {replay}"

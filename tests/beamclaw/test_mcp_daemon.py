@@ -15,7 +15,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import cli, environment, running_daemon, write_config
+from .daemon import api, cli, environment, running_daemon, write_config
 
 ROOT = Path(__file__).parents[2]
 
@@ -83,3 +83,31 @@ async def test_beamclaw_serves_its_agents_over_stdio_to_an_mcp_host(tmp_path: Pa
             assert answer.content[0].text == "hello, host"  # type: ignore[union-attr]
         history = (await cli(home, "history", "--user", "local:ide")).stdout.decode()
         assert "user: hi from the IDE" in history and "assistant: hello, host" in history
+
+
+async def test_an_mcp_host_answers_an_approval_with_yes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    create = Call("scheduler", {"action": "create", "every": "1h", "message": "water the plants"})
+    steps = [Reply(tool_calls=(create,)), Reply("I will remind you every hour.")]
+    quiet = "[scheduler.heartbeat]\nenabled = false\n"
+    async with (
+        scripted_model(*steps, repeat=Reply("ok")) as model,
+        running_daemon(write_config(tmp_path, model, autonomy="supervised", extra=quiet), home),
+    ):
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "beamclaw", "mcp", "serve", "--user", "local:ide"],
+            env={k: v for k, v in environment(home).items() if k in {"BEAMCLAW_HOME", "PYTHONPATH"}}, cwd=str(ROOT),
+        )  # fmt: skip
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            asked = await session.call_tool("chat", {"message": "remind me to water the plants every hour"})
+            question = asked.content[0].text  # type: ignore[union-attr]
+            assert "Approve scheduler" in question and "act later on its own" in question
+            waiting = await session.call_tool("chat", {"message": "and the roses?"})
+            assert "still waiting for an answer" in waiting.content[0].text  # type: ignore[union-attr]
+            done = await session.call_tool("chat", {"message": "/yes"})
+            assert done.content[0].text == "I will remind you every hour."  # type: ignore[union-attr]
+        jobs = (await api(home, "GET", "/v1/scheduler/jobs")).json()["jobs"]
+        assert [(job["user"], job["message"], job["created_by"]) for job in jobs] == [
+            ("local:ide", "water the plants", "agent")
+        ]

@@ -22,7 +22,7 @@ import trio
 from tests.support.credentials import BARE_RULES, Credential, bare_corpus, credential_corpus, with_variants
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import control, start_daemon, write_config
+from .daemon import history, start_daemon, write_config
 
 SEED = 11
 #: Under the chat and A2A text caps, so every batch is accepted.
@@ -101,8 +101,7 @@ async def _every_way_out(tmp_path: Path, corpus: list[Credential], extra: str = 
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=60) as http:
                 outputs = [text for i, batch in enumerate(batches) for text in await _send_all(http, batch, i)]
-            history = await control(home, {"cmd": "history", "user": "api:leaky", "agent": "default"})
-            outputs.append(json.dumps(history))
+            outputs.append(json.dumps(await history(home, "api:leaky")))
         finally:
             daemon.send_signal(signal.SIGTERM)
             with trio.fail_after(30):

@@ -65,17 +65,18 @@ ServeConsole = Callable[..., AbstractAsyncContextManager[Console]]
 
 @pytest.fixture
 def serve_console(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ServeConsole:
-    """``async with serve_console(tokens=True, **gateway_table) as console``: the app on loopback."""
+    """``async with serve_console(tokens=True, roles=ROLES, **gateway_table) as console``: the
+    app on loopback (an app served again in the test is the same gateway, restarted)."""
     monkeypatch.delenv("BEAMCLAW_GATEWAY_TOKEN", raising=False)
 
     @asynccontextmanager
-    async def serving(tokens: bool = True, **table: Any) -> AsyncIterator[Console]:
+    async def serving(tokens: bool = True, roles: dict[str, str] = ROLES, **table: Any) -> AsyncIterator[Console]:
         files = {}
         for name in ROLES:
             files[name] = tmp_path / f"{name}.token"
             files[name].write_text(f"{name}-token-{name[::-1]}")
             files[name].chmod(0o600)
-        auth = {name: {"token": {"file": str(path)}, "role": ROLES[name]} for name, path in files.items()}
+        auth = {name: {"token": {"file": str(path)}, "role": roles[name]} for name, path in files.items()}
         config = gateway.parse_gateway_config({"auth": {"tokens": auth if tokens else {}}, **table})
         app = gateway.create_app(config, tmp_path, blueprints())
         async with serve_asgi(app, lifespan=True) as url:
@@ -197,6 +198,21 @@ async def test_a_session_outlives_a_restart_of_the_gateways_app(serve_console: S
         client.cookies.set(gateway.CONSOLE_COOKIE, cookie)
         page = await client.get("/ui/tree")
         assert page.status_code == 200 and f'content="{csrf}"' in page.text
+
+
+async def test_a_sessions_role_is_the_current_configurations(serve_console: ServeConsole) -> None:
+    """The cookie names no role: a reload that makes the token a viewer makes its session one."""
+    async with serve_console() as console, console.client() as client:
+        csrf = await console.login(client, "ops")
+        cookie = client.cookies[gateway.CONSOLE_COOKIE]
+    async with serve_console(roles={**ROLES, "ops": "viewer"}) as again, again.client() as client:
+        client.cookies.set(gateway.CONSOLE_COOKIE, cookie)
+        page = await client.get("/ui/chat")
+        assert '<body data-role="viewer"' in page.text and 'data-action="send"' not in page.text
+        chat = await client.post(
+            "/v1/chat", json={"text": "hi"}, headers={"X-CSRF-Token": csrf, "Origin": again.origin}
+        )
+        assert (chat.status_code, chat.json()["error"]["code"]) == (403, "forbidden")
 
 
 async def test_an_idle_session_ends(serve_console: ServeConsole) -> None:

@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import httpx
 import pytest
 import trio
 
-from tests.beamclaw.daemon import control, ping, start_daemon, write_config
+from tests.beamclaw.daemon import chat, history, ping, start_daemon, write_config
 from tests.support.bubblewrap import requires_bubblewrap
 from tests.support.model_server import Call, Reply, ScriptedModel, scripted_model
 
@@ -38,10 +39,17 @@ DUMP = "sqlite3 ../../sessions.db .dump 2>&1; echo sqlite=$?\n"
 CONTROL = (
     "python3 - <<'EOF'\n"
     "import json, socket\n"
-    "try:\n"
+    "def ask(method, path, body=b''):\n"
     "    s = socket.socket(socket.AF_UNIX); s.connect('../../control.sock')\n"
-    "    s.sendall(json.dumps({'cmd': 'history', 'user': 'api:alice', 'agent': 'default'}).encode() + b'\\n')\n"
-    "    print(s.recv(65536).decode())\n"
+    "    s.sendall(f'{method} {path} HTTP/1.1\\r\\nHost: beamclaw\\r\\nConnection: close\\r\\n'\n"
+    "              f'Content-Type: application/json\\r\\nContent-Length: {len(body)}\\r\\n\\r\\n'.encode() + body)\n"
+    "    out = b''\n"
+    "    while chunk := s.recv(65536):\n"
+    "        out += chunk\n"
+    "    return out.decode().split('\\r\\n\\r\\n', 1)[-1]\n"
+    "try:\n"
+    "    opened = ask('POST', '/v1/sessions', json.dumps({'user': 'api:alice', 'agent': 'default'}).encode())\n"
+    "    print(ask('GET', '/v1/sessions/' + json.loads(opened)['session']['id'] + '/history'))\n"
     "except OSError as exc:\n"
     "    print('refused', type(exc).__name__)\n"
     "EOF\n"
@@ -63,18 +71,18 @@ class Daemon:
 
     async def alice_says(self, text: str) -> None:
         self.model.add(Reply("noted"))
-        await control(self.home, {"cmd": "chat", "user": "api:alice", "agent": "default", "text": text})
+        await chat(self.home, "api:alice", text)
 
     async def send(self, script: str) -> None:
         """Mallory's model runs *script*."""
         self.model.add(*_turn(script))
-        await control(self.home, {"cmd": "chat", "user": "api:mallory", "agent": "default", "text": "go"})
+        await chat(self.home, "api:mallory", "go")
 
     async def attack(self, script: str) -> str:
         """What the bash call returned to the model (as stored in mallory's history)."""
         await self.send(script)
-        history = await control(self.home, {"cmd": "history", "user": "api:mallory", "agent": "default"})
-        tools: list[dict[str, Any]] = [m for m in history["messages"] if m["role"] == "tool"]
+        messages = (await history(self.home, "api:mallory"))["messages"]
+        tools: list[dict[str, Any]] = [m for m in messages if m["role"] == "tool"]
         return str(tools[-1]["content"])
 
 
@@ -145,7 +153,7 @@ async def test_unjailed_the_same_attacks_succeed(tmp_path: Path, monkeypatch: py
         assert PLANTED in _decoded(await d.attack(ENVIRON))
         assert ALICE_SAID in await d.attack(DUMP)
         assert ALICE_SAID in await d.attack(CONTROL)
-        with contextlib.suppress(OSError, ValueError):  # the daemon may go before it answers
+        with contextlib.suppress(OSError, ValueError, httpx.TransportError):  # the daemon may go before it answers
             await d.send(KILL.format(pid=d.process.pid))
         with trio.fail_after(15):
             await d.process.wait()  # the daemon stopped: SIGTERM from its own agent

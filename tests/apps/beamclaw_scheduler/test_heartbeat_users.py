@@ -7,7 +7,7 @@ from pathlib import Path
 import trio
 
 import beamclaw_core as core
-from tests.beamclaw.daemon import cli, control, running_daemon, write_config
+from tests.beamclaw.daemon import cli, history, running_daemon, write_config
 from tests.support.model_server import Reply, scripted_model
 
 BEAT = (
@@ -17,7 +17,7 @@ BEAT = (
 
 
 async def _user_turns(home: Path, user: str) -> list[str]:
-    answer = await control(home, {"cmd": "history", "user": user, "agent": "default"})
+    answer = await history(home, user)
     return [m["content"] for m in answer["messages"] if m["role"] == "user"]
 
 
