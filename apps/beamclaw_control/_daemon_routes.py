@@ -284,6 +284,7 @@ async def _deliveries(user: str) -> AsyncIterator[Event | None]:
     send, receive = trio.open_memory_channel[str](_EVENT_BUFFER)
     channel = _Deliveries(send)
     with core.outbound(user.partition(":")[0], lambda uid: channel if uid == user else None):
+        yield "ready", {}
         while True:
             text = await _next(receive)
             yield IDLE if text is None else ("message", {"text": obs.scrub(text)})
@@ -292,7 +293,8 @@ async def _deliveries(user: str) -> AsyncIterator[Event | None]:
 @daemon_routes.get("/v1/users/<user>/deliveries")
 @needs(Role.OPERATOR)
 async def deliveries(user: str) -> Response:
-    """Each message delivered to *user* (a scheduled job's reply) while the client listens."""
+    """``ready`` once listening, then each message delivered to *user* (a scheduled job's
+    reply) while the client listens."""
     user_id = principal().check_user(principal().user_for(user))
     try:
         core.check_user_id(user_id)
