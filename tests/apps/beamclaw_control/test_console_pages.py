@@ -197,6 +197,29 @@ async def test_a_memory_search_from_the_keyboard_shows_the_lines_found(
         _no_script_errors(browser)
 
 
+async def test_an_admin_reindexes_an_agents_memory_from_its_button(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
+) -> None:
+    async with running_api(tmp_path, monkeypatch) as api:
+        folder = api.home / "agents" / "default"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "MEMORY.md").write_text(NOTES)
+        documents = '#memory-status tr[data-agent="default"] td:nth-child(2)'
+
+        def reindex() -> list[str]:
+            _log_in(browser, api.url, ADMIN)
+            _open(browser, api.url, "memory")
+            wait_until(browser, lambda d: _css(d, "#memory-agent option"))
+            _click(browser, '[data-action="reindex"]')
+            wait_until(browser, lambda d: _texts(d, "#notice") == ["indexed default's memory again"])
+            return _texts(browser, "#memory-status thead th")
+
+        columns = await _in_thread(reindex)
+        assert columns[:2] == ["agent", "documents"]
+        assert int(_texts(browser, documents)[0]) >= 1  # the status read again after the reindex
+        _no_script_errors(browser)
+
+
 async def test_the_mcp_page_lists_servers_with_their_tools_and_last_error_and_an_admin_restarts_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
 ) -> None:
