@@ -311,18 +311,16 @@ def main() -> None:
     result = trio.run(_main, quick_flag(__doc__))
     crash, chat = result["crash"], result["chat"]
     print(f"a {result['cpus']}-core machine: the daemon, the browser and the model server share its cores")
-    print(f"crash -> shown ({crash['kills']} kills of a conversation's loop)    p50 ms   p99 ms   max ms")
+    crashes = f"crash -> shown ({crash['kills']} kills of a conversation's loop)"
+    print(f"{crashes:46} {'p50':>7}  {'p99':>7}  {'max':>7}   (ms)")
     for name, label in _CRASH_LABELS.items():
         figures = crash[name]
         print(f"  {label:44} {figures['p50_ms']:7.1f}  {figures['p99_ms']:7.1f}  {figures['max_ms']:7.1f}")
-    print(
-        f"chat turn ({chat['rounds']} each, interleaved)      whole text p50   stream's end p50 / p99   daemon CPU/turn"
-    )
+    turns = f"chat turn ({chat['rounds']} each, interleaved)"
+    print(f"{turns:46} {'text p50':>8}  {'end p50':>7}  {'end p99':>7}  {'daemon CPU/turn':>15}   (ms)")
     for name, label in _CHAT_LABELS.items():
         text, turn, cpu = chat[name]["text"], chat[name]["turn"], chat[name]["daemon_cpu_ms_per_turn"]
-        print(
-            f"  {label:38} {text['p50_ms']:8.1f} ms   {turn['p50_ms']:8.1f} / {turn['p99_ms']:6.1f} ms   {cpu:6.2f} ms"
-        )
+        print(f"  {label:44} {text['p50_ms']:8.1f}  {turn['p50_ms']:7.1f}  {turn['p99_ms']:7.1f}  {cpu:15.2f}")
     ratio = chat["console"]["turn"]["p50_ms"] / chat["completions"]["turn"]["p50_ms"]
     print(f"  the console's p50 to the stream's end over the completions p50: {ratio:.2f}x")
     save("console", result)
