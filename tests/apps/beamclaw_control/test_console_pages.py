@@ -305,6 +305,39 @@ async def test_a_viewer_sees_no_button_it_may_not_press(
         _no_script_errors(browser)
 
 
+async def test_an_operator_sees_its_users_buttons_and_no_admins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any
+) -> None:
+    async with running_api(tmp_path, monkeypatch, mcp_table=SERVERS) as api:
+        job = await _add_job(api, "water the plants")
+        ready = {
+            "scheduler": f'#jobs tr[data-job="{job["id"]}"]',
+            "memory": "#memory-status tbody tr",
+            "mcp": '#mcp-servers tr[data-server="files"]',
+        }
+        actions: dict[str, set[str]] = {}
+
+        def visit() -> None:
+            _log_in(browser, api.url, ALICE)
+            for page in PAGES:
+                _open(browser, api.url, page)
+                if page in ready:
+                    wait_until(browser, lambda d: _css(d, ready[page]))  # noqa: B023 - called at once
+                buttons = _css(browser, "main button[data-action]")
+                actions[page] = {button.get_attribute("data-action") for button in buttons} - {"refresh"}
+
+        await _in_thread(visit)
+        assert actions == {
+            "scheduler": {"runs", "pause", "cancel", "add", "close-runs"},
+            "memory": {"search", "refresh-status"},  # no Reindex
+            "mcp": set(),  # no Restart
+            "sandbox": set(),
+            "logs": set(),
+            "usage": set(),
+        }
+        _no_script_errors(browser)
+
+
 async def test_every_page_fits_a_phones_width(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any) -> None:
     async with running_api(tmp_path, monkeypatch, mcp_table=SERVERS) as api:
         await _add_job(api, "a message long enough to need a wide column, or a table that scrolls sideways")
