@@ -41,7 +41,15 @@ from ._browser_guard import BrowserGuard, Refusal
 from ._config import GatewayConfig, principals_of
 from ._connections import RETRY_AFTER as CAP_RETRY_AFTER
 from ._connections import ConnectionCap
-from ._console_sessions import COOKIE, SECURITY_HEADERS, STATIC_PREFIX, ConsoleSessions, is_page, login_refusal
+from ._console_sessions import (
+    COOKIE,
+    SECURITY_HEADERS,
+    STATIC_PREFIX,
+    ConsoleSessions,
+    SessionBound,
+    is_page,
+    login_refusal,
+)
 from ._console_sessions import is_open as console_open
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
@@ -456,6 +464,7 @@ def create_app(
     app.register_blueprint(telegram_webhook)
     for blueprint in extra:
         app.register_blueprint(blueprint)
+    app.asgi_app = SessionBound(app.asgi_app, console)  # type: ignore[method-assign,assignment]
     app.asgi_app = _BodyLimit(app.asgi_app, config.http.max_body_bytes)  # type: ignore[method-assign,assignment]  # plain dicts for its TypedDicts
     if mcp_app is not None:
         app.asgi_app = McpEndpoint(app.asgi_app, mcp_app, screen, principals)  # type: ignore[method-assign,assignment]

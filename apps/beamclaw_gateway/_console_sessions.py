@@ -11,7 +11,9 @@ the principal up in the current configuration, so a role changed by a reload app
 once. It holds a fingerprint of the token (an HMAC under a key of this process), which
 is compared with the token's current value at every request: a rotated token file (or
 a variable changed by ``beamclaw reload``) ends every session opened with the old one.
-A session unused for ``gateway.console.idle_minutes`` ends too. Sessions outlive the
+A session unused for ``gateway.console.idle_minutes`` ends too, and a response still
+streaming to it (the tree's events, the log) ends with it (`SessionBound`): a live
+stream opened before a logout or a rotation does not outlive them. Sessions outlive the
 app that opened them (`ConsoleSessions.of`): a crash of the gateway's HTTP server, or a
 reload that restarts it, logs no browser out (one its new configuration no longer
 admits is ended at its next request, as always).
@@ -19,8 +21,9 @@ admits is ended at its next request, as always).
 A cookie is ambient (the browser adds it to every request to the gateway), so a request
 that changes something (POST, PUT, PATCH, DELETE) must also carry the session's CSRF
 token in ``X-CSRF-Token``, which only the console's own pages know (they carry it in a
-``<meta>`` tag), and an ``Origin``, when it has one, equal to the gateway's own; the
-login form's POST must come from the gateway's own origin too. Otherwise 403 and the
+``<meta>`` tag). Any request with the cookie and an ``Origin`` must come from the
+gateway's own (even one of ``gateway.http.allowed_origins`` may not use the console's
+session); the login form's POST too. Otherwise 403 and the
 route never runs. A request with an ``Authorization`` header is that token's: the
 cookie is not looked at.
 
@@ -36,12 +39,14 @@ import hashlib
 import hmac
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import attrs
+import trio
 from quart import current_app, g
+from werkzeug.http import parse_cookie
 
 from ._browser_guard import Refusal, own_origin
 from ._config import ConsoleConfig
@@ -60,6 +65,8 @@ _CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Sessions kept at most; past it the least recently used ends (logins are rate limited,
 #: so this only bounds the memory a patient client could take).
 _MAX_SESSIONS: Final = 1000
+#: How often a response streaming to a console session looks whether the session still is.
+_WATCH_SECONDS: Final = 2.0
 #: What every response carries (the web console's contract): no inline script or style,
 #: nothing loaded or sent anywhere but this origin, never framed.
 SECURITY_HEADERS: Final = {
@@ -174,25 +181,36 @@ class ConsoleSessions:
             return None
         now = self.clock()
         current = self._current(session.name)
-        if (
-            not self.config.enabled
-            or now - session.last_use > self.config.idle_minutes * 60
-            or current is None
-            or not hmac.compare_digest(self._fingerprint(current[1]), session.fingerprint)
-        ):
+        if current is None or not self._valid(session, current[1], now):
             del self._sessions[key]
             return None
         session.principal, session.last_use = current[0], now
         return session
 
+    def alive(self, cookie: str) -> bool:
+        """Whether *cookie*'s session still is (as `find` would say, without counting a use)."""
+        session = self._sessions.get(self._id(cookie))
+        current = None if session is None else self._current(session.name)
+        return session is not None and current is not None and self._valid(session, current[1], self.clock())
+
+    def _valid(self, session: ConsoleSession, token: str, now: float) -> bool:
+        return (
+            self.config.enabled
+            and now - session.last_use <= self.config.idle_minutes * 60
+            and hmac.compare_digest(self._fingerprint(token), session.fingerprint)
+        )
+
     def visit(self, cookie: str | None, method: str, headers: Mapping[str, str]) -> ConsoleSession | Refusal | None:
         """The session a request without ``Authorization`` comes with (None: none, or ended),
-        or a 403 if it would change something without the CSRF token or from another origin."""
+        or a 403 if it comes from another origin, or would change something without the
+        CSRF token."""
         session = self.find(cookie)
-        if session is None or method not in _CHANGING:
-            return session
+        if session is None:
+            return None
         if not own_origin(headers):
             return Refusal(403, "origin_not_allowed", "a console request from another origin")
+        if method not in _CHANGING:
+            return session
         given = headers.get(CSRF_HEADER, "")
         if not hmac.compare_digest(given.encode(), session.csrf.encode()):
             return Refusal(403, "csrf", f"a console request that changes something needs the page's {CSRF_HEADER}")
@@ -221,6 +239,45 @@ class ConsoleSessions:
                 del self._sessions[key]
         while len(self._sessions) >= _MAX_SESSIONS:
             del self._sessions[min(self._sessions, key=lambda key: self._sessions[key].last_use)]
+
+
+_Message = dict[str, Any]
+
+
+@attrs.define
+class SessionBound:
+    """ASGI middleware: a response to a request made with a console session (its cookie,
+    no ``Authorization``) is cut off when the session ends, looked at every
+    `_WATCH_SECONDS`; the browser's stream then reconnects, is refused, and its page goes
+    to the login."""
+
+    app: Callable[..., Awaitable[None]]
+    sessions: ConsoleSessions
+
+    async def __call__(self, scope: _Message, receive: Any, send: Any) -> None:
+        cookie = _session_cookie(scope)
+        if cookie is None or not self.sessions.alive(cookie):
+            await self.app(scope, receive, send)
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._end_with_the_session, cookie, nursery.cancel_scope)
+            await self.app(scope, receive, send)
+            nursery.cancel_scope.cancel()
+
+    async def _end_with_the_session(self, cookie: str, scope: trio.CancelScope) -> None:
+        while self.sessions.alive(cookie):
+            await trio.sleep(_WATCH_SECONDS)
+        scope.cancel()
+
+
+def _session_cookie(scope: _Message) -> str | None:
+    """The session cookie of an HTTP request without ``Authorization``, or None."""
+    if scope["type"] != "http":
+        return None
+    headers = {name.lower(): value for name, value in scope["headers"]}
+    if b"authorization" in headers or b"cookie" not in headers:
+        return None
+    return parse_cookie(headers[b"cookie"].decode("latin-1")).get(COOKIE)
 
 
 def login_refusal(method: str, headers: Mapping[str, str]) -> Refusal | None:

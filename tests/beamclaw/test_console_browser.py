@@ -94,14 +94,15 @@ def _send(driver: Any, text: str, keyboard: bool = False) -> None:
         driver.find_element(_by("CSS_SELECTOR"), '[data-action="send"]').click()
 
 
-def _fits_a_phone(driver: Any, name: str) -> None:
-    """At a phone's width the page scrolls only downwards; its screenshot as *name*."""
+def _fits_a_phone(driver: Any, name: str | None = None) -> None:
+    """At a phone's width the page scrolls only downwards; its screenshot as *name* (if any)."""
     driver.set_window_size(390, 844)
     try:
         wide = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
         assert wide <= 0, f"the page is {wide} px wider than a phone's screen"
-        driver.execute_script("window.scrollTo(0, 0)")
-        driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
+        if name is not None:
+            driver.execute_script("window.scrollTo(0, 0)")
+            driver.save_screenshot(str(SCREENSHOTS / f"{name}.png"))
     finally:
         driver.set_window_size(*WINDOW)
 
@@ -156,6 +157,7 @@ def _sessions(driver: Any, url: str) -> str:
     row.find_element(_by("CSS_SELECTOR"), '[data-action="history"]').click()
     wait_until(driver, lambda d: "it ran" in d.find_element(_by("ID"), "history-messages").text)
     save_screenshot(driver, "sessions")
+    _fits_a_phone(driver)
     session: str = row.get_attribute("data-session")
     return session
 
@@ -182,6 +184,7 @@ def _tree(driver: Any, url: str, session: str) -> None:
     wait_until(driver, lambda d: d.find_element(_by("CSS_SELECTOR"), state).text == "running")
     assert "killed" in driver.find_element(_by("ID"), "notice").text
     save_screenshot(driver, "tree")
+    _fits_a_phone(driver)
 
 
 def _log_out(driver: Any, url: str) -> None:

@@ -5,7 +5,9 @@ after kill -9 and a restart, no due time runs twice."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import re
 import signal
 import sqlite3
 import zoneinfo
@@ -13,33 +15,46 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx_sse
 import trio
 
 import beamclaw_scheduler as scheduler
 from tests.support.model_server import Call, Reply, scripted_model
 
-from .daemon import api, api_client, cli, running_daemon, start_daemon, write_config
+from .daemon import api, cli, history, running_daemon, start_daemon, write_config
 
 FAST = "[scheduler]\nmin_interval_seconds = 1\n[scheduler.heartbeat]\nenabled = false\n"
 
 
 async def _history(home: Path) -> list[dict[str, str]]:
-    opened = await api(home, "POST", "/v1/sessions", {"user": "local:ada", "agent": "default"})
-    answer = await api(home, "GET", f"/v1/sessions/{opened.json()['session']['id']}/history")
-    messages: list[dict[str, str]] = answer.json()["messages"]
+    messages: list[dict[str, str]] = (await history(home, "local:ada"))["messages"]
     return messages
 
 
 @asynccontextmanager
-async def _deliveries(home: Path, user: str) -> AsyncIterator[AsyncIterator[httpx_sse.ServerSentEvent]]:
-    """What is delivered to *user*, as a connected terminal follows it (GET /v1/users/USER/deliveries)."""
-    async with (
-        api_client(home) as client,
-        httpx_sse.aconnect_sse(client, "GET", f"/v1/users/{user}/deliveries") as source,
-    ):
-        assert source.response.status_code == 200
-        yield source.aiter_sse()
+async def _deliveries(home: Path, user: str) -> AsyncIterator[trio.SocketStream]:
+    """A connection following what is delivered to *user*, as a terminal does
+    (``GET /v1/users/USER/deliveries``): by hand, since the stream never ends and an HTTP
+    client left reading it would be cut off mid-body."""
+    stream = await trio.open_unix_socket(str(home / "control.sock"))
+    async with stream:
+        await stream.send_all(f"GET /v1/users/{user}/deliveries HTTP/1.1\r\nHost: beamclaw\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += await stream.receive_some(4096)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        yield stream
+
+
+_DELIVERED = re.compile(rb"event: message\r?\ndata: (.*?)\r?\n")
+
+
+async def _delivered(stream: trio.SocketStream) -> dict[str, str]:
+    """The next message delivered on *stream* (keepalive comments pass by)."""
+    data = b""
+    while (found := _DELIVERED.search(data)) is None:
+        data += await stream.receive_some(65536)
+    message: dict[str, str] = json.loads(found.group(1))
+    return message
 
 
 async def _job_turns(home: Path) -> list[str]:
@@ -58,8 +73,7 @@ async def test_a_job_made_with_the_cli_fires_and_reaches_the_user(tmp_path: Path
             assert added.returncode == 0, added.stderr
             job_id = added.stdout.decode().split()[2].rstrip(":")
             with trio.fail_after(120):
-                first = await anext(delivered)
-            assert (first.event, first.json()) == ("message", {"text": "the report is ready"})
+                assert await _delivered(delivered) == {"text": "the report is ready"}
 
         turns = await _job_turns(home)
         assert turns and turns[0] == f"[Scheduled job {job_id}, every 2s] make the report"
@@ -193,10 +207,9 @@ async def test_the_heartbeat_delivers_what_matters_once_and_keeps_quiet_otherwis
         (home / "agents" / "default" / "HEARTBEAT.md").write_text("# Heartbeat\n- Check my calendar.\n")
         async with _deliveries(home, "local:ada") as delivered:
             with trio.fail_after(30):
-                first = await anext(delivered)
-            assert first.json()["text"] == "Your 10:00 meeting moved to 11:00."
+                assert (await _delivered(delivered))["text"] == "Your 10:00 meeting moved to 11:00."
             with trio.move_on_after(5):  # the same output again within 24 h: not delivered twice
-                again = await anext(delivered)
+                again = await _delivered(delivered)
                 raise AssertionError(f"delivered twice: {again!r}")
         runs = (await api(home, "GET", "/v1/scheduler/jobs/heartbeat-default/runs")).json()["runs"]
         outcomes = [(r["state"], r["detail"]) for r in reversed(runs)]

@@ -157,6 +157,7 @@ async function send() {
   message("user", "you", text);
   turn = { controller: new AbortController(), reply: null };
   turn.reply = reply();
+  turn.reply.setAttribute("aria-busy", "true"); // read out once whole, not at every draft
   setSession(session);
   const body = { text, agent: agents.value, channel: "console" };
   if (session) body.session = session;
@@ -169,6 +170,7 @@ async function send() {
     }
   } finally {
     turn.reply.classList.remove("typing");
+    turn.reply.removeAttribute("aria-busy");
     turn = null;
     setSession(session);
     input.focus();

@@ -123,7 +123,10 @@ export function listen(path, handlers, onState) {
   }
   source.addEventListener("open", () => onState && onState("live"));
   source.addEventListener("error", () => {
-    if (onState) onState(source.readyState === EventSource.CLOSED ? "disconnected: reload the page" : "reconnecting…");
+    const closed = source.readyState === EventSource.CLOSED;
+    if (onState) onState(closed ? "disconnected: reload the page" : "reconnecting…");
+    // Refused for good: if the session ended (a 401 an EventSource cannot tell), log in again.
+    if (closed) api("GET", "/v1/agents").catch(() => {});
   });
   return source;
 }

@@ -9,6 +9,7 @@ server alone refuses it.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -144,6 +145,22 @@ async def test_a_cookie_request_that_changes_something_needs_the_csrf_token_and_
         assert done.status_code == 200 and done.json() == {"logged_out": True}
         assert (await client.get("/ui/tree")).status_code == 302
         assert (await client.get("/openapi.json")).status_code == 401
+
+
+async def test_an_allowed_origin_may_call_with_a_token_but_not_with_the_console_cookie(
+    serve_console: ServeConsole,
+) -> None:
+    """``allowed_origins`` lets another web app call the API with its own token; the
+    console's session stays the console's (a same-site origin's request would carry it)."""
+    friend = {"Origin": "http://localhost:3000"}
+    async with serve_console(http={"allowed_origins": [friend["Origin"]]}) as console, console.client() as client:
+        csrf = await console.login(client, "boss")
+        assert (await client.get("/openapi.json", headers=friend)).status_code == 403
+        logout = await client.post("/ui/logout", json={}, headers={**friend, "X-CSRF-Token": csrf})
+        assert logout.status_code == 403
+        assert (await client.get("/ui/tree")).status_code == 200  # still logged in
+        async with console.client(Authorization=f"Bearer {console.token('boss')}", **friend) as app:
+            assert (await app.get("/openapi.json")).status_code == 200
 
 
 async def test_the_login_form_posts_from_the_gateways_own_origin_only(serve_console: ServeConsole) -> None:
@@ -283,7 +300,8 @@ def _node(tree: dict[str, Any], path: str) -> dict[str, Any]:
 
 async def test_a_viewers_session_cannot_chat_approve_or_kill_and_an_operators_cannot_kill(tmp_path: Path) -> None:
     """On a real daemon: each refusal is a 403, and nothing happened (no model call, no
-    crash); the operator's session does chat, with the same cookie and CSRF token."""
+    crash); the operator's session does chat, with the same cookie and CSRF token; a
+    stream of the viewer's session ends when the session does."""
     files = {}
     for name in ROLES:
         files[name] = tmp_path / f"{name}.token"
@@ -321,6 +339,16 @@ async def test_a_viewers_session_cannot_chat_approve_or_kill_and_an_operators_ca
             async with ops.stream("POST", "/v1/chat", json=chat, headers=pages["ops"]) as turn:
                 assert turn.status_code == 200
                 assert "hello, operator" in (await turn.aread()).decode()
+            # A live stream of the session ends with it (here at its logout).
+            async with viewer.stream("GET", "/v1/supervision/events") as events:
+                lines = events.aiter_lines()
+                async for line in lines:
+                    if line == "event: ready":
+                        break
+                assert (await viewer.post("/ui/logout", json={}, headers=pages["watcher"])).status_code == 200
+                with trio.fail_after(30), contextlib.suppress(httpx.RemoteProtocolError):  # cut off mid-stream
+                    async for _ in lines:
+                        pass
 
 
 def test_no_script_or_page_takes_a_connection_target_from_the_url() -> None:
@@ -330,14 +358,18 @@ def test_no_script_or_page_takes_a_connection_target_from_the_url() -> None:
     inline script, inline handlers or inline style (the CSP forbids them)."""
     scripts = sorted((PACKAGE / "static").glob("*.js"))
     assert {p.name for p in scripts} >= {"console.js", "chat.js", "sessions.js", "tree.js"}
+    # The page's address is read nowhere: `location` only ever goes to a fixed page, and
+    # URLSearchParams only builds a query from fields (never parses one).
+    location_uses = re.compile(r"\blocation\b(?!\.assign\(\"/ui/[a-z]*\"\))")
     url_reads = re.compile(
-        r"location\s*\.\s*(search|hash|href|host|origin)|URLSearchParams|location\s*\["
-        r"|document\s*\.\s*(URL|baseURI|referrer|documentURI)"
+        r"URLSearchParams\s*\((?!\s*\{)|document\s*\.\s*(URL|baseURI|referrer|documentURI|location)"
+        r"|\bhashchange\b|\bpopstate\b"
     )
     connects = re.compile(r"\b(fetch|EventSource|WebSocket|XMLHttpRequest|sendBeacon|importScripts)\b\s*\(")
     for script in scripts:
         text = script.read_text()
-        assert not url_reads.search(text), f"{script.name} reads the page's URL"
+        code = re.sub(r"^\s*//.*$", "", text, flags=re.MULTILINE)  # not the comments
+        assert not location_uses.search(code) and not url_reads.search(code), f"{script.name} reads the page's URL"
         assert "innerHTML" not in text and "eval(" not in text and "new Function" not in text, script.name
         if script.name != "console.js":
             assert not connects.search(text), f"{script.name} connects by itself, not through console.js"
