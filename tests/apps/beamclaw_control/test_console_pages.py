@@ -11,6 +11,7 @@ in a worker thread (`_in_thread`).
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -163,6 +164,30 @@ async def test_a_job_is_added_from_the_form_its_text_shown_as_text_and_its_runs_
         assert (job["user"], job["schedule"], job["message"]) == ("api:alice", "every 2h", HOSTILE)
         assert _css(browser, "#injected") == []  # the daemon's text became text, not markup
         assert _texts(browser, "#runs-empty") == ["The job has not run yet."]
+        _no_script_errors(browser)
+
+
+async def test_a_finished_jobs_runs_are_shown(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, browser: Any) -> None:
+    async with running_api(tmp_path, monkeypatch) as api:
+        soon = (dt.datetime.now(dt.UTC) + dt.timedelta(seconds=2)).isoformat(timespec="seconds")
+        added = await api.post(ALICE, "/v1/scheduler/jobs", {"kind": "at", "spec": soon, "message": "say hi"})
+        assert added.status_code == 201, added.text
+        job = added.json()["job"]
+        with trio.fail_after(60):  # a real run, on the scheduler's clock
+            while not (runs := (await api.get(ALICE, f"/v1/scheduler/jobs/{job['id']}/runs")).json()["runs"]):
+                await trio.sleep(0.2)
+        row = f'#jobs tr[data-job="{job["id"]}"]'
+
+        def show_runs() -> list[str]:
+            _log_in(browser, api.url, ALICE)
+            _open(browser, api.url, "scheduler")
+            wait_until(browser, lambda d: _css(d, "#job-agent option"))
+            _click(browser, "#jobs-all")  # a job that ran at its time is finished
+            _click(browser, f'{row} button[data-action="runs"]')
+            return wait_until(browser, lambda d: _texts(d, "#runs-table tbody tr"))
+
+        (shown,) = await _in_thread(show_runs)
+        assert shown.startswith(str(runs[0]["run_id"])) and runs[0]["state"] in shown
         _no_script_errors(browser)
 
 
