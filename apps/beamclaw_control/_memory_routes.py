@@ -43,7 +43,7 @@ async def _agent(name: object) -> str:
 async def _limit(text: str | None) -> int:
     if text is None or text == "":
         return await search_limit()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_HITS:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= MAX_HITS:
         raise BadRequest(f'"limit" must be a whole number from 1 to {MAX_HITS}')
     return int(text)
 

@@ -39,7 +39,7 @@ async def _deliveries(home: Path, user: str) -> AsyncIterator[trio.SocketStream]
     async with stream:
         await stream.send_all(f"GET /v1/users/{user}/deliveries HTTP/1.1\r\nHost: beamclaw\r\n\r\n".encode())
         head = b""
-        while b"\r\n\r\n" not in head:
+        while b"event: ready" not in head:  # listening: nothing delivered from now on is missed
             head += await stream.receive_some(4096)
         assert head.startswith(b"HTTP/1.1 200"), head
         yield stream

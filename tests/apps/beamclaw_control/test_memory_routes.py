@@ -83,6 +83,7 @@ async def test_reindex_is_an_admins_and_status_a_viewers(tmp_path: Path, monkeyp
         ({"q": "x" * (memory.MAX_QUERY_CHARS + 1)}, 400, "at most"),
         ({"q": "boat", "limit": "0"}, 400, '"limit"'),
         ({"q": "boat", "limit": "many"}, 400, '"limit"'),
+        ({"q": "boat", "limit": "\u00b2"}, 400, '"limit"'),
         ({"q": "boat", "agent": "nobody"}, 404, "no agent 'nobody'"),
         ({"q": "boat", "agent": "../etc"}, 400, "agent"),
         ({"q": "boat", "user": "api:\u0000"}, 400, "user"),
