@@ -17,10 +17,8 @@ import supervision as sv
 
 from . import (
     _agents,
-    _api_client,
     _background,
     _cluster_commands,
-    _control_client,
     _daemon_commands,
     _mcp_commands,
     _memory_commands,
@@ -30,6 +28,7 @@ from . import (
     _session_commands,
     _skills_commands,
 )
+from ._api_client import ApiError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
 from ._identity import add_identity_options
@@ -236,15 +235,16 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
 
 def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     """A command that talks to the daemon; its failures to reach it are one line each."""
+    beamclaw.data_dir()  # one that cannot be the data dir is said as such, not as "no daemon"
     try:
         return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
-    except (_api_client.NoDaemon, _control_client.NoDaemon) as exc:
+    except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except (_api_client.ApiError, _control_client.ControlError, core.InvalidUserId) as exc:
+    except (ApiError, core.InvalidUserId) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
