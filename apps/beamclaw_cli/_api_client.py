@@ -109,23 +109,30 @@ async def events(
 ) -> AsyncIterator[tuple[str, Any]]:
     """The server-sent events the daemon streams for one request: each one's name and data
     (parsed; strings made `visible` unless *raw*), until the daemon ends the stream.
-    Errors as `call`'s; a stream the daemon breaks off raises `NoDaemon`."""
+    Errors as `call`'s; a stream the daemon breaks off raises `NoDaemon`.
+
+    One generator, with no context manager of another generator inside: a caller that
+    stops reading (a closed pipe) leaves it to Trio's finalizer, which must be able to
+    close it whatever it finalizes first."""
     where = socket_path()
+    client = _client(where)
     try:
-        async with (
-            _client(where) as client,
-            httpx_sse.aconnect_sse(client, method, path, json=json, params=params) as source,
-        ):
-            response = source.response
+        request = client.build_request(method, path, json=json, params=params)
+        response = await client.send(request, stream=True)
+        try:
             if response.status_code >= 400:
                 raise _api_error(response.status_code, await response.aread())
-            async for event in source.aiter_sse():
+            async for event in httpx_sse.EventSource(response).aiter_sse():
                 data = event.json() if event.data else None
                 yield event.event, data if raw else _visible_strings(data)
+        finally:
+            await response.aclose()
     except httpx.ConnectError:
         raise _no_daemon(where) from None
     except (httpx.RemoteProtocolError, httpx.ReadError):
         raise NoDaemon(_GONE) from None
+    finally:
+        await client.aclose()
 
 
 async def running() -> bool:

@@ -123,6 +123,10 @@ async def test_bad_requests_get_clear_errors(tmp_path: Path) -> None:
             async with api_client(home) as client:
                 broken = await client.post("/v1/supervision/kill", content=b"{not json")
             assert broken.status_code == 400 and "JSON" in broken.json()["error"]["message"]
+            config = tmp_path / "config.toml"
+            config.write_text(config.read_text() + "[core.agentic_loop]\nmax_tool_iterations = -1\n")
+            refused = await api(home, "POST", "/v1/reload", {})
+            assert refused.status_code == 409 and refused.json()["error"]["message"].startswith("reload refused: ")
         finally:
             daemon.send_signal(signal.SIGTERM)
             assert await daemon.wait() == 0

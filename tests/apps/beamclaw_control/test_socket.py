@@ -42,3 +42,15 @@ async def test_the_socket_is_the_owners_and_answers_as_an_admin(tmp_path: Path) 
             daemon.send_signal(signal.SIGTERM)
             assert await daemon.wait() == 0
     assert not (home / "control.sock").exists()
+
+
+async def test_the_socket_serves_with_the_gateway_disabled(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    async with scripted_model() as model:
+        daemon = await start_daemon(write_config(tmp_path, model, extra="[gateway]\nenabled = false\n"), home)
+        try:
+            status = (await api(home, "GET", "/v1/status")).json()
+            assert status["gateway"] is None and "gateway" not in {app["id"] for app in status["apps"]}
+        finally:
+            daemon.send_signal(signal.SIGTERM)
+            assert await daemon.wait() == 0
