@@ -173,9 +173,11 @@ async def test_a_finished_jobs_runs_are_shown(tmp_path: Path, monkeypatch: pytes
         added = await api.post(ALICE, "/v1/scheduler/jobs", {"kind": "at", "spec": soon, "message": "say hi"})
         assert added.status_code == 201, added.text
         job = added.json()["job"]
-        with trio.fail_after(60):  # a real run, on the scheduler's clock
-            while not (runs := (await api.get(ALICE, f"/v1/scheduler/jobs/{job['id']}/runs")).json()["runs"]):
+        runs: list[dict[str, Any]] = []
+        with trio.fail_after(60):  # a real run, on the scheduler's clock, to its end
+            while not runs or runs[0]["finished_at"] is None:
                 await trio.sleep(0.2)
+                runs = (await api.get(ALICE, f"/v1/scheduler/jobs/{job['id']}/runs")).json()["runs"]
         row = f'#jobs tr[data-job="{job["id"]}"]'
 
         def show_runs() -> list[str]:
