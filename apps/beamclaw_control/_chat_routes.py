@@ -34,8 +34,9 @@ chat_routes = handle_name_errors(handle_errors(Blueprint("chat_routes", __name__
 
 #: Seconds between two keepalive comments while nothing else is sent: a dead client is noticed.
 KEEPALIVE: Final = 15.0
-#: How often the stream looks whether the turn has ended without a last event (a crash).
-_POLL: Final = 0.25
+#: How often the stream looks whether the turn's session died without settling it (a
+#: settled turn closes the stream's channel at once: see `EventChannel.close`).
+_POLL: Final = 1.0
 
 
 def frame(event: str, data: dict[str, Any]) -> bytes:
@@ -55,6 +56,10 @@ class EventChannel(core.BaseChannel):
     def open(cls, session: str) -> tuple[EventChannel, trio.MemoryReceiveChannel[tuple[str, dict[str, Any]]]]:
         send, receive = trio.open_memory_channel[tuple[str, dict[str, Any]]](float("inf"))
         return cls(send, session), receive
+
+    def close(self, _: core.TurnResult | None = None) -> None:
+        """No more events: the turn is settled (its ``reply`` follows)."""
+        self._send.close()
 
     def _put(self, event: str, **data: Any) -> None:
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
@@ -96,10 +101,15 @@ async def _events(
     async with events:
         quiet_since = trio.current_time()
         while True:
-            item = None
+            item, settled = None, False
             # Never yield inside a cancel scope: the scope would leak into the consumer.
             with trio.move_on_after(_POLL):
-                item = await events.receive()
+                try:
+                    item = await events.receive()
+                except trio.EndOfChannel:
+                    settled = True
+            if settled:
+                break
             if item is not None:
                 quiet_since = trio.current_time()
                 yield frame(*item)
@@ -111,7 +121,7 @@ async def _events(
         while True:  # what came between the last look and the end
             try:
                 yield frame(*events.receive_nowait())
-            except trio.WouldBlock:
+            except (trio.WouldBlock, trio.EndOfChannel):
                 break
     result = await turn.wait()
     yield frame("reply", {"ok": result.ok, "text": result.text, "session": session})
@@ -130,7 +140,7 @@ async def chat() -> Response:
         raise BadRequest('"session" must be a session id')
     handle = await (own_handle(prefix) if prefix else named_session(body, channel))
     sink, events = EventChannel.open(handle.id)
-    turn = await core.submit(handle, text, sink, origin=principal().origin(channel))
+    turn = await core.submit(handle, text, sink, origin=principal().origin(channel), on_finish=sink.close)
     response = Response(_events(turn, events, handle.id), content_type="text/event-stream")
     response.headers["Cache-Control"] = "no-cache"
     response.timeout = None  # a long turn is not a stuck response

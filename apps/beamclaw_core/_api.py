@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any, Final, TypeVar, final
 
 import attrs
@@ -135,15 +136,17 @@ async def submit(
     *,
     autonomy: Autonomy | None = None,
     origin: str | None = None,
+    on_finish: Callable[[TurnResult], None] | None = None,
 ) -> Turn:
     """Queue *text* (and *images*, as data: URLs) as a turn and return it at once;
-    ``await turn.wait()`` for the answer. *autonomy* lowers the agent's for this turn.
+    ``await turn.wait()`` for the answer. *autonomy* lowers the agent's for this turn;
+    *on_finish* is called with the result as soon as the turn is settled.
 
     ``/yes``, ``/no`` and ``/always`` answer a pending approval instead of queueing, when
     it was asked from the same *origin*: the channel and, where a channel has several
     callers, who sent it (the gateway's ``http:<principal>``); by default ``handle.channel``.
     """
-    turn = Turn(text, channel, images, autonomy, origin=origin or handle.channel)
+    turn = Turn(text, channel, images, autonomy, origin=origin or handle.channel, on_finish=on_finish)
     await _submit(handle, turn)
     return turn
 

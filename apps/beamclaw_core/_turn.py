@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Final, final
 
 import attrs
@@ -78,6 +78,9 @@ class Turn:
     owner: sv.Pid | None = None
     #: Set by the user's /stop: the loop ends the turn where it stands (see `stop`).
     stop_requested: bool = attrs.field(default=False, init=False)
+    #: Called with the result once the turn is settled (a stream closes on it at once,
+    #: rather than noticing the end at its next look).
+    on_finish: Callable[[TurnResult], None] | None = attrs.field(default=None, kw_only=True, repr=False)
     _done: trio.Event = attrs.field(factory=trio.Event, init=False, repr=False)
     _work: trio.CancelScope | None = attrs.field(default=None, init=False, repr=False)
 
@@ -102,6 +105,8 @@ class Turn:
         if self.result is None:
             self.result = result
             self._done.set()
+            if self.on_finish is not None:
+                self.on_finish(result)
 
     def ended(self) -> bool:
         """Whether the turn has its result; one whose session is gone ends with `LOST`."""

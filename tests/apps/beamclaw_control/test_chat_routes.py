@@ -37,6 +37,18 @@ async def test_the_stream_carries_drafts_a_tool_card_pair_and_the_reply(tmp_path
     assert len(reply["session"]) == 64
 
 
+async def test_the_stream_ends_when_the_turn_is_settled_not_at_its_next_look(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's look for a dead session is made once an hour here: the reply must still
+    come, since a settled turn closes the stream's channel itself."""
+    monkeypatch.setattr("beamclaw_control._chat_routes._POLL", 3600.0)
+    async with serving(tmp_path, Reply("done")) as api:
+        with trio.fail_after(60):  # only stops a hang
+            events = await api.chat(ALICE, text="hi", user="quick")
+    assert events[-1][0] == "reply" and events[-1][1]["text"] == "done"
+
+
 _BASH = Call("bash", {"command": "command echo approved-and-ran"}, id="b")  # `command` is not allowlisted: it asks
 _ASKS_FOR_BASH = (Reply(tool_calls=(_BASH,)), Reply("ran it"))
 
