@@ -156,12 +156,14 @@ async def stop(prefix: str) -> Response:
 @session_routes.post("/v1/sessions/<prefix>/approval")
 @needs(Role.OPERATOR)
 async def approval(prefix: str) -> Response:
-    """Answer the approval the conversation waits for, whichever channel asked (the word
-    of its user's principal, as `beamclaw approve`); 409 when nothing waits."""
+    """Answer the approval the conversation waits for: an admin's (the owner's socket, as
+    `beamclaw approve`) whichever channel asked; another principal's only one its own runs
+    asked (another client acting as the same user approves nothing); 409 when nothing waits."""
     word = text_field(await json_body("{answer: yes|no|always}"), "answer")
     if word not in _ANSWERS:
         raise BadRequest('"answer" must be "yes", "no" or "always"')
-    answered = await core.answer_approval(await own_handle(prefix), word)
+    who = principal()
+    answered = await core.answer_approval(await own_handle(prefix), word, None if who.role >= Role.ADMIN else who.name)
     if answered == "none":
         return error("that conversation is not waiting for an approval", 409, "nothing_waits")
     return answer({"answer": answered})

@@ -298,12 +298,14 @@ async def stop_turn(handle: SessionHandle, turn: Turn | None = None) -> bool:
     return stopped
 
 
-async def answer_approval(handle: SessionHandle, word: str) -> str:
-    """Answer the conversation's waiting approval with *word* (``yes``, ``no``, ``always``)
-    whatever channel asked: the owner's explicit answer, for the control socket and admins
-    only (a ``/yes`` sent as a message approves only through the channel that asked).
-    Returns the answer given, or ``none`` when nothing was waiting."""
-    _, answered = await _session_call(handle, AnswerApproval(word))
+async def answer_approval(handle: SessionHandle, word: str, principal: str | None = None) -> str:
+    """Answer the conversation's waiting approval with *word* (``yes``, ``no``, ``always``):
+    with no *principal*, whatever channel asked (the owner's explicit answer, for the
+    control socket and admins only); with one, only an approval a run of that principal
+    asked, on any of its channels (a ``/yes`` sent as a message approves only through the
+    channel that asked). Returns the answer given, or ``none`` when nothing it may answer
+    was waiting."""
+    _, answered = await _session_call(handle, AnswerApproval(word, principal))
     return answered
 
 

@@ -203,7 +203,9 @@ class Session(sv.GenServer):
                 state.pending_approval = keys
                 state.approval_origin = state.current.origin if state.current is not None else ""
                 return sv.Reply(None, state)
-            case AnswerApproval(word):  # an admin's explicit answer (the owner's socket)
+            case AnswerApproval(word, principal):  # an explicit answer (the owner's socket, an API client)
+                if principal is not None and not state.approval_origin.endswith(f":{principal}"):
+                    return sv.Reply("none", state)  # asked by another client's run, or another channel
                 return sv.Reply(self._answer(state, word), state)
             case StopTurn(turn):
                 turn = turn or state.current

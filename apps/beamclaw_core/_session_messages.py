@@ -101,9 +101,12 @@ class AwaitingApproval(sv.Request[None]):
 
 @attrs.frozen
 class AnswerApproval(sv.Request[str]):
-    """An admin's explicit answer to the waiting approval: the answer given, or "none"."""
+    """An explicit answer to the waiting approval: the answer given, or "none". *principal*:
+    answer only an approval a run of that principal asked (its origin ``CHANNEL:NAME``);
+    None (an admin, the owner's socket): whatever asked."""
 
     word: str
+    principal: str | None = None
 
 
 @attrs.frozen

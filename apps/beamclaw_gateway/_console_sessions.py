@@ -207,7 +207,7 @@ class ConsoleSessions:
         session = self.find(cookie)
         if session is None:
             return None
-        if not own_origin(headers):
+        if not own_origin(headers) or not _from_the_console(headers):
             return Refusal(403, "origin_not_allowed", "a console request from another origin")
         if method not in _CHANGING:
             return session
@@ -246,38 +246,69 @@ _Message = dict[str, Any]
 
 @attrs.define
 class SessionBound:
-    """ASGI middleware: a response to a request made with a console session (its cookie,
-    no ``Authorization``) is cut off when the session ends, looked at every
-    `_WATCH_SECONDS`; the browser's stream then reconnects, is refused, and its page goes
-    to the login."""
+    """ASGI middleware: a response is cut off when the credential it was given for ends,
+    looked at every `_WATCH_SECONDS`: a console session (its cookie, no ``Authorization``)
+    that ended (logout, idle, its token rotated), or a Bearer token that no longer names
+    the same principal (its file rotated, or `beamclaw reload` replaced it). A stream
+    opened with either (the live log, the tree's events) does not outlive it; the
+    browser's stream then reconnects, is refused, and its page goes to the login."""
 
     app: Callable[..., Awaitable[None]]
     sessions: ConsoleSessions
 
     async def __call__(self, scope: _Message, receive: Any, send: Any) -> None:
-        cookie = _session_cookie(scope)
-        if cookie is None or not self.sessions.alive(cookie):
+        still_valid = self._watch(scope)
+        if still_valid is None or not still_valid():
             await self.app(scope, receive, send)
             return
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._end_with_the_session, cookie, nursery.cancel_scope)
+            nursery.start_soon(self._end_when_invalid, still_valid, nursery.cancel_scope)
             await self.app(scope, receive, send)
             nursery.cancel_scope.cancel()
 
-    async def _end_with_the_session(self, cookie: str, scope: trio.CancelScope) -> None:
-        while self.sessions.alive(cookie):
+    def _watch(self, scope: _Message) -> Callable[[], bool] | None:
+        """What tells whether the request's credential still holds, or None (nothing to watch)."""
+        if scope["type"] != "http":
+            return None
+        authorization, cookie = _credentials(scope)
+        principals = self.sessions.principals
+        if authorization is not None:
+            who = principals.identify(authorization)
+            if who is None or principals.open:
+                return None  # refused by the app, or no token to rotate
+            return lambda: getattr(principals.identify(authorization), "name", None) == who.name
+        if cookie is not None:
+            return lambda: self.sessions.alive(cookie)
+        return None
+
+    async def _end_when_invalid(self, still_valid: Callable[[], bool], scope: trio.CancelScope) -> None:
+        while still_valid():
             await trio.sleep(_WATCH_SECONDS)
         scope.cancel()
 
 
-def _session_cookie(scope: _Message) -> str | None:
-    """The session cookie of an HTTP request without ``Authorization``, or None."""
-    if scope["type"] != "http":
-        return None
-    headers = {name.lower(): value for name, value in scope["headers"]}
-    if b"authorization" in headers or b"cookie" not in headers:
-        return None
-    return parse_cookie(headers[b"cookie"].decode("latin-1")).get(COOKIE)
+def _credentials(scope: _Message) -> tuple[str | None, str | None]:
+    """The request's ``Authorization`` header, and its session cookie as Quart reads it
+    (every ``Cookie`` header joined, the first value of the name), or None for each."""
+    authorization = None
+    cookies = []
+    for name, value in scope["headers"]:
+        lowered = name.lower()
+        if lowered == b"authorization" and authorization is None:
+            authorization = value.decode("latin-1")
+        elif lowered == b"cookie":
+            cookies.append(value.decode("latin-1"))
+    cookie = parse_cookie("; ".join(cookies)).get(COOKIE) if cookies else None
+    return authorization, cookie
+
+
+def _from_the_console(headers: Mapping[str, str]) -> bool:
+    """Whether a cookie request may be the console's own: not one a page of another site
+    made the browser send. Browsers do not keep cookies apart by port, so a page of another
+    server on the same host (``127.0.0.1:9999``) is "same-site" and its requests here carry
+    the cookie; ``Sec-Fetch-Site``, which no page can set, says so. A request without it
+    (not a browser's) or a navigation typed by the user (``none``) is let through."""
+    return headers.get("Sec-Fetch-Site", "same-origin").lower() in {"same-origin", "none"}
 
 
 def login_refusal(method: str, headers: Mapping[str, str]) -> Refusal | None:

@@ -160,7 +160,7 @@ class _TokenFile:
     """A token kept in a file, read again when the file changes (rotation without a restart)."""
 
     path: Path
-    _seen: tuple[int, int, int] | None = None
+    _seen: tuple[int, int, int, int] | None = None
     _value: str | None = None
 
     def value(self) -> str | None:
@@ -169,7 +169,7 @@ class _TokenFile:
         except OSError:
             self._seen, self._value = None, None
             return None
-        seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        seen = (stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns)
         if seen != self._seen:
             if stat.st_mode & 0o077:
                 logger.warning(

@@ -3,6 +3,7 @@ cards, an approval asked and answered from its own route, and the reply."""
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ import trio
 
 from tests.support.model_server import Call, Echo, Reply
 
-from .session_api import ALICE, BOB, Api, serving, sse_events, tokens  # noqa: F401 - a fixture
+from .session_api import ADMIN, ALICE, BOB, Api, serving, sse_events, tokens  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.usefixtures("tokens")
 
@@ -53,8 +54,11 @@ _BASH = Call("bash", {"command": "command echo approved-and-ran"}, id="b")  # `c
 _ASKS_FOR_BASH = (Reply(tool_calls=(_BASH,)), Reply("ran it"))
 
 
-async def _until_approval(api: Api, seen: list[tuple[str, object]], asked: trio.Event) -> None:
-    async with api.client(ALICE) as http, http.stream("POST", "/v1/chat", json={"text": "run it"}) as response:
+async def _until_approval(
+    api: Api, seen: list[tuple[str, object]], asked: trio.Event, token: str = ALICE, **body: str
+) -> None:
+    chat = {"text": "run it", **body}
+    async with api.client(token) as http, http.stream("POST", "/v1/chat", json=chat) as response:
         assert response.status_code == 200
         async for event in sse_events(response):
             seen.append(event)
@@ -84,6 +88,28 @@ async def test_an_approval_event_then_yes_from_the_approval_route_runs_the_tool(
         assert "approved-and-ran" in finished[0]["result"]  # type: ignore[index]
         assert seen[-1] == ("reply", {"ok": True, "text": "ran it", "session": question["session"]})
         assert not any(name == "message" for name, _ in seen)  # the question came as an event, not a text
+
+
+async def test_an_operator_answers_no_approval_another_clients_run_asked_for_its_user(tmp_path: Path) -> None:
+    """The admin's run in alice's conversation asks: alice's token, which may act as that
+    user, still approves nothing of it (as a ``/yes`` of hers would not); the admin does."""
+    async with serving(tmp_path, *_ASKS_FOR_BASH) as api:
+        seen: list[tuple[str, object]] = []
+        asked = trio.Event()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(functools.partial(_until_approval, api, seen, asked, ADMIN, user="api:alice"))
+            with trio.fail_after(30):
+                await asked.wait()
+            question = next(data for name, data in seen if name == "approval")
+            assert isinstance(question, dict)
+            path = f"/v1/sessions/{question['session']}/approval"
+            async with api.client(ALICE) as alice:
+                refused = await alice.post(path, json={"answer": "yes"})
+            assert refused.status_code == 409 and refused.json()["error"]["code"] == "nothing_waits"
+            assert not any(name == "tool_started" for name, _ in seen)
+            async with api.client(ADMIN) as admin:
+                assert (await admin.post(path, json={"answer": "yes"})).json() == {"answer": "yes"}
+        assert [d["name"] for n, d in seen if n == "tool_started"] == ["bash"]  # type: ignore[index]
 
 
 async def test_a_chat_names_its_conversation_by_session_id_and_refuses_a_bad_body(tmp_path: Path) -> None:

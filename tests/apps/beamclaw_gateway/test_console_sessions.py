@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
-from beamclaw_gateway import ConsoleSessions, LoginRefused, parse_gateway_config, principals_of
+from beamclaw_gateway import CONSOLE_COOKIE, ConsoleSessions, LoginRefused, parse_gateway_config, principals_of
 from beamclaw_gateway._browser_guard import Refusal, own_origin
 from beamclaw_gateway._config import ConsoleConfig
+from beamclaw_gateway._console_sessions import SessionBound
 
 
 class Clock:
@@ -96,3 +99,55 @@ def test_logging_in_needs_a_token_configured_and_the_console_enabled(tmp_path: P
 )
 def test_own_origin(headers: dict[str, str], own: bool) -> None:
     assert own_origin(headers) is own
+
+
+def test_a_cookie_request_another_site_made_the_browser_send_is_refused(tmp_path: Path) -> None:
+    """Browsers keep no cookies apart by port: a page of another server on 127.0.0.1 is
+    "same-site", and its requests here carry the cookie, reads included."""
+    sessions, _ = _sessions(tmp_path, Clock())
+    cookie, session = sessions.login("ops-token-4d2c")
+    host = {"Host": "127.0.0.1:18800"}
+    for site in ("same-site", "cross-site"):
+        refused = sessions.visit(cookie, "GET", {**host, "Sec-Fetch-Site": site})
+        assert isinstance(refused, Refusal) and refused.status == 403, site
+    for site in ("same-origin", "none"):  # the console's own request; a URL the user typed
+        assert sessions.visit(cookie, "GET", {**host, "Sec-Fetch-Site": site}) is session
+
+
+async def _stream(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """An endless response, as the live log is."""
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    while True:
+        await send({"type": "http.response.body", "body": b".", "more_body": True})
+        await trio.sleep(0.05)
+
+
+async def _until_cut(bound: SessionBound, headers: list[tuple[bytes, bytes]], end: Callable[[], None]) -> int:
+    """Serve the endless response through *bound*, call *end* once it streams; the chunks
+    sent before the middleware cut it (a hang fails the test)."""
+    sent = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if len(sent) == 3:
+            end()
+
+    scope = {"type": "http", "method": "GET", "path": "/v1/logs", "headers": headers}
+    with trio.fail_after(60):
+        await bound(scope, None, send)
+    return len(sent)
+
+
+async def test_a_stream_opened_with_a_token_ends_when_the_token_is_rotated(tmp_path: Path) -> None:
+    sessions, token = _sessions(tmp_path, Clock())
+    bound = SessionBound(_stream, sessions)
+    sent = await _until_cut(bound, [(b"authorization", b"Bearer ops-token-4d2c")], lambda: token.write_text("new"))
+    assert sent >= 3
+
+
+async def test_a_cookie_stream_ends_at_logout_whatever_other_cookie_headers_it_sends(tmp_path: Path) -> None:
+    sessions, _ = _sessions(tmp_path, Clock())
+    cookie, _ = sessions.login("ops-token-4d2c")
+    headers = [(b"cookie", f"{CONSOLE_COOKIE}={cookie}".encode()), (b"cookie", b"theme=dark")]
+    sent = await _until_cut(SessionBound(_stream, sessions), headers, lambda: sessions.logout(cookie))
+    assert sent >= 3
