@@ -260,15 +260,22 @@ async def logs() -> Response:
     return event_stream(log_events(Path(path), lines))
 
 
+#: The streams listening to each user's deliveries: every one gets every message (a
+#: second listener, a second tab, must not take the first one's messages).
+_listening: dict[str, set[trio.MemorySendChannel[str]]] = {}
+
+
 @attrs.define
 class _Deliveries(core.BaseChannel):
-    """A `beamclaw_core.Channel` that hands each message delivered to a user to its stream."""
+    """A `beamclaw_core.Channel` that hands each message delivered to *user* to every
+    stream listening to that user."""
 
-    queue: trio.MemorySendChannel[str]
+    user: str
 
     async def send(self, text: str) -> None:
-        with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
-            self.queue.send_nowait(text)
+        for queue in list(_listening.get(self.user, ())):
+            with contextlib.suppress(trio.WouldBlock, trio.BrokenResourceError):
+                queue.send_nowait(text)
 
     async def send_typing(self) -> None:
         """Nothing: a delivery is a finished message."""
@@ -282,12 +289,19 @@ class _Deliveries(core.BaseChannel):
 
 async def _deliveries(user: str) -> AsyncIterator[Event | None]:
     send, receive = trio.open_memory_channel[str](_EVENT_BUFFER)
-    channel = _Deliveries(send)
-    with core.outbound(user.partition(":")[0], lambda uid: channel if uid == user else None):
-        yield "ready", {}
-        while True:
-            text = await _next(receive)
-            yield IDLE if text is None else ("message", {"text": obs.scrub(text)})
+    channel = _Deliveries(user)
+    _listening.setdefault(user, set()).add(send)
+    try:
+        with core.outbound(user.partition(":")[0], lambda uid: channel if uid == user else None):
+            yield "ready", {}
+            while True:
+                text = await _next(receive)
+                yield IDLE if text is None else ("message", {"text": obs.scrub(text)})
+    finally:
+        listeners = _listening.get(user, set())
+        listeners.discard(send)
+        if not listeners:
+            _listening.pop(user, None)
 
 
 @daemon_routes.get("/v1/users/<user>/deliveries")

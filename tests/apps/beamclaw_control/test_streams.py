@@ -43,6 +43,25 @@ async def test_deliveries_reach_the_listener_and_stop_when_it_leaves(tmp_path: P
         nursery.cancel_scope.cancel()
 
 
+async def test_two_listeners_of_one_user_each_get_every_delivery(tmp_path: Path) -> None:
+    """A second listener (another tab, or a page of another site the browser was led to)
+    does not take the first one's messages."""
+    async with trio.open_nursery() as nursery:
+        await nursery.start(serve_socket, {}, tmp_path)
+        first: list[Event] = []
+        second: list[Event] = []
+        with trio.fail_after(60):  # only stops a hang: a listener left without its message
+            async with trio.open_nursery() as listening:
+                for found in (first, second):
+                    listening.start_soon(_stream, tmp_path, "/v1/users/local:ada/deliveries", found, "message")
+                    await _ready(found)
+                channel = core.outbound_channel("local:ada")
+                assert channel is not None
+                await channel.send("the report is ready")
+        assert first[1:] == second[1:] == [("message", {"text": "the report is ready"})]
+        nursery.cancel_scope.cancel()
+
+
 async def test_supervision_events_unsubscribe_when_the_client_leaves(tmp_path: Path) -> None:
     async with trio.open_nursery() as nursery:
         await nursery.start(serve_socket, {}, tmp_path)
