@@ -98,12 +98,14 @@ async def page(page: str) -> Any:
         return error(f"the console has no page {page!r}", 404, "not_found")
     role = principal().role
     try:
-        return await render_template(
+        body = await render_template(
             f"{page}.html", page=page, title=_TITLES[page], pages=PAGES, csrf=session.csrf, who=session.name,
             role=role.name.lower(), operator=role >= Role.OPERATOR, admin=role >= Role.ADMIN,
         )  # fmt: skip
     except TemplateNotFound:
         return error(f"the console's {page} page is not built yet", 404, "not_found")
+    # The page holds the session's CSRF token: no cache keeps it past the session.
+    return Response(body, content_type="text/html; charset=utf-8", headers={"Cache-Control": "no-store"})
 
 
 @console_routes.get("/ui/static/<path:name>")

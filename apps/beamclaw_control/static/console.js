@@ -28,7 +28,9 @@ export class ApiError extends Error {
 }
 
 function ownPath(path) {
-  if (typeof path !== "string" || !path.startsWith("/") || path.startsWith("//")) {
+  // A path the browser resolves on its own origin ("//host" and "/\\host" name another host).
+  const base = "http://own.invalid";
+  if (typeof path !== "string" || !path.startsWith("/") || new URL(path, base).origin !== base) {
     throw new Error(`not a path of this origin: ${path}`);
   }
   return path;

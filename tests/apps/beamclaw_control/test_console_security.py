@@ -113,6 +113,7 @@ async def test_login_sets_an_http_only_strict_cookie_and_the_page_carries_role_a
         page = await client.get("/ui/chat")
         assert page.status_code == 200
         assert '<body data-role="viewer"' in page.text and '<meta name="csrf-token" content="' in page.text
+        assert page.headers["cache-control"] == "no-store"  # it holds the CSRF token
         # A viewer gets no button to send, stop or approve.
         assert 'data-action="send"' not in page.text and 'data-action="stop"' not in page.text
         assert (await client.get("/openapi.json")).status_code == 200  # the cookie is the viewer
