@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from typing import Any
 
 import beamclaw_core as core
@@ -22,4 +23,15 @@ def describe(config: dict[str, Any]) -> dict[str, str | None]:
         http = gateway.parse_gateway_config(app_table("gateway", config)).http
         host = f"[{http.host}]" if ":" in http.host else http.host
         url = f"http://{host}:{http.port}"
-    return {"model": f"{provider.model} from provider {name!r} at {provider.base_url}", "gateway": url}
+    where = _without_credentials(provider.base_url)
+    return {"model": f"{provider.model} from provider {name!r} at {where}", "gateway": url}
+
+
+def _without_credentials(url: str) -> str:
+    """*url* without a ``user:password@`` part (status is read by viewers, and logged)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
