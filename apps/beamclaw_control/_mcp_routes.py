@@ -11,7 +11,7 @@ from quart import Blueprint, Response, request
 import beamclaw_mcp as mcp
 import beamclaw_tools as tools
 import supervision as sv
-from beamclaw_gateway import BadRequest, Role, needs
+from beamclaw_gateway import BadRequest, Role, needs, principal
 
 from ._common import answer, handle_errors
 
@@ -25,12 +25,16 @@ def _not_running() -> BadRequest:
 @mcp_routes.get("/v1/mcp/servers")
 @needs(Role.VIEWER)
 async def servers() -> Response:
-    """Each configured server: transport, state, tools, restarts, last error, the end of its stderr."""
+    """Each configured server: transport, state, tools, restarts, last error, the end of its
+    stderr (for an admin: a server's errors and stderr may quote the arguments of any
+    user's tool calls)."""
     try:
         found = await mcp.server_statuses()
     except sv.NoProc:
         raise _not_running() from None
-    return answer({"servers": [attrs.asdict(server) for server in found]})
+    admin = principal().role >= Role.ADMIN
+    shown = [attrs.asdict(server) | ({} if admin else {"last_error": "", "stderr": ""}) for server in found]
+    return answer({"servers": shown})
 
 
 @mcp_routes.get("/v1/mcp/tools")

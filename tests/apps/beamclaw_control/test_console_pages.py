@@ -272,7 +272,7 @@ async def test_the_mcp_page_lists_servers_with_their_tools_and_last_error_and_an
             return error, stderr
 
         error, stderr = await _in_thread(look)
-        listed = {s["name"]: s for s in (await api.get(VIEWER, "/v1/mcp/servers")).json()["servers"]}
+        listed = {s["name"]: s for s in (await api.get(ADMIN, "/v1/mcp/servers")).json()["servers"]}
         assert listed["bad"]["last_error"] and listed["bad"]["last_error"] in error
         assert len(stderr) == 1 and "cannot open /nonexistent/config.json" in stderr[0]
         assert "add" in _texts(browser, '#mcp-tools tr[data-tool="mcp__files__add"] td')

@@ -43,6 +43,17 @@ async def test_servers_and_their_tools_are_listed_for_a_viewer(tmp_path: Path, m
         assert (await api.get(VIEWER, "/v1/mcp/tools", server="nobody")).json() == {"tools": []}
 
 
+async def test_a_servers_errors_and_stderr_are_an_admins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """They may quote the arguments of any user's tool calls: a viewer sees the state only."""
+    table = {"max_restarts": 0, "servers": {"broken": stdio("--mode", "crash")}}
+    async with running_api(tmp_path, monkeypatch, mcp_table=table) as api:
+        await _server(api, "broken", "failed")
+        listed = {token: (await api.get(token, "/v1/mcp/servers")).json()["servers"][0] for token in (VIEWER, ADMIN)}
+        assert "cannot open /nonexistent/config.json" in listed[ADMIN]["stderr"]
+        assert listed[VIEWER]["state"] == "failed"
+        assert listed[VIEWER]["stderr"] == "" and listed[VIEWER]["last_error"] == ""
+
+
 async def test_a_restart_is_an_admins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     async with running_api(tmp_path, monkeypatch, mcp_table=SERVERS) as api:
         await _server(api, "files", "ready")
