@@ -71,9 +71,8 @@ async def login() -> Any:
     except LoginRefused as exc:
         return await _login_page(str(exc), 403 if console_sessions().open else 401)
     response = redirect("/ui/chat", 303)
-    response.set_cookie(
-        CONSOLE_COOKIE, cookie, httponly=True, samesite="Strict", path="/", secure=request.scheme == "https"
-    )
+    secure = request.scheme == "https" or console_sessions().config.secure_cookie
+    response.set_cookie(CONSOLE_COOKIE, cookie, httponly=True, samesite="Strict", path="/", secure=secure)
     return response
 
 

@@ -159,6 +159,9 @@ class ConsoleConfig:
     enabled: bool = True
     #: A console session unused for this long ends (the browser is sent to the login page).
     idle_minutes: float = 30.0
+    #: Mark the session cookie Secure even when the request came over plain HTTP: behind a
+    #: proxy that ends TLS, so the browser never sends the cookie unencrypted.
+    secure_cookie: bool = False
 
 
 @attrs.frozen

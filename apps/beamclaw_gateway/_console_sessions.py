@@ -65,6 +65,9 @@ _CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Sessions kept at most; past it the least recently used ends (logins are rate limited,
 #: so this only bounds the memory a patient client could take).
 _MAX_SESSIONS: Final = 1000
+#: The most sessions one principal keeps: its own least recently used ends past it, so no
+#: token can log the others out by logging in a thousand times.
+_PER_PRINCIPAL: Final = 16
 #: How often a response streaming to a console session looks whether the session still is.
 _WATCH_SECONDS: Final = 2.0
 #: What every response carries (the web console's contract): no inline script or style,
@@ -160,7 +163,7 @@ class ConsoleSessions:
         who = self.principals.identify(f"Bearer {token}") if token else None
         if who is None:
             raise LoginRefused("wrong token")
-        self._prune()
+        self._prune(who.name)
         cookie = secrets.token_urlsafe(32)
         session = ConsoleSession(who.name, secrets.token_urlsafe(32), self._fingerprint(token), self.clock(), who)
         self._sessions[self._id(cookie)] = session
@@ -231,12 +234,18 @@ class ConsoleSessions:
     def _id(cookie: str) -> bytes:
         return hashlib.sha256(cookie.encode()).digest()
 
-    def _prune(self) -> None:
-        """End the idle sessions, and the least recently used past `_MAX_SESSIONS`."""
+    def _prune(self, name: str) -> None:
+        """End the idle sessions; past `_PER_PRINCIPAL`, principal *name*'s least recently
+        used; past `_MAX_SESSIONS`, the least recently used of all."""
         limit = self.clock() - self.config.idle_minutes * 60
         for key, session in list(self._sessions.items()):
             if session.last_use < limit:
                 del self._sessions[key]
+        own = [key for key, session in self._sessions.items() if session.name == name]
+        while len(own) >= _PER_PRINCIPAL:
+            oldest = min(own, key=lambda key: self._sessions[key].last_use)
+            own.remove(oldest)
+            del self._sessions[oldest]
         while len(self._sessions) >= _MAX_SESSIONS:
             del self._sessions[min(self._sessions, key=lambda key: self._sessions[key].last_use)]
 

@@ -119,6 +119,13 @@ async def test_login_sets_an_http_only_strict_cookie_and_the_page_carries_role_a
         assert (await client.get("/openapi.json")).status_code == 200  # the cookie is the viewer
 
 
+async def test_behind_a_tls_proxy_the_cookie_is_marked_secure(serve_console: ServeConsole) -> None:
+    async with serve_console(console={"secure_cookie": True}) as console, console.client() as client:
+        answer = await client.post("/ui/login", data={"token": console.token("watcher")})
+        assert answer.status_code == 303
+        assert "secure" in {part.strip().lower() for part in answer.headers["set-cookie"].split(";")[1:]}
+
+
 async def test_a_cookie_request_that_changes_something_needs_the_csrf_token_and_its_own_origin(
     serve_console: ServeConsole,
 ) -> None:

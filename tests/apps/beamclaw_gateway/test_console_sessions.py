@@ -151,3 +151,20 @@ async def test_a_cookie_stream_ends_at_logout_whatever_other_cookie_headers_it_s
     headers = [(b"cookie", f"{CONSOLE_COOKIE}={cookie}".encode()), (b"cookie", b"theme=dark")]
     sent = await _until_cut(SessionBound(_stream, sessions), headers, lambda: sessions.logout(cookie))
     assert sent >= 3
+
+
+def test_one_principal_logging_in_again_and_again_ends_only_its_own_sessions(tmp_path: Path) -> None:
+    token = tmp_path / "boss.token"
+    token.write_text("boss-token-77aa")
+    token.chmod(0o600)
+    clock = Clock()
+    sessions, _ = _sessions(tmp_path, clock)
+    table = {"tokens": {"boss": {"token": {"file": str(token)}, "role": "admin"}}}
+    sessions.principals.tokens.extend(principals_of(parse_gateway_config({"auth": table})).tokens)
+    boss, _ = sessions.login("boss-token-77aa")
+    first, _ = sessions.login("ops-token-4d2c")
+    for _ in range(2000):  # a viewer or operator token trying to log the admin out
+        clock.now += 0.001
+        last, _ = sessions.login("ops-token-4d2c")
+    assert sessions.find(boss) is not None
+    assert sessions.find(last) is not None and sessions.find(first) is None  # its own oldest went
