@@ -15,6 +15,9 @@ import trio
 from .daemon import environment, free_port, start_daemon
 
 TOKEN = "schemathesis-gateway-token-0123456789"
+#: Left to their own tests: the management routes that stop, reload or crash parts of the
+#: daemon on purpose (an admin's token may), and the streams that never end by themselves.
+_NOT_FUZZED = r"^/v1/(stop|reload|supervision/(kill|events)|names/.*|logs|users/.*/deliveries)$"
 
 
 async def _echo_model(port: int) -> trio.Process:
@@ -64,6 +67,8 @@ async def test_no_route_answers_with_a_server_error(tmp_path: Path, monkeypatch:
                     f"Authorization: Bearer {TOKEN}",
                     "--request-timeout",
                     "30",
+                    "--exclude-path-regex",
+                    _NOT_FUZZED,
                 ],
                 capture_stdout=True,
                 capture_stderr=True,
