@@ -18,7 +18,7 @@ from typing import Final
 
 from loguru import logger
 
-from ._config import ConfigError
+from ._errors import ConfigError
 
 #: The umask of every process that writes into the data dir: no bit for group or others.
 OWNER_ONLY_UMASK: Final = 0o077

@@ -12,8 +12,6 @@ from typing import Any
 import trio
 
 import beamclaw
-import beamclaw_core as core
-import supervision as sv
 
 from . import (
     _agents,
@@ -31,11 +29,16 @@ from . import (
 from ._api_client import ApiError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
-from ._identity import add_identity_options
+from ._identity import InvalidUser, add_identity_options
 from ._listing import add_json_option
-from ._remote_console import remote_console
-from ._stderr_log import log_to_stderr
-from ._tui import tui
+
+
+async def _tui(args: argparse.Namespace) -> int:
+    """`beamclaw tui`, with prompt_toolkit (and the in-process daemon's apps) imported for it alone."""
+    from ._tui import tui
+
+    return await tui(args)
+
 
 _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "chat": _session_commands.chat,
@@ -46,8 +49,15 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "sessions": _session_commands.sessions,
     "reload": _daemon_commands.reload,
     "approve": _session_commands.approve,
-    "tui": tui,
+    "tui": _tui,
 }
+
+
+def _remote_console(args: argparse.Namespace) -> int:
+    """`beamclaw remote_console`, with prompt_toolkit imported for it alone."""
+    from ._remote_console import remote_console
+
+    return remote_console(args)
 
 
 _BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -55,7 +65,7 @@ _BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "stop": _background.stop,
     "restart": _background.restart,
     "version": _background.version,
-    "remote_console": remote_console,
+    "remote_console": _remote_console,
 }
 
 
@@ -209,6 +219,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """`beamclaw run`: the daemon, the one command that imports every app."""
+    import beamclaw_core as core
+    import supervision as sv
+
+    from ._stderr_log import log_to_stderr
+
     try:
         log_to_stderr(os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
         config = beamclaw.load_config(args.config)
@@ -244,7 +260,7 @@ def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace]
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except (ApiError, core.InvalidUserId) as exc:
+    except (ApiError, InvalidUser) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

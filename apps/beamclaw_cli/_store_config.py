@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import argparse
 import functools
+from typing import TYPE_CHECKING
 
 import trio
 
 import beamclaw
-from beamclaw_base import StoreConfig
+
+if TYPE_CHECKING:
+    from beamclaw_base import StoreConfig
 
 from ._api_client import ApiError, NoDaemon, call
 
