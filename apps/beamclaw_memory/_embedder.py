@@ -1,6 +1,6 @@
 """The embedder process: one per daemon, it turns texts into vectors for every agent.
 
-It owns the embedding model (the local one is loaded once, in a worker thread) and the
+It owns the embedding model (the local one is loaded by its first use, in a worker thread) and the
 embedding cache. A crash here (a model that raises, a malformed remote answer that gets
 past the checks) restarts only this process: the indexes wait, searches answer from
 keywords meanwhile (`embed` raises `EmbeddingUnavailable`, which they report).
@@ -22,7 +22,7 @@ import supervision as sv
 from ._cache import EmbeddingCache
 from ._config import EmbeddingConfig
 from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder, Vectors
-from ._local import LocalEmbedder, LocalModelMissing
+from ._local import LocalEmbedder
 from ._messages import Embed, Embedded, EmbeddingFailed, EmbedFor
 
 EMBEDDER: Final = "beamclaw_memory.embedder"
@@ -48,10 +48,7 @@ def _make(config: EmbeddingConfig) -> tuple[Embedder | None, str, httpx.AsyncCli
         client = httpx.AsyncClient(follow_redirects=False)
         return OpenAIEmbedder(config, client), "", client
     if config.provider == "local":
-        try:
-            return LocalEmbedder(), "", None
-        except LocalModelMissing as exc:
-            return None, str(exc), None
+        return LocalEmbedder(), "", None  # a missing model is said by its first embed (LocalModelMissing)
     return None, 'memory.embedding.provider is "none"', None
 
 
