@@ -15,7 +15,6 @@ import sys
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import trio
 
 import beamclaw
 
@@ -79,6 +78,8 @@ def _token_headers(config: dict[str, Any]) -> dict[str, str]:
 async def cluster_tree(args: argparse.Namespace) -> int:
     """`beamclaw tree --cluster`: every node's tree, one after another; a dead or
     unreachable node is shown as such (and makes the exit status 1)."""
+    import trio
+
     import beamclaw_gateway as gateway
 
     if args.watch:

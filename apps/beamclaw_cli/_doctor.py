@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import httpx
-import trio
 
 import beamclaw
 
@@ -102,6 +100,8 @@ def _data_dir(home: Path) -> list[Check]:
 
 async def _port(config: dict[str, Any], path: Path, running: bool) -> list[Check]:
     """The gateway's port: answering /health when a daemon runs, else free to bind."""
+    import httpx
+
     import beamclaw_gateway as gateway
     from beamclaw_control import Check
 
@@ -180,6 +180,8 @@ async def _checks(args: argparse.Namespace) -> list[Check]:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    import trio
+
     checks = trio.run(_checks, args)
     for check in checks:
         # What a model server or a Telegram API answered may be quoted in a check.

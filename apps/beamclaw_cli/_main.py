@@ -7,9 +7,7 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 import beamclaw
 
@@ -32,6 +30,9 @@ from ._help import add_command
 from ._identity import InvalidUser, add_identity_options
 from ._listing import add_json_option
 
+if TYPE_CHECKING:
+    pass
+
 
 async def _tui(args: argparse.Namespace) -> int:
     """`beamclaw tui`, with prompt_toolkit (and the in-process daemon's apps) imported for it alone."""
@@ -44,7 +45,6 @@ _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "chat": _session_commands.chat,
     "history": _session_commands.history,
     "tree": _daemon_commands.tree,
-    "status": _daemon_commands.status,
     "kill": _daemon_commands.kill,
     "sessions": _session_commands.sessions,
     "reload": _daemon_commands.reload,
@@ -60,11 +60,14 @@ def _remote_console(args: argparse.Namespace) -> int:
     return remote_console(args)
 
 
-_BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+#: Commands that run no event loop of their own here (`status` asks with a blocking client),
+#: or run one themselves.
+_SYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": _background.start,
     "stop": _background.stop,
     "restart": _background.restart,
     "version": _background.version,
+    "status": _daemon_commands.status,
     "remote_console": _remote_console,
 }
 
@@ -249,11 +252,17 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
     return group.split(kind)[1] is None
 
 
+def _in_trio(command: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    import trio
+
+    return trio.run(command, args)
+
+
 def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     """A command that talks to the daemon; its failures to reach it are one line each."""
     beamclaw.data_dir()  # one that cannot be the data dir is said as such, not as "no daemon"
     try:
-        return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
+        return run(args) if run is not None else _in_trio(_DAEMON_COMMANDS[args.command], args)
     except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
@@ -334,8 +343,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
-        case "start" | "stop" | "restart" | "version" | "remote_console":
-            return _daemon_command(args, _BACKGROUND_COMMANDS[args.command])
+        case "start" | "stop" | "restart" | "version" | "status" | "remote_console":
+            return _daemon_command(args, _SYNC_COMMANDS[args.command])
         case "help" if args.topic:
             try:
                 return _dispatch([*args.topic, "--help"])

@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 import attrs
-import trio
 
 import beamclaw
 
 if TYPE_CHECKING:
+    import trio
+
     import beamclaw_gateway as gateway
 
 from ._api_client import ApiError, NoDaemon, call, events
@@ -116,9 +117,7 @@ class _ApiBackend:
         await self.nursery.start(self._follow, agent, user, message, pending)
 
     @staticmethod
-    async def _follow(
-        agent: str, user: str, message: str, pending: gateway.McpPending, task_status: Any = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def _follow(agent: str, user: str, message: str, pending: gateway.McpPending, task_status: Any) -> None:
         taken = ended = False
         try:
             async for name, data in _chat(agent, user, message):
@@ -158,6 +157,8 @@ class _ApiBackend:
 
 async def serve(args: argparse.Namespace) -> int:
     """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
+    import trio
+
     import beamclaw_gateway as gateway
 
     # Never BEAMCLAW_USER by default: the host's model drives this conversation, and must
@@ -179,6 +180,8 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import trio
+
     if args.action == "serve":
         return trio.run(serve, args)
     return trio.run(run, args)

@@ -10,8 +10,6 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any, Final
 
-import trio
-
 import beamclaw
 
 if TYPE_CHECKING:
@@ -114,6 +112,8 @@ def add_parser(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import trio
+
     import beamclaw_sandbox as sandbox
 
     if args.action is None:

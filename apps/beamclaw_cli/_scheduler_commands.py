@@ -6,10 +6,9 @@ import argparse
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import trio
-from rich.console import Console
-
 if TYPE_CHECKING:
+    from rich.console import Console
+
     pass
 
 from ._api_client import call
@@ -120,4 +119,6 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import trio
+
     return trio.run(run, args)

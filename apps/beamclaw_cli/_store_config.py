@@ -13,8 +13,6 @@ import argparse
 import functools
 from typing import TYPE_CHECKING
 
-import trio
-
 import beamclaw
 
 if TYPE_CHECKING:
@@ -29,6 +27,8 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 
 def store_of(args: argparse.Namespace) -> StoreConfig:
     """The ``[store]`` of ``--config``, or of the running daemon, or of the project's config.toml."""
+    import trio
+
     path = getattr(args, "config", None)
     if path is None:
         try:

@@ -21,12 +21,15 @@ import importlib
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
 import trio
 
-from ._embedding import EmbeddingError, Vectors, normalised
+from ._embedding import EmbeddingError, normalised
+
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 MODEL: Final = "l2_supercat"
 DIMENSIONS: Final = 256
@@ -70,6 +73,8 @@ class LocalEmbedder:
         return f"wordllama:{MODEL}:{DIMENSIONS}"
 
     def embed_sync(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         self.load()

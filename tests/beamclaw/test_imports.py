@@ -1,6 +1,7 @@
 """The daemon imports what its apps use at start, and the rest on first use: the MCP SDK
-(by the first MCP server, or the first request to ``/mcp``) and the local embedding model
-(by the first embedding) are not imported by building the daemon's tree."""
+(by the first MCP server, or the first request to ``/mcp``), the local embedding model and
+numpy (by the first vector), PyYAML (by the first SKILL.md) and jsonschema (by the first
+tool call) are not imported by building the daemon's tree."""
 
 from __future__ import annotations
 
@@ -22,4 +23,5 @@ def test_the_daemon_imports_neither_the_mcp_sdk_nor_the_embedding_model() -> Non
     done = subprocess.run([sys.executable, "-c", _PROGRAM], capture_output=True, text=True, check=True, timeout=60)
     imported = {name.split(".")[0] for name in json.loads(done.stdout)}
     assert "beamclaw_mcp" in imported and "beamclaw_gateway" in imported  # the apps are there
-    assert imported & {"mcp", "mcp_types", "pydantic", "wordllama", "docker", "selenium"} == set()
+    unused = {"mcp", "mcp_types", "pydantic", "wordllama", "numpy", "yaml", "jsonschema", "docker", "selenium"}
+    assert imported & unused == set()

@@ -2,7 +2,8 @@
 
 Checked in a fresh interpreter, from its ``sys.modules`` after the command ran: `--help`
 and `status` (with no daemon: the same imports, up to the answer) must not import the
-apps, the web framework, the MCP SDK, numpy or the terminal UI's prompt_toolkit.
+apps, the web framework, the MCP SDK, numpy, the terminal UI's prompt_toolkit, nor Trio
+and httpx (`status` asks with the standard library's HTTP client).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ _HEAVY = frozenset(
     {
         "beamclaw_core", "beamclaw_gateway", "beamclaw_control", "beamclaw_memory", "beamclaw_mcp",
         "beamclaw_sandbox", "beamclaw_scheduler", "supervision", "mcp", "quart", "hypercorn", "numpy",
-        "tantivy", "prompt_toolkit", "loguru", "docker",
+        "tantivy", "prompt_toolkit", "loguru", "docker", "trio", "anyio", "httpcore", "httpx",
     }
 )  # fmt: skip
 
