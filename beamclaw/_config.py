@@ -12,6 +12,7 @@ import beamclaw_base
 from beamclaw_obs import register_secret
 
 from ._apps import APPS, store_config
+from ._errors import ConfigError
 
 #: Tables that belong to the daemon, not to one app: ``[store]``, where durable data lives.
 SHARED_TABLES: Final = ("store",)
@@ -26,10 +27,6 @@ _SECRET_ENDINGS: Final = ("PASSWORD", "PASSWD", "TOKEN", "SECRET", "APIKEY")
 def _names_a_secret(name: str) -> bool:
     words = name.upper().split("_")
     return any(word in _SECRET_WORDS or word.endswith(_SECRET_ENDINGS) for word in words)
-
-
-class ConfigError(Exception):
-    """The configuration is unusable; the message says which file and key, and why."""
 
 
 def default_config_path() -> Path:

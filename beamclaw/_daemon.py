@@ -25,6 +25,7 @@ import supervision as sv
 from ._config import default_config_path, register_secrets
 from ._data_dir import data_dir
 from ._describe import describe
+from ._errors import AlreadyRunning
 from ._root import build_tree
 
 
@@ -56,10 +57,6 @@ def run_daemon(config: dict[str, Any], config_path: Path | None = None) -> Any:
     home = data_dir(create=True)
     with daemon_lock(home):
         return _serve(config, home, config_path)
-
-
-class AlreadyRunning(Exception):
-    """Another daemon uses this data dir; the message says which, and what to do."""
 
 
 @contextlib.contextmanager

@@ -16,9 +16,7 @@ import stat
 from pathlib import Path
 from typing import Final
 
-from loguru import logger
-
-from ._config import ConfigError
+from ._errors import ConfigError
 
 #: The umask of every process that writes into the data dir: no bit for group or others.
 OWNER_ONLY_UMASK: Final = 0o077
@@ -73,6 +71,8 @@ def _make_private(home: Path, where: str) -> None:
     mode = stat.S_IMODE(info.st_mode)
     if mode & 0o077:
         home.chmod(0o700)
+        from loguru import logger  # noqa: PLC0415 - here only: every CLI command asks for the data dir
+
         logger.warning(
             "{} was open to other users (mode {:04o}); it is now 0700, so conversations, memory, logs "
             "and the sockets in it are the owner's alone",

@@ -31,7 +31,8 @@ import beamclaw_core as core
 import supervision as sv
 
 from ._apps import ROOT, Daemon, app_table, check_config, enabled_apps
-from ._config import ConfigError, env_references, load_config, register_secrets
+from ._config import env_references, load_config, register_secrets
+from ._errors import ConfigError
 
 
 class ReloadRefused(Exception):

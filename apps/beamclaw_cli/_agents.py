@@ -7,11 +7,13 @@ import datetime
 import os
 import shutil
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import beamclaw
-import beamclaw_core as core
-from beamclaw_base import Tx
+
+if TYPE_CHECKING:
+    import beamclaw_core as core
+    from beamclaw_base import Tx
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -21,6 +23,8 @@ from ._terminal_safe import visible
 
 def _workspace(name: str, create: bool = False) -> core.Workspace:
     """The agent's workspace; with *create*, the data dir is made first (or refused in one line)."""
+    import beamclaw_core as core
+
     return core.Workspace.of(beamclaw.data_dir(create=create), name)
 
 
@@ -44,6 +48,8 @@ def create(args: argparse.Namespace) -> int:
 
 
 def list_agents(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     folder = beamclaw.data_dir() / "agents"
     names = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
     rows = [(name, bool(_read(core.Workspace(name, folder / name), "BOOTSTRAP.md"))) for name in names]
@@ -62,6 +68,8 @@ def list_agents(args: argparse.Namespace) -> int:
 
 
 def show(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     ws = _workspace(args.name)
     if not ws.exists():
         print(f"beamclaw: there is no agent {args.name!r} (create it with `beamclaw agent create {args.name}`)")
@@ -85,6 +93,8 @@ def show(args: argparse.Namespace) -> int:
 
 
 def delete(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     ws = _workspace(args.name)
     if not ws.exists():
         print(f"beamclaw: there is no agent {args.name!r}")
@@ -114,8 +124,11 @@ def _delete_conversations(tx: Tx, agent: str) -> None:
     tx.execute("DELETE FROM sessions WHERE agent_id = ?", (agent,))
 
 
-#: The files a rehatch puts back from their templates; MEMORY.md and the daily logs only with ``--memory``.
-_PERSONA: Final = tuple(name for name in core.SEEDED_FILES if name != "MEMORY.md")
+def _persona() -> tuple[str, ...]:
+    """The files a rehatch puts back from their templates; MEMORY.md and the daily logs only with ``--memory``."""
+    import beamclaw_core as core
+
+    return tuple(name for name in core.SEEDED_FILES if name != "MEMORY.md")
 
 
 def _move_aside(root: Path, names: list[str], backup: Path) -> list[str]:
@@ -143,14 +156,14 @@ def rehatch(args: argparse.Namespace) -> int:
     stamp = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H%M%S.%fZ")
     backup = data / "backups" / "agents" / ws.name / stamp
     backup.mkdir(mode=0o700, parents=True)
-    names = [*_PERSONA, *(["MEMORY.md", "memory"] if args.memory else [])]
+    names = [*_persona(), *(["MEMORY.md", "memory"] if args.memory else [])]
     moved = _move_aside(ws.root, names, backup)
     users = data / "users" / ws.name
     if args.memory and os.path.lexists(users):
         os.rename(users, backup / "users")
         moved.append(f"{users.relative_to(data)}/")
     ws.seed()
-    print(f"agent {ws.name}: {', '.join(_PERSONA)} back to their templates")
+    print(f"agent {ws.name}: {', '.join(_persona())} back to their templates")
     kept = "kept (MEMORY.md, daily logs, each user's notes; --memory resets it)"
     print(f"  memory {'reset too' if args.memory else kept}")
     print(f"  the old files are in {backup}" if moved else "  there were no old files to keep")
@@ -196,6 +209,8 @@ def add_parser(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     try:
         return COMMANDS[args.action or "list"](args)
     except (core.InvalidAgentName, core.StoreError) as exc:

@@ -25,15 +25,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Final
-
-import httpx
-import trio
+from typing import TYPE_CHECKING, Final
 
 import beamclaw
 
 from ._api_client import ApiError, NoDaemon, call, running
 from ._help import Commands, add_command
+
+if TYPE_CHECKING:
+    pass
+
 
 PID_FILE: Final = "beamclaw.pid"
 #: What the background daemon writes to its stdout and stderr (the obs app's own log is logs/beamclaw.log).
@@ -156,6 +157,9 @@ def start(args: argparse.Namespace) -> int:
 
 
 def _answers(health: str | None) -> bool:
+    import httpx
+    import trio
+
     if health is None:
         return trio.run(running)
     try:
@@ -165,6 +169,8 @@ def _answers(health: str | None) -> bool:
 
 
 def stop(args: argparse.Namespace) -> int:
+    import trio
+
     home = beamclaw.data_dir()
     pid = beamclaw.daemon_pid(home)
     if pid is None:
@@ -199,6 +205,8 @@ def _gone(home: Path, timeout: float) -> bool:
 
 
 def restart(args: argparse.Namespace) -> int:
+    import trio
+
     home = beamclaw.data_dir()
     if beamclaw.daemon_pid(home) is not None:
         if args.config is None:
@@ -211,6 +219,8 @@ def restart(args: argparse.Namespace) -> int:
 
 
 def version(args: argparse.Namespace) -> int:
+    import trio
+
     print(f"beamclaw {beamclaw.__version__}")
     try:
         answer = trio.run(call, "GET", "/v1/status")

@@ -12,15 +12,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import trio
 
 import beamclaw
-import beamclaw_cluster as cluster
-import beamclaw_gateway as gateway
-from beamclaw_base import StoreConfig, StoreError, open_store
+
+if TYPE_CHECKING:
+    import beamclaw_cluster as cluster
+    from beamclaw_base import StoreConfig
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -48,6 +48,9 @@ def add_parser(commands: Commands) -> None:
 
 def _status(store: StoreConfig) -> cluster.ClusterStatus | None:
     """The cluster as *store* holds it (blocks); None, said on stderr, if it cannot be read."""
+    import beamclaw_cluster as cluster
+    from beamclaw_base import StoreError, open_store
+
     if store.backend != "postgres":
         print("beamclaw: no cluster: this configuration keeps its data in SQLite "
               '([store] backend = "postgres" for one)', file=sys.stderr)  # fmt: skip
@@ -65,6 +68,8 @@ def _status(store: StoreConfig) -> cluster.ClusterStatus | None:
 
 def _token_headers(config: dict[str, Any]) -> dict[str, str]:
     """The configured gateway token as an Authorization header, when its variable is set."""
+    import beamclaw_gateway as gateway
+
     token = gateway.parse_gateway_config(config.get("gateway", {})).http.token
     value = None if token is None else token.get_optional()
     return {} if value is None else {"Authorization": f"Bearer {value}"}
@@ -73,6 +78,10 @@ def _token_headers(config: dict[str, Any]) -> dict[str, str]:
 async def cluster_tree(args: argparse.Namespace) -> int:
     """`beamclaw tree --cluster`: every node's tree, one after another; a dead or
     unreachable node is shown as such (and makes the exit status 1)."""
+    import trio
+
+    import beamclaw_gateway as gateway
+
     if args.watch:
         print("beamclaw: --watch redraws one daemon's tree; leave out --cluster for it", file=sys.stderr)
         return 2

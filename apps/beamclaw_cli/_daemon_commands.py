@@ -5,17 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-
-import trio
-from rich.live import Live
+from typing import TYPE_CHECKING
 
 from . import _api_client as api
 from ._cluster_commands import cluster_tree
 from ._terminal_safe import console
 from ._tree_view import render
 
+if TYPE_CHECKING:
+    pass
+
 
 async def tree(args: argparse.Namespace) -> int:
+    import trio
+    from rich.live import Live
+
     if args.cluster:
         return await cluster_tree(args)
     if args.json:
@@ -31,8 +35,8 @@ async def tree(args: argparse.Namespace) -> int:
             await trio.sleep(args.interval)
 
 
-async def status(args: argparse.Namespace) -> int:
-    answer = await api.call("GET", "/v1/status")
+def status(args: argparse.Namespace) -> int:
+    answer = api.call_blocking("GET", "/v1/status")
     print(f"BeamClaw {answer['version']} running, pid {answer['pid']}, up {_duration(answer['uptime'])}")
     print(f"configuration: {answer['config']}")
     print(f"model: {answer['model']}")

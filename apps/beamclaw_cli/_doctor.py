@@ -19,18 +19,17 @@ import argparse
 import socket
 import stat
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
-import httpx
-import trio
 
 import beamclaw
-import beamclaw_gateway as gateway
-from beamclaw_control import Check, daemon_checks
+
+if TYPE_CHECKING:
+    from beamclaw_control import Check
+
 
 from ._api_client import ApiError, NoDaemon, call
-from ._doctor_store import cluster_checks, store_checks
 from ._terminal_safe import visible
 
 #: How long a network check may take before it counts as not answering.
@@ -48,6 +47,8 @@ class _Target:
 
 
 async def _target(args: argparse.Namespace) -> tuple[_Target, list[Check]]:
+    from beamclaw_control import Check
+
     running = True
     try:
         answer = await call("GET", "/v1/config", raw=True)
@@ -76,6 +77,8 @@ async def _target(args: argparse.Namespace) -> tuple[_Target, list[Check]]:
 
 
 def _valid(target: _Target, home: Path) -> list[Check]:
+    from beamclaw_control import Check
+
     assert target.config is not None
     try:
         apps = beamclaw.check_config(target.config, home)
@@ -85,6 +88,8 @@ def _valid(target: _Target, home: Path) -> list[Check]:
 
 
 def _data_dir(home: Path) -> list[Check]:
+    from beamclaw_control import Check
+
     if not home.exists():
         return [Check("ok", f"data dir {home} will be created (mode 0700) on first run")]
     mode = stat.S_IMODE(home.stat().st_mode)
@@ -95,6 +100,11 @@ def _data_dir(home: Path) -> list[Check]:
 
 async def _port(config: dict[str, Any], path: Path, running: bool) -> list[Check]:
     """The gateway's port: answering /health when a daemon runs, else free to bind."""
+    import httpx
+
+    import beamclaw_gateway as gateway
+    from beamclaw_control import Check
+
     if not config.get("gateway", {}).get("enabled", True):
         return []
     try:
@@ -134,6 +144,8 @@ async def _port(config: dict[str, Any], path: Path, running: bool) -> list[Check
 async def _what_it_uses(args: argparse.Namespace, target: _Target) -> list[Check]:
     """`daemon_checks`: the running daemon's answer when it is the daemon's configuration
     that is checked, else run here."""
+    from beamclaw_control import Check, daemon_checks
+
     assert target.config is not None
     if target.running and args.config is None:
         try:
@@ -145,6 +157,10 @@ async def _what_it_uses(args: argparse.Namespace, target: _Target) -> list[Check
 
 
 async def _checks(args: argparse.Namespace) -> list[Check]:
+    from beamclaw_control import Check
+
+    from ._doctor_store import cluster_checks, store_checks
+
     try:
         home: Path | None = beamclaw.data_dir()
     except beamclaw.ConfigError as exc:
@@ -164,6 +180,8 @@ async def _checks(args: argparse.Namespace) -> list[Check]:
 
 
 def doctor(args: argparse.Namespace) -> int:
+    import trio
+
     checks = trio.run(_checks, args)
     for check in checks:
         # What a model server or a Telegram API answered may be quoted in a check.

@@ -38,7 +38,7 @@ _KNOWN: Final = {s.component: s.version for s in (core.SCHEMA, scheduler.SCHEMA,
 
 def _server(dsn: str) -> str:
     """Which server and database *dsn* names, without its password."""
-    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - PostgreSQL only
+    from psycopg.conninfo import conninfo_to_dict
 
     params = conninfo_to_dict(dsn)
     host, port = params.get("host") or "localhost", params.get("port") or "5432"
@@ -47,7 +47,7 @@ def _server(dsn: str) -> str:
 
 def _cleared(text: str, dsn: str) -> str:
     """*text* (a driver's error, on one line) without *dsn*'s password."""
-    from psycopg.conninfo import conninfo_to_dict  # noqa: PLC0415 - PostgreSQL only
+    from psycopg.conninfo import conninfo_to_dict
 
     password = str(conninfo_to_dict(dsn).get("password") or "")  # parsed already by `_server`
     text = text.replace(dsn, "<the DSN>")
@@ -56,8 +56,8 @@ def _cleared(text: str, dsn: str) -> str:
 
 def _probe(dsn: str, namespace: str) -> tuple[dict[str, int], str]:
     """The schema versions in *namespace* ({} before the first start) and ``synchronous_commit`` (blocks)."""
-    import psycopg  # noqa: PLC0415 - PostgreSQL only
-    from psycopg import sql  # noqa: PLC0415
+    import psycopg
+    from psycopg import sql
 
     with psycopg.connect(dsn, connect_timeout=_PROBE_SECONDS, autocommit=True) as connection:
         (synchronous,) = connection.execute("SHOW synchronous_commit").fetchone() or ("on",)
@@ -101,7 +101,7 @@ async def store_checks(config: dict[str, Any], path: Path) -> list[Check]:
         return [Check("fail", f'[store] backend = "postgres", but {variable} (its DSN) is not set',
                       f"export {variable}=postgresql://USER@HOST:5432/DATABASE")]  # fmt: skip
     try:
-        import psycopg  # noqa: PLC0415 - PostgreSQL only
+        import psycopg
 
         where = _server(dsn)
     except ImportError:

@@ -6,7 +6,11 @@ from __future__ import annotations
 import argparse
 import os
 
-import beamclaw_core as core
+
+class InvalidUser(ValueError):
+    """``--user`` or ``BEAMCLAW_USER`` is not a user id; the message (core's) says why.
+
+    The CLI's own error, so that catching it does not import the core app."""
 
 
 def add_identity_options(
@@ -20,7 +24,12 @@ def add_identity_options(
 def user_id(args: argparse.Namespace) -> str:
     """``--user``, else ``BEAMCLAW_USER`` as it is (the one user of a single-user deployment,
     whom the daemon's paired Telegram users speak as too: one conversation on every
-    channel), else ``local:$USER``. A bad ``BEAMCLAW_USER`` is an `InvalidUserId` naming it."""
+    channel), else ``local:$USER``. A bad ``BEAMCLAW_USER`` is an `InvalidUser` naming it."""
+    import beamclaw_core as core
+
     if getattr(args, "user", None):
         return str(args.user)
-    return core.canonical_user() or "local:" + (os.environ.get("USER") or "user")
+    try:
+        return core.canonical_user() or "local:" + (os.environ.get("USER") or "user")
+    except core.InvalidUserId as exc:
+        raise InvalidUser(str(exc)) from None

@@ -11,13 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 from loguru import logger
 
 import beamclaw
-import supervision as sv
+
+if TYPE_CHECKING:
+    import supervision as sv
 
 
 async def run_in_process_daemon(
@@ -25,6 +27,8 @@ async def run_in_process_daemon(
 ) -> None:
     """The daemon inside the TUI; if its tree cannot start or gives up, the TUI says why in
     one line and leaves (`cancel`) with status 1, as `beamclaw run` would."""
+    import supervision as sv
+
     logger.remove()  # the log file (obs) keeps everything; the terminal is the conversation's
     try:
         async with sv.open_supervisor(tree):

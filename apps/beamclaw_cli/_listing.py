@@ -15,12 +15,14 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-from rich.table import Table
 
 from ._terminal_safe import as_text, console
+
+if TYPE_CHECKING:
+    pass
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +49,8 @@ class Column:
 
 def print_table(columns: Sequence[Column], rows: Iterable[Sequence[object]]) -> None:
     """A table of *rows* (each cell printed as text, never read as markup) with a header."""
+    from rich.table import Table
+
     cells = [[as_text(cell) for cell in row] for row in rows]
     table = Table(box=None, pad_edge=False, header_style="bold")
     for index, column in enumerate(columns):

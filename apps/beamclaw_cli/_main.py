@@ -7,13 +7,9 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
-
-import trio
+from typing import TYPE_CHECKING, Any
 
 import beamclaw
-import beamclaw_core as core
-import supervision as sv
 
 from . import (
     _agents,
@@ -31,31 +27,48 @@ from . import (
 from ._api_client import ApiError, NoDaemon
 from ._doctor import doctor
 from ._help import add_command
-from ._identity import add_identity_options
+from ._identity import InvalidUser, add_identity_options
 from ._listing import add_json_option
-from ._remote_console import remote_console
-from ._stderr_log import log_to_stderr
-from ._tui import tui
+
+if TYPE_CHECKING:
+    pass
+
+
+async def _tui(args: argparse.Namespace) -> int:
+    """`beamclaw tui`, with prompt_toolkit (and the in-process daemon's apps) imported for it alone."""
+    from ._tui import tui
+
+    return await tui(args)
+
 
 _DAEMON_COMMANDS: dict[str, Callable[[argparse.Namespace], Awaitable[int]]] = {
     "chat": _session_commands.chat,
     "history": _session_commands.history,
     "tree": _daemon_commands.tree,
-    "status": _daemon_commands.status,
     "kill": _daemon_commands.kill,
     "sessions": _session_commands.sessions,
     "reload": _daemon_commands.reload,
     "approve": _session_commands.approve,
-    "tui": tui,
+    "tui": _tui,
 }
 
 
-_BACKGROUND_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+def _remote_console(args: argparse.Namespace) -> int:
+    """`beamclaw remote_console`, with prompt_toolkit imported for it alone."""
+    from ._remote_console import remote_console
+
+    return remote_console(args)
+
+
+#: Commands that run no event loop of their own here (`status` asks with a blocking client),
+#: or run one themselves.
+_SYNC_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "start": _background.start,
     "stop": _background.stop,
     "restart": _background.restart,
     "version": _background.version,
-    "remote_console": remote_console,
+    "status": _daemon_commands.status,
+    "remote_console": _remote_console,
 }
 
 
@@ -209,6 +222,12 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _run(args: argparse.Namespace) -> int:
+    """`beamclaw run`: the daemon, the one command that imports every app."""
+    import beamclaw_core as core
+    import supervision as sv
+
+    from ._stderr_log import log_to_stderr
+
     try:
         log_to_stderr(os.environ.get("BEAMCLAW_LOG_LEVEL", "INFO"))
         config = beamclaw.load_config(args.config)
@@ -233,18 +252,24 @@ def _only(group: BaseExceptionGroup[Any], kind: type[BaseException]) -> bool:
     return group.split(kind)[1] is None
 
 
+def _in_trio(command: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    import trio
+
+    return trio.run(command, args)
+
+
 def _daemon_command(args: argparse.Namespace, run: Callable[[argparse.Namespace], int] | None = None) -> int:
     """A command that talks to the daemon; its failures to reach it are one line each."""
     beamclaw.data_dir()  # one that cannot be the data dir is said as such, not as "no daemon"
     try:
-        return run(args) if run is not None else trio.run(_DAEMON_COMMANDS[args.command], args)
+        return run(args) if run is not None else _in_trio(_DAEMON_COMMANDS[args.command], args)
     except NoDaemon as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 3
     except beamclaw.AlreadyRunning as exc:  # the TUI's own daemon, beside one starting up
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
-    except (ApiError, core.InvalidUserId) as exc:
+    except (ApiError, InvalidUser) as exc:
         print(f"beamclaw: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -318,8 +343,8 @@ def _dispatch(argv: Sequence[str] | None) -> int:
             return _daemon_command(args, _memory_commands.run_command)
         case "doctor":
             return doctor(args)
-        case "start" | "stop" | "restart" | "version" | "remote_console":
-            return _daemon_command(args, _BACKGROUND_COMMANDS[args.command])
+        case "start" | "stop" | "restart" | "version" | "status" | "remote_console":
+            return _daemon_command(args, _SYNC_COMMANDS[args.command])
         case "help" if args.topic:
             try:
                 return _dispatch([*args.topic, "--help"])

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import AsyncIterator
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 import attrs
-import trio
 
 import beamclaw
-import beamclaw_core as core
-import beamclaw_gateway as gateway
+
+if TYPE_CHECKING:
+    import trio
+
+    import beamclaw_gateway as gateway
 
 from ._api_client import ApiError, NoDaemon, call, events
 from ._help import Commands, Help, add_group
@@ -115,9 +117,7 @@ class _ApiBackend:
         await self.nursery.start(self._follow, agent, user, message, pending)
 
     @staticmethod
-    async def _follow(
-        agent: str, user: str, message: str, pending: gateway.McpPending, task_status: Any = trio.TASK_STATUS_IGNORED
-    ) -> None:
+    async def _follow(agent: str, user: str, message: str, pending: gateway.McpPending, task_status: Any) -> None:
         taken = ended = False
         try:
             async for name, data in _chat(agent, user, message):
@@ -150,11 +150,17 @@ class _ApiBackend:
             pass
 
     async def agents(self) -> list[str]:
+        import beamclaw_core as core
+
         return core.agent_names(beamclaw.data_dir(), core.CoreConfig().default_agent)
 
 
 async def serve(args: argparse.Namespace) -> int:
     """BeamClaw's agents as an MCP server on stdin/stdout, for as long as the host keeps it."""
+    import trio
+
+    import beamclaw_gateway as gateway
+
     # Never BEAMCLAW_USER by default: the host's model drives this conversation, and must
     # not reach the owner's own (the terminal's, Telegram's) unless --user names it.
     user = args.user or gateway.LOCAL.mcp_user("")
@@ -162,6 +168,8 @@ async def serve(args: argparse.Namespace) -> int:
     def speaker(agent: str, name: str, headers: object) -> tuple[str, str]:
         """``--user`` (by default ``mcp:local``); a name the host's model gives, one of the
         owner's own ``mcp:local`` users only. The API's "mcp" channel is the origin."""
+        import beamclaw_gateway as gateway
+
         return (gateway.LOCAL.mcp_user(name) if name else user), "mcp"
 
     async with trio.open_nursery() as nursery:
@@ -172,6 +180,8 @@ async def serve(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import trio
+
     if args.action == "serve":
         return trio.run(serve, args)
     return trio.run(run, args)

@@ -3,11 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final
-
-import trio
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any, Final
 
 from ._api_client import call
 from ._help import Commands, Help, add_group
@@ -23,6 +19,10 @@ _HELP: Final = Help(
     "Edits to the files are picked up by themselves. Without an action, show the status.",
     ['beamclaw memory search "where is the backup key"', "beamclaw memory status"],
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
 _ACTIONS: Final = {
     "search": Help("the passages of an agent's memory best matching a query", "Search an agent's memory as its "
                    "memory_search tool does: each hit with its file, line range, score and text. Without --user "
@@ -86,6 +86,8 @@ def _print_hits(out: Console, answer: dict[str, Any], query: str) -> None:
 
 
 def _status_table(out: Console, agents: list[dict[str, Any]]) -> None:
+    from rich.table import Table
+
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in ("AGENT", "DOCUMENTS", "CHUNKS", "EMBEDDED", "VECTOR MODEL", "EMBEDDER ERROR"):
         table.add_column(column, no_wrap=column != "EMBEDDER ERROR", overflow="fold")
@@ -121,4 +123,6 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import trio
+
     return trio.run(run, args)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import TYPE_CHECKING
 
 import attrs
 
 import beamclaw
-import beamclaw_core as core
-from beamclaw_base import Database
+
+if TYPE_CHECKING:
+    from beamclaw_base import Database
 
 from ._help import Commands, add_command
 from ._listing import Column, add_json_option, print_json, print_table
@@ -24,12 +26,16 @@ from ._terminal_safe import visible
 
 
 def _db(args: argparse.Namespace) -> Database:
+    import beamclaw_core as core
+
     return core.open_session_store(store_of(args), beamclaw.data_dir(create=True))
 
 
 def _list(db: Database, as_json: bool) -> None:
     """The pending codes and the paired users. A user id and a display name are a stranger's
     own (a Telegram name): the table writes their controls out, never obeys them."""
+    import beamclaw_core as core
+
     now = time.time()
     codes, users = db.transact(lambda tx: (core.pending(tx), core.paired(tx)), write=False)
     if as_json:
@@ -53,6 +59,8 @@ def _list(db: Database, as_json: bool) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     words = args.words
     try:
         db = _db(args)

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import argparse
 import time
-from typing import Any, Final
-
-import trio
+from typing import TYPE_CHECKING, Any, Final
 
 import beamclaw
-import beamclaw_sandbox as sandbox
+
+if TYPE_CHECKING:
+    import beamclaw_sandbox as sandbox
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -21,10 +21,14 @@ from ._terminal_safe import visible
 
 
 def _config(args: argparse.Namespace) -> sandbox.SandboxConfig:
+    import beamclaw_sandbox as sandbox
+
     return sandbox.parse_sandbox_config(beamclaw.load_config(args.config).get("sandbox", {}))
 
 
 async def _status(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    import beamclaw_sandbox as sandbox
+
     status = await sandbox.engine_status(_config(args), beamclaw.data_dir(), engine)
     engine_line = f"Docker {status['engine']}" if status["engine"] else "no Docker engine answers"
     print(f"sandbox: {'enabled' if status['enabled'] else 'disabled'}, scope {status['scope']}, {engine_line}")
@@ -38,6 +42,8 @@ async def _status(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int
 
 
 async def _list(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    import beamclaw_sandbox as sandbox
+
     found = sorted(await sandbox.containers_of(beamclaw.data_dir(), engine), key=lambda c: c.created)
     if wants_json(args):
         print_json([{"name": c.name, "key": c.label("beamclaw.key"), "status": c.status, "created": c.created}
@@ -55,6 +61,8 @@ async def _list(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
 
 
 async def _kill(args: argparse.Namespace, engine: sandbox.DockerEngine) -> int:
+    import beamclaw_sandbox as sandbox
+
     name = await sandbox.remove_container(beamclaw.data_dir(), args.id, engine)
     if name is None:
         print(f"beamclaw: no sandbox container {args.id!r} for this data dir (see `beamclaw sandbox list`)")
@@ -104,6 +112,10 @@ def add_parser(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import trio
+
+    import beamclaw_sandbox as sandbox
+
     if args.action is None:
         args = argparse.Namespace(action="status", config=None)
     if args.action == "build":

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
-import trio
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
-import beamclaw_scheduler as scheduler
+    pass
 
 from ._api_client import call
 from ._help import Commands, Help, add_group
@@ -61,6 +61,8 @@ def add_parser(commands: Commands) -> None:
 
 
 def _print_job(out: Console, job: dict[str, Any], verb: str) -> None:
+    import beamclaw_scheduler as scheduler
+
     out.print(
         as_text(f"{verb} job {job['id']}: {job['schedule']}, next {scheduler.describe_time(job['next_due'])}, "
                 f"{job['state']}")
@@ -73,6 +75,8 @@ def _job_path(job: str, *rest: str) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
+    import beamclaw_scheduler as scheduler
+
     out = console()
     action = args.action or "list"
     if action == "list":
@@ -115,4 +119,6 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    import trio
+
     return trio.run(run, args)

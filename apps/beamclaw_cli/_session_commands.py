@@ -10,17 +10,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import quote
 
 import attrs
-from rich.console import Console
-from rich.status import Status
 
 from . import _api_client as api
 from ._identity import user_id
 from ._listing import Column, print_json, print_table
 from ._terminal_safe import as_text, console
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.status import Status
+
 
 #: The code the API answers an approval with when the conversation waits for none.
 NOTHING_WAITS: Final = "nothing_waits"

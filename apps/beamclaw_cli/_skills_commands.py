@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import subprocess
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import beamclaw
-import beamclaw_core as core
+
+if TYPE_CHECKING:
+    import beamclaw_core as core
 
 from ._help import Commands, Help, add_group
 from ._listing import Column, add_json_option, print_json, print_table, wants_json
@@ -16,6 +18,8 @@ from ._terminal_safe import visible
 
 
 def _skills(args: argparse.Namespace) -> tuple[dict[str, core.Skill], list[str]]:
+    import beamclaw_core as core
+
     config = beamclaw.load_config(args.config)
     bundled = config.get("core", {}).get("bundled_skills_dir") or str(beamclaw.BUNDLED_SKILLS)
     places = core.skill_places(Path(bundled), beamclaw.data_dir(), core.check_agent_name(args.agent))
@@ -137,6 +141,8 @@ def add_parser(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import beamclaw_core as core
+
     try:
         if args.action is None:  # `beamclaw skills`: list, with the defaults
             args = argparse.Namespace(action="list", agent="default", config=None)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import argparse
 import functools
-
-import trio
+from typing import TYPE_CHECKING
 
 import beamclaw
-from beamclaw_base import StoreConfig
+
+if TYPE_CHECKING:
+    from beamclaw_base import StoreConfig
 
 from ._api_client import ApiError, NoDaemon, call
 
@@ -26,6 +27,8 @@ def add_config_option(parser: argparse.ArgumentParser) -> None:
 
 def store_of(args: argparse.Namespace) -> StoreConfig:
     """The ``[store]`` of ``--config``, or of the running daemon, or of the project's config.toml."""
+    import trio
+
     path = getattr(args, "config", None)
     if path is None:
         try:

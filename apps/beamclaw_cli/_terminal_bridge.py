@@ -32,8 +32,6 @@ from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.patch_stdout import patch_stdout
 
-import beamclaw_obs as obs
-
 #: What the prompt thread sends to Trio: ``("line", text)``, ``("interrupt",)``,
 #: ``("leave", status)``.
 Post = Callable[..., None]
@@ -106,6 +104,8 @@ class _ScrubbedHistory(FileHistory):
         super().__init__(str(path))
 
     def store_string(self, string: str) -> None:
+        import beamclaw_obs as obs
+
         super().store_string(obs.scrub(string))
 
 

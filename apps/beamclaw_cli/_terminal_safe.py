@@ -16,10 +16,12 @@ what comes from outside goes to rich as `as_text`, and to `print` through `visib
 from __future__ import annotations
 
 import sys
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from rich.console import Console
-from rich.text import Text
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
 
 _CONTROLS: Final[dict[int, str | None]] = {
     **{code: f"\\x{code:02x}" for code in (*range(0x20), *range(0x7F, 0xA0)) if code not in (0x09, 0x0A)},
@@ -37,12 +39,16 @@ def as_text(value: object, style: str = "") -> Text:
     """*value* for rich to print as it is: a `Text`, so neither its markup (``[/]``,
     ``[link=...]``) nor its emoji codes (``:smile:``) are read, with its controls made
     `visible`. A str handed to rich is read as markup: ``[/]`` alone makes it raise."""
+    from rich.text import Text
+
     return Text(visible(str(value)), style=style)
 
 
 def console() -> Console:
     """rich's console for what the daemon answers; into a pipe or a file, lines are never
     wrapped (a reply, a job's message, a table's row: one line each, as sent, for grep)."""
+    from rich.console import Console
+
     if sys.stdout.isatty():
         return Console(highlight=False)
     return Console(highlight=False, width=100_000, soft_wrap=True)

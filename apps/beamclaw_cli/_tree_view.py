@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.text import Text
-from rich.tree import Tree
+if TYPE_CHECKING:
+    from rich.text import Text
+    from rich.tree import Tree
+
 
 _STATE_STYLE = {"running": "green", "restarting": "yellow", "stopped": "dim"}
 
@@ -19,6 +21,8 @@ def _uptime(seconds: float) -> str:
 
 
 def _label(node: dict[str, Any]) -> Text:
+    from rich.text import Text
+
     label = Text()
     ident = str(node["id"])
     label.append(ident if len(ident) <= 20 else ident[:12] + "…", style="bold")
@@ -42,6 +46,8 @@ def _label(node: dict[str, Any]) -> Text:
 
 def render(tree: dict[str, Any]) -> Tree:
     """The tree: id, pid, kind, restart type, state, restarts, uptime and mailbox length of each node."""
+    from rich.tree import Tree
+
     root = Tree(_label(tree))
 
     def add(parent: Tree, node: dict[str, Any]) -> None:

@@ -232,7 +232,8 @@ async def _memory(config: dict[str, Any], path: Path) -> list[Check]:
         return [Check("ok", 'memory: keyword search only (memory.embedding.provider = "none")')]
     if embedding.provider == "local":
         try:
-            local = await trio.to_thread.run_sync(memory.LocalEmbedder)
+            local = memory.LocalEmbedder()
+            await trio.to_thread.run_sync(local.load)
         except memory.LocalModelMissing as exc:
             return [
                 Check(

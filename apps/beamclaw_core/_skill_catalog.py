@@ -25,6 +25,10 @@ from ._skill_index import SkillIndex
 from ._skills import Skill, discover, skill_places
 
 SKILLS: Final = "beamclaw_core.skills"
+#: How often the skills watcher's thread looks whether it is to stop, and how long it
+#: waits for more changes of one burst: its only wake-ups at rest (a few a second, in
+#: the thread, without the event loop).
+_STEP_MS: Final = 200
 
 
 #: An agent's skills by name (eligible or not), and the SKILL.md files that could not be read.
@@ -118,15 +122,35 @@ def _is_skill_change(change: watchfiles.Change, path: str) -> bool:
 async def watch_skills(
     folders: tuple[Path, ...], debounce_ms: int, task_status: Any = trio.TASK_STATUS_IGNORED
 ) -> None:
-    """Tell the catalog to reload when anything under a skills folder changes."""
+    """Tell the catalog to reload when anything under a skills folder changes.
+
+    The watch waits in its worker thread with no timeout (inotify wakes it): nothing wakes
+    the event loop at rest. A cancellation sets *stop*, which the thread looks at every
+    `_STEP_MS`, so the watcher still ends within that when its supervisor stops it."""
     for folder in folders:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    task_status.started()
-    async for changes in watchfiles.awatch(
-        *folders, debounce=debounce_ms, step=50, rust_timeout=100, watch_filter=_is_skill_change
-    ):
-        logger.info("skills changed ({} file(s)); reloading", len(changes))
-        sv.cast(SKILLS, Reload())
+    stop = trio.Event()
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(_set_when_cancelled, stop)
+        task_status.started()
+        async for changes in watchfiles.awatch(
+            *folders,
+            debounce=debounce_ms,
+            step=_STEP_MS,
+            rust_timeout=0,  # wait for a change however long (0: no timeout), not poll
+            stop_event=stop,
+            watch_filter=_is_skill_change,
+        ):
+            logger.info("skills changed ({} file(s)); reloading", len(changes))
+            sv.cast(SKILLS, Reload())
+        nursery.cancel_scope.cancel()
+
+
+async def _set_when_cancelled(stop: trio.Event) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        stop.set()
 
 
 async def tool_names() -> set[str]:

@@ -39,7 +39,6 @@ from typing import Any, Final, final
 
 import attrs
 import re2
-import yaml
 
 from beamclaw_base import Beneath, PathRefused
 
@@ -182,6 +181,8 @@ def parse_skill(skill_md: Path, source: str) -> Skill:
 
 
 def _parse(text: str, skill_md: Path, source: str) -> Skill:
+    import yaml  # noqa: PLC0415 - PyYAML, imported by the first SKILL.md read
+
     match = _FRONT_MATTER.match(text)
     if match is None:
         raise SkillError(f"{skill_md}: no front matter (a '---' block at the top)")

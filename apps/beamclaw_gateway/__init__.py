@@ -6,6 +6,8 @@ endpoint and agent card, /health, /metrics, the live supervision tree, and an
 OpenAPI document of it all.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._app import create_app
 from ._cluster_trees import node_trees
 from ._config import GatewayConfig, parse_gateway_config, principals_of
@@ -14,7 +16,6 @@ from ._console_sessions import ConsoleSession, ConsoleSessions, LoginRefused, co
 from ._http_api import context, error, json_body, principal
 from ._mcp_server import Conversations as McpConversations
 from ._mcp_server import Pending as McpPending
-from ._mcp_server import agents_server
 from ._openapi import openapi_document
 from ._principals import LOCAL, Forbidden, Principal, Principals, Role, needs
 from ._rate_limit import RateLimiter
@@ -22,6 +23,20 @@ from ._server import serve_http
 from ._telegram_ledger import SCHEMA
 from ._tree import supervision_tree
 from ._turns import BadRequest
+
+if TYPE_CHECKING:
+    from ._agents_server import agents_server
+
+
+def __getattr__(name: str) -> Any:
+    """`agents_server`, imported when first used: it imports the MCP SDK (a second), which
+    only `beamclaw mcp serve` and the first request to ``/mcp`` need."""
+    if name == "agents_server":
+        from ._agents_server import agents_server  # noqa: PLC0415
+
+        return agents_server
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "LOCAL",

@@ -53,7 +53,7 @@ from ._console_sessions import (
 from ._console_sessions import is_open as console_open
 from ._http_api import Context, api, error, request_user
 from ._mcp_endpoint import McpEndpoint
-from ._openapi import DOCUMENT_KEY, openapi, openapi_document
+from ._openapi import BLUEPRINTS_KEY, openapi
 from ._principals import LOCAL, ROLE_ATTRIBUTE, Principal, Principals, Role
 from ._rate_limit import ClientLimiter, retry_after
 from ._telegram_webhook import telegram_webhook
@@ -321,7 +321,7 @@ def create_app(
     limits = config.rate_limit
     limiter = ClientLimiter.create(limits.address_requests, limits.requests, limits.window_seconds)
     app.config["RATE_LIMITER"] = limiter
-    app.config[DOCUMENT_KEY] = json.dumps(openapi_document(extra))
+    app.config[BLUEPRINTS_KEY] = extra  # the document is built by its first request
     guard = BrowserGuard.from_config(config)
     sockets = ConnectionCap(config.http.max_ws_connections, config.http.max_ws_connections_per_client, "WebSockets")
     console = ConsoleSessions.of(data_dir, principals, config.console)

@@ -9,18 +9,17 @@ An agent that asks to approve a tool call cannot wait for the host's user inside
 tool call: ``chat`` answers with the question at once, and the turn waits; the next
 ``chat`` with ``/yes``, ``/no`` or ``/always`` answers it, and returns what the turn
 says next (its reply, or another question).
+
+The MCP SDK's server is built in `_agents_server`, imported only by what serves it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, Protocol
+from typing import Final, Protocol
 
 import attrs
 import trio
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
 
 import beamclaw_core as core
 
@@ -29,11 +28,6 @@ APPROVALS: Final = frozenset({"/yes", "/no", "/always", "/y", "/n"})
 #: Runs kept between `chat` calls at once: each (agent, user) has one, so a host that
 #: invents users cannot grow the table without end.
 MAX_TURNS: Final = 256
-_INSTRUCTIONS: Final = (
-    "BeamClaw's agents. `chat` sends a message to an agent and returns its reply; the same `user` and `agent` "
-    "continue one conversation. When the reply asks to approve a tool call, answer with `chat` again and the "
-    "message /yes, /no or /always."
-)
 
 
 @attrs.define
@@ -134,27 +128,3 @@ class Conversations:
 #: the request's headers (None over stdio): ``(user id, origin)``; raises `ValueError` for a
 #: user the caller may not be.
 Speaker = Callable[[str, str, Mapping[str, str] | None], tuple[str, str]]
-
-
-def agents_server(conversations: Conversations, speaker: Speaker) -> MCPServer[Any]:
-    """The MCP server of BeamClaw's agents (`chat` and `agents`); *speaker* decides who each
-    ``chat`` call speaks as (the gateway's: the request's principal's ``mcp:`` users only;
-    over stdio: the owner's ``--user``, or an ``mcp:`` user the host names)."""
-    server: MCPServer[Any] = MCPServer("beamclaw", instructions=_INSTRUCTIONS, log_level="WARNING")
-
-    @server.tool()
-    async def chat(message: str, ctx: Context, agent: str = "", user: str = "") -> str:
-        """Send a message to a BeamClaw agent and return its reply. The same user and agent continue one
-        conversation (with the agent's memory and tools). If the reply asks to approve a tool call, call
-        chat again with /yes, /no or /always."""
-        try:
-            return await conversations.chat(message, agent, *speaker(agent, user, ctx.headers))
-        except ValueError as exc:  # a bad agent or user: said to the host, not hidden as a crash
-            raise ToolError(str(exc)) from None
-
-    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
-    async def agents() -> str:
-        """The agents there are (the `agent` of chat)."""
-        return "\n".join(await conversations.backend.agents())
-
-    return server

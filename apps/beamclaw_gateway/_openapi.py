@@ -16,6 +16,7 @@ added without being in the document.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Iterable
 from typing import Any, Final
 
@@ -287,12 +288,18 @@ def openapi_document(blueprints: Iterable[Blueprint] = ()) -> dict[str, Any]:
     return document
 
 
-#: Where the app keeps its document, serialised once.
+#: Where the app keeps its document, serialised by the first request for it: building it
+#: walks every route, a few percent of the daemon's start, for a page few ask for.
 DOCUMENT_KEY: Final = "BEAMCLAW_OPENAPI"
+#: Where the app keeps the management blueprints the document describes beside its own.
+BLUEPRINTS_KEY: Final = "BEAMCLAW_OPENAPI_BLUEPRINTS"
 
 openapi = Blueprint("openapi", __name__)
 
 
 @openapi.get("/openapi.json")
 async def document() -> Response:
-    return Response(current_app.config[DOCUMENT_KEY], content_type="application/json")
+    config = current_app.config
+    if DOCUMENT_KEY not in config:
+        config[DOCUMENT_KEY] = json.dumps(openapi_document(config[BLUEPRINTS_KEY]))
+    return Response(config[DOCUMENT_KEY], content_type="application/json")

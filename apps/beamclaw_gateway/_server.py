@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import errno
+import importlib
 from pathlib import Path
 from typing import Any
 
+import attrs
 import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 from loguru import logger
-from mcp.server.transport_security import TransportSecuritySettings
 
 import beamclaw_cluster as cluster
 
@@ -18,7 +19,7 @@ from ._app import create_app
 from ._config import GatewayConfig, HttpConfig
 from ._connections import raise_open_file_limit, websocket_compression_off
 from ._mcp_endpoint import MCP_PATH, CoreBackend
-from ._mcp_server import Conversations, agents_server
+from ._mcp_server import Conversations
 from ._rate_limit import ClientLimiter
 
 
@@ -60,22 +61,53 @@ async def serve_http(
 
 
 async def _with_mcp(config: GatewayConfig, data_dir: Path, extra: tuple[Any, ...], task_status: Any) -> None:
-    """The app, with the MCP server of the agents at /mcp (whose session manager runs meanwhile)."""
+    """The app, with the MCP server of the agents at /mcp (built on its first request)."""
     async with trio.open_nursery() as conversations:
         backend = CoreBackend(config, data_dir, conversations)
-        server = agents_server(Conversations(backend, config.default_agent), speaker=backend.speaker)
-        mcp_app = server.streamable_http_app(
+        mcp_app = _McpOnFirstRequest(config, backend, conversations) if config.mcp_endpoint else None
+        member = await cluster.membership()  # in a cluster, the server forwards and takes forwarded requests
+        app = create_app(config, data_dir, extra, mcp_app, member)
+        await _serve(app, config, task_status)
+        conversations.cancel_scope.cancel()
+
+
+@attrs.define
+class _McpOnFirstRequest:
+    """ASGI: the MCP SDK's server app, built (and its session manager started) on the first
+    request to /mcp. The SDK takes about a second to import: a daemon that nobody asks
+    over MCP never pays it, and one that is asked pays it once, in a worker thread."""
+
+    config: GatewayConfig
+    backend: CoreBackend
+    nursery: trio.Nursery
+    _app: Any = None
+    _building: trio.Lock = attrs.field(factory=trio.Lock)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if self._app is None:
+            async with self._building:
+                if self._app is None:
+                    self._app = await self.nursery.start(self._serve_sessions)
+        await self._app(scope, receive, send)
+
+    async def _serve_sessions(self, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Build the app, report it started, and run its session manager until the gateway stops."""
+        await trio.to_thread.run_sync(importlib.import_module, "beamclaw_gateway._agents_server")
+        from mcp.server.transport_security import TransportSecuritySettings  # noqa: PLC0415
+
+        from ._agents_server import agents_server  # noqa: PLC0415
+
+        server = agents_server(Conversations(self.backend, self.config.default_agent), speaker=self.backend.speaker)
+        app = server.streamable_http_app(
             streamable_http_path=MCP_PATH,
             # The gateway checks Host and Origin itself (`BrowserGuard`), for every route.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            max_request_body_size=config.http.max_body_bytes,
-            host=config.http.host,
+            max_request_body_size=self.config.http.max_body_bytes,
+            host=self.config.http.host,
         )
-        member = await cluster.membership()  # in a cluster, the server forwards and takes forwarded requests
         async with server.session_manager.run():
-            app = create_app(config, data_dir, extra, mcp_app if config.mcp_endpoint else None, member)
-            await _serve(app, config, task_status)
-        conversations.cancel_scope.cancel()
+            task_status.started(app)
+            await trio.sleep_forever()
 
 
 async def _serve(app: Any, config: GatewayConfig, task_status: Any) -> None:

@@ -20,7 +20,7 @@ from beamclaw_tools import list_tools
 
 from ._config import McpConfig, ServerConfig
 from ._names import remote_server
-from ._server import Connecting, Lost, Ready, ServerReport, serve_server, withdraw_tools
+from ._reports import Connecting, Lost, Ready, ServerReport
 from ._tool import Link
 
 MCP_REGISTRY: Final = "beamclaw_mcp.registry"
@@ -73,7 +73,11 @@ def _describe(server: ServerConfig) -> str:
 
 
 def server_tree(name: str, server: ServerConfig, link: Link, config: McpConfig) -> sv.ChildSpec:
-    """One server: a supervisor of its own around the process that owns its connection."""
+    """One server: a supervisor of its own around the process that owns its connection.
+
+    The MCP SDK is imported here, by the first server started: a daemon with none never does."""
+    from ._server import serve_server  # noqa: PLC0415
+
     connection = sv.ChildSpec(
         "connection", serve_server, args=(name, server, link, _report), restart=sv.TRANSIENT, backoff=_BACKOFF
     )
@@ -162,6 +166,8 @@ class McpRegistry(sv.GenServer):
                     if message.reason != sv.SHUTDOWN:
                         status.state, status.tools = "failed", []
                         emit("mcp_server_failed", server=name, restarts=status.restarts, error=status.last_error)
+                    from ._server import withdraw_tools  # noqa: PLC0415 - imported by server_tree already
+
                     await withdraw_tools(name)  # it stopped for good: its tools go with it
         return sv.NoReply(state)
 

@@ -39,6 +39,7 @@ from beamclaw_tools import REGISTRY, ToolDefinition, list_tools, register_tool, 
 from ._config import ServerConfig
 from ._listing import Listings, listed
 from ._names import remote_server, tool_names
+from ._reports import Connecting, Lost, Ready, ServerReport
 from ._tool import Link, McpTool
 from ._transport import StderrTail, connect
 
@@ -138,33 +139,6 @@ async def withdraw_tools(server: str) -> None:
             await unregister_tool(name)
 
 
-@attrs.frozen
-class Connecting:
-    """The server's process started and is connecting."""
-
-    name: str
-
-
-@attrs.frozen
-class Ready:
-    """The server's *tools* are registered; *skipped* says which were not, and why."""
-
-    name: str
-    tools: list[str]
-    skipped: list[str]
-
-
-@attrs.frozen
-class Lost:
-    """The connection ended with *error* (and the server's last *stderr* lines): it restarts."""
-
-    name: str
-    error: str
-    stderr: str
-
-
-#: What a server's process tells the registry of itself.
-ServerReport = Connecting | Ready | Lost
 Report = Callable[[ServerReport], None]
 
 

@@ -14,16 +14,18 @@ says it is read-only or idempotent; otherwise the model is told it may have run.
 from __future__ import annotations
 
 import json
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
-from mcp import ClientSession, MCPError
-from mcp.types import CallToolResult, TextContent
 
 from beamclaw_tools import Autonomy, ToolContext, ToolDefinition, ToolError, ToolResult, ToolSession
 
 from ._config import McpConfig, Trust
+
+if TYPE_CHECKING:
+    from mcp import ClientSession, MCPError
+    from mcp.types import CallToolResult
 
 #: What a call fails with when a streamable HTTP server no longer knows the session (a
 #: 404): the SDK's words, or the server's own JSON-RPC error.
@@ -64,6 +66,8 @@ class Link:
 
     async def call(self, remote: str, arguments: dict[str, Any], *, repeatable: bool) -> CallToolResult:
         """Call the server's tool *remote*; `ToolError` saying what went wrong otherwise."""
+        from mcp import MCPError  # noqa: PLC0415 - the SDK, imported once a server is used
+
         session = self._session()
         try:
             return await self._call(session, remote, arguments)
@@ -93,6 +97,8 @@ class Link:
         return self.session
 
     async def _call(self, session: ClientSession, remote: str, arguments: dict[str, Any]) -> CallToolResult:
+        from mcp.types import CallToolResult  # noqa: PLC0415 - the SDK, imported once a server is used
+
         timeout = self.config.call_timeout_seconds
         with trio.move_on_after(timeout):
             result = await session.call_tool(remote, arguments)
@@ -115,6 +121,8 @@ class Link:
 
 def render(result: CallToolResult, max_bytes: int) -> ToolResult:
     """A tool result as text for the model: each content block, cut at *max_bytes* (UTF-8)."""
+    from mcp.types import TextContent  # noqa: PLC0415 - the SDK, imported once a server is used
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, TextContent):

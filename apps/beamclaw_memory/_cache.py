@@ -14,11 +14,13 @@ import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from loguru import logger
 
-from ._embedding import Vectors
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS vectors (
@@ -62,6 +64,8 @@ class EmbeddingCache:
 
     def get(self, model: str, texts: Sequence[str]) -> dict[int, Vectors]:
         """{position in *texts*: its vector} for the texts cached and fresh."""
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         found: dict[int, Vectors] = {}
         oldest = self._clock() - self.ttl
         for position, text in enumerate(texts):
@@ -74,6 +78,8 @@ class EmbeddingCache:
         return found
 
     def put(self, model: str, texts: Sequence[str], vectors: Vectors) -> None:
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         now = self._clock()
         rows = [(model, text_hash(t), v.astype(np.float32).tobytes(), now) for t, v in zip(texts, vectors, strict=True)]
         self._db.execute("BEGIN")

@@ -1,6 +1,6 @@
 """The embedder process: one per daemon, it turns texts into vectors for every agent.
 
-It owns the embedding model (the local one is loaded once, in a worker thread) and the
+It owns the embedding model (the local one is loaded by its first use, in a worker thread) and the
 embedding cache. A crash here (a model that raises, a malformed remote answer that gets
 past the checks) restarts only this process: the indexes wait, searches answer from
 keywords meanwhile (`embed` raises `EmbeddingUnavailable`, which they report).
@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import httpx
-import numpy as np
 import trio
 
 import supervision as sv
 
 from ._cache import EmbeddingCache
 from ._config import EmbeddingConfig
-from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder, Vectors
-from ._local import LocalEmbedder, LocalModelMissing
+from ._embedding import Embedder, EmbeddingError, OpenAIEmbedder
+from ._local import LocalEmbedder
 from ._messages import Embed, Embedded, EmbeddingFailed, EmbedFor
+
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 EMBEDDER: Final = "beamclaw_memory.embedder"
 
@@ -48,10 +51,7 @@ def _make(config: EmbeddingConfig) -> tuple[Embedder | None, str, httpx.AsyncCli
         client = httpx.AsyncClient(follow_redirects=False)
         return OpenAIEmbedder(config, client), "", client
     if config.provider == "local":
-        try:
-            return LocalEmbedder(), "", None
-        except LocalModelMissing as exc:
-            return None, str(exc), None
+        return LocalEmbedder(), "", None  # a missing model is said by its first embed (LocalModelMissing)
     return None, 'memory.embedding.provider is "none"', None
 
 
@@ -100,6 +100,8 @@ class EmbedderServer(sv.GenServer):
         A model whose output changed length (a server swapped the model behind the name)
         makes the cached vectors of the old length misses, so they are asked for again.
         """
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         model = embedder.model
         cached = await trio.to_thread.run_sync(state.cache.get, model, texts)
         rows: dict[int, Vectors] = {i: v for i, v in cached.items() if len(v) == state.lengths.get(model, len(v))}

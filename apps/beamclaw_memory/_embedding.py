@@ -11,18 +11,22 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import httpx
-import numpy as np
-import numpy.typing as npt
 import trio
 
 from beamclaw_base import MissingSecret
 
 from ._config import EmbeddingConfig
 
-Vectors = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vectors = npt.NDArray[np.float32]
+
+
 #: The longest vector taken (the largest models give 3,072), and the largest answer read.
 MAX_DIMENSIONS: Final = 8_192
 MAX_ANSWER_BYTES: Final = 64_000_000
@@ -41,6 +45,8 @@ class Embedder(Protocol):
 
 def normalised(rows: Any) -> Vectors:
     """*rows* as float32 unit vectors (a zero row stays zero)."""
+    import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
     matrix = np.asarray(rows, dtype=np.float32)
     if matrix.ndim != 2:
         raise EmbeddingError(f"expected one vector per text, got an array of shape {matrix.shape}")
@@ -66,6 +72,8 @@ class OpenAIEmbedder:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         rows: list[Any] = []
         for start in range(0, len(texts), self.config.batch_size):
             rows.extend(await self._batch(list(texts[start : start + self.config.batch_size])))
@@ -117,6 +125,8 @@ class OpenAIEmbedder:
 
 
 def _vectors_of(answer: bytes, expected: int) -> list[Any]:
+    import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
     try:
         data = json.loads(answer)["data"]
         rows = [item["embedding"] for item in sorted(data, key=lambda item: item["index"])]

@@ -22,7 +22,7 @@ import hashlib
 import itertools
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import attrs
 import trio
@@ -36,7 +36,6 @@ from ._bm25 import Bm25Index, IndexCorrupted
 from ._chunker import chunk_text, split_lines, windows
 from ._config import MemoryConfig
 from ._embedder import EMBEDDER, EmbeddingUnavailable, embed
-from ._embedding import Vectors
 from ._hybrid import merge, prefer_own
 from ._messages import (
     Embedded,
@@ -57,6 +56,10 @@ from ._remembered_db import shared_database
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
 from ._vectors import VectorSet
+
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 INDEXES_SUP: Final = "beamclaw_memory.indexes"
 #: Daily logs older than ``daily_log_lookback`` days weigh this much in the merge.

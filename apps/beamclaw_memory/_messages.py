@@ -3,14 +3,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
 import supervision as sv
 from beamclaw_base import Database
 
-from ._embedding import Vectors
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 # --- what a search finds --------------------------------------------------------------------
 
@@ -120,7 +122,7 @@ class RememberFor:
 
 
 @attrs.frozen
-class Embed(sv.Request[tuple[str, Vectors]]):
+class Embed(sv.Request[tuple[str, "Vectors"]]):
     """(model, one unit vector per text) of *texts* (`EmbeddingUnavailable`: why there are none)."""
 
     texts: list[str]

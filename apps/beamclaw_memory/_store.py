@@ -13,14 +13,16 @@ import contextlib
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
-import numpy as np
 
 from ._chunker import Chunk
-from ._embedding import Vectors
 from ._sqlite_file import connect, move_aside
+
+if TYPE_CHECKING:
+    from ._embedding import Vectors
+
 
 SCHEMA_VERSION: Final = 3
 _SCHEMA: Final = """
@@ -183,6 +185,8 @@ class ChunkStore:
     def set_vectors(self, ids: Sequence[int], vectors: Vectors) -> None:
         """Each of *vectors* belongs to the chunk at the same place in *ids* (a chunk has as
         many as it has windows); the chunks are then embedded, even one a change removed."""
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         with self._transaction() as db:
             db.executemany(
                 "INSERT INTO vectors (chunk_id, vector) SELECT ?, ? WHERE EXISTS (SELECT 1 FROM chunks WHERE id = ?)",
@@ -192,6 +196,8 @@ class ChunkStore:
 
     def vectors(self) -> tuple[list[int], list[str], Vectors]:
         """(chunk ids, owners, matrix): a row per window of every chunk that has vectors."""
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         rows = self._db.execute(
             "SELECT v.chunk_id, c.owner, v.vector FROM vectors v JOIN chunks c ON c.id = v.chunk_id ORDER BY v.rowid"
         ).fetchall()

@@ -12,17 +12,21 @@ Built from the chunk store (`ChunkStore.vectors`) and rebuilt after a change.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-from ._embedding import Vectors
+    from ._embedding import Vectors
 
 
 class VectorSet:
     """*ids* and *owners* name the chunk of each row of *matrix* (a chunk's rows together)."""
 
     def __init__(self, ids: Sequence[int], owners: Sequence[str], matrix: Vectors) -> None:
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         chunk_of = np.asarray(ids, dtype=np.int64)
         order = np.argsort(chunk_of, kind="stable")
         chunk_of = chunk_of[order]
@@ -45,6 +49,8 @@ class VectorSet:
         return int(self._matrix.shape[1]) if len(self) else 0
 
     def _chunk_scores(self, query: Vectors) -> npt.NDArray[np.float32] | None:
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         if not len(self) or query.shape[-1] != self.dimensions:
             return None  # nothing, or another model's vectors
         rows: npt.NDArray[np.float32] = self._matrix @ query.reshape(-1)
@@ -61,6 +67,8 @@ class VectorSet:
     ) -> list[tuple[int, float]]:
         """The vector side of a hybrid search: the *limit* nearest chunks of *owners*, and the
         cosine of each chunk in *found* (the keyword side's) that has vectors."""
+        import numpy as np  # noqa: PLC0415 - imported by the first vector, not at start
+
         scores = self._chunk_scores(query)
         if scores is None:
             return []

@@ -15,8 +15,6 @@ import re
 from pathlib import Path
 from typing import Final, Literal
 
-import yaml
-
 from beamclaw_base import Beneath, PathRefused
 
 #: A skill's name, as the skill system reads it.
@@ -35,6 +33,8 @@ class SkillNotSaved(Exception):
 
 def save_skill(workspace: Path, name: str, description: str, language: str, code: str) -> str:
     """Save *code* as the skill *name* of the agent whose workspace this is; return its folder."""
+    import yaml  # noqa: PLC0415 - PyYAML, imported by the first skill saved
+
     folder = f"skills/{name}"
     text = yaml.safe_dump(
         {
@@ -64,6 +64,8 @@ def save_skill(workspace: Path, name: str, description: str, language: str, code
 
 def load_skill(workspace: Path, name: str) -> tuple[Language, str]:
     """The language and code of the agent's saved ``sandbox_script`` skill *name*."""
+    import yaml  # noqa: PLC0415 - PyYAML, imported by the first skill saved
+
     folder = f"skills/{name}"
     try:
         with Beneath(workspace) as root:

@@ -10,7 +10,6 @@ import json
 from collections.abc import Collection
 from typing import Any
 
-import jsonschema
 import trio
 from loguru import logger
 
@@ -19,6 +18,8 @@ from ._tool import Tool, ToolContext, ToolError, ToolResult, ToolSession
 
 
 def _schema_errors(tool: Tool, args: Any) -> list[str]:
+    import jsonschema  # noqa: PLC0415 - imported by the first tool call, not at start
+
     schema = getattr(tool, "argument_schema", None)
     validator = jsonschema.Draft202012Validator(schema if isinstance(schema, dict) else tool.definition.parameters)
     errors = sorted(validator.iter_errors(args), key=lambda e: list(e.absolute_path))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -46,3 +49,15 @@ async def test_related_sentences_are_closer_than_unrelated_ones(
 ) -> None:
     q, r, u = await embedder.embed([query, related, unrelated])
     assert float(q @ r) > float(q @ u)
+
+
+def test_the_model_is_loaded_by_the_first_embedding_not_before() -> None:
+    program = (
+        "import sys, trio\n"
+        "from beamclaw_memory import LocalEmbedder\n"
+        "embedder = LocalEmbedder()\n"
+        "assert 'wordllama' not in sys.modules, 'loaded when made'\n"
+        "trio.run(embedder.embed, ['a sentence'])\n"
+        "assert 'wordllama' in sys.modules, 'not loaded by the first embedding'\n"
+    )
+    subprocess.run([sys.executable, "-c", program], check=True, timeout=120)
