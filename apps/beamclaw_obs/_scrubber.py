@@ -24,13 +24,14 @@ import trio
 
 from ._detector import Span, default_rules, scan
 from ._escapes import decoded_view, unescaped_view
-from ._held_secrets import MIN_LENGTH, held_spans, register_secret
+from ._held_secrets import MIN_LENGTH, held_secret_count, held_spans, register_secret
 from ._spans import REDACTED, merge, redact, to_token_end
 
 __all__ = [
     "OFF_LOOP_CHARS",
     "REDACTED",
     "find_spans",
+    "held_secret_count",
     "register_secret",
     "scrub",
     "scrub_async",
