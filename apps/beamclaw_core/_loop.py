@@ -31,6 +31,7 @@ from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession,
 
 from ._approval import Decision, allow_keys, decide, describe_keys
 from ._budget import BudgetExceeded, Reservation, record_usage, reserve, settle
+from ._channel import ReplyOnlyChannel
 from ._compaction import compact, context_window
 from ._config import ProviderConfig
 from ._drafts import Drafter, tell
@@ -410,7 +411,10 @@ class Loop(sv.StateMachine):
             await tell(progress.turn.channel.progress, note)
 
         try:
-            completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
+            if isinstance(progress.turn.channel, ReplyOnlyChannel):  # nobody watches the reply grow
+                completion = await data.provider.complete(messages, tools)
+            else:
+                completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
         except ProviderError as exc:
             await drafter.finish()
             await settle(reservation, 0)

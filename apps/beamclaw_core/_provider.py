@@ -305,9 +305,14 @@ class OpenAICompatProvider:
     async def _attempt(
         self, content: bytes, headers: dict[str, str], on_text: OnText | None, started: float
     ) -> Completion:
-        request = self._client.build_request(
-            "POST", self._url, content=content, headers=headers, timeout=self.config.timeout_seconds
+        # A whole reply comes after the model has written all of it: no read waits less than
+        # that (max_reply_seconds bounds the attempt), where a stream's pieces each come soon.
+        timeout = (
+            self.config.timeout_seconds
+            if on_text is not None
+            else httpx.Timeout(self.config.timeout_seconds, read=None)
         )
+        request = self._client.build_request("POST", self._url, content=content, headers=headers, timeout=timeout)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.UnsupportedProtocol:

@@ -31,7 +31,6 @@ the jail bash uses, with the skill's own ``[core.skills.NAME] env``.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Collection, Iterable
 from pathlib import Path
@@ -43,6 +42,7 @@ import re2
 from beamclaw_base import Beneath, PathRefused
 
 from ._messages import Message, estimate_tokens
+from ._programs import on_path
 
 SKILL_LIMIT: Final = 256_000
 INLINE_MAX_SKILLS: Final = 20
@@ -108,7 +108,7 @@ class Skill:
         """Why the skill cannot be used here (empty when it can). Its MCP servers and tools
         are checked against *tools*, the tools there are now; None (no daemon to ask) says
         they are checked while the daemon runs."""
-        reasons = [f"needs the program {b!r}, which is not on PATH" for b in self.bins if shutil.which(b) is None]
+        reasons = [f"needs the program {b!r}, which is not on PATH" for b in self.bins if not on_path(b)]
         reasons += [f"needs the environment variable {v}" for v in self.env if not os.environ.get(v)]
         platform = {"linux": "linux", "darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
         if self.os and platform not in self.os:

@@ -13,13 +13,26 @@ files together stay within 24,000 characters (each cut in proportion to its size
 preamble saying they are context, not instructions that override the model's rules.
 The files are read in a worker thread, and the assembled prompt is scrubbed of
 credentials before it is sent.
+
+The assembled prompt is kept (`_PromptCache`) while nothing it was made from changes:
+each file's ``lstat`` (kind, inode, size, times), the day, the base prompt, the skills
+block and the credentials the scrubber holds. A few ``lstat`` calls on the event loop
+cost less than the worker thread, the reads and the scrub they replace. A file changed
+in the last `RACY_SECONDS` is read again every time: a file's times come from a clock
+that ticks every few milliseconds, so two writes of the same size within one tick would
+look alike (git's "racily clean" entries, handled the same way).
 """
 
 from __future__ import annotations
 
 import datetime
+import os
+import time
+from collections import OrderedDict
+from pathlib import Path
 from typing import Final
 
+import attrs
 import trio
 
 import beamclaw_obs as obs
@@ -51,6 +64,10 @@ PREAMBLE: Final = (
 )
 #: How the user's own files are named in the prompt (beside the agent's files of the same names).
 USER_PREFIX: Final = "user/"
+#: A file changed this recently is read again at every prompt (see the module).
+RACY_SECONDS: Final = 2.0
+#: Prompts kept, one per (agent, user) pair, the least recently used dropped first.
+CACHED_PROMPTS: Final = 256
 
 
 def truncate(text: str, name: str, limit: int = FILE_LIMIT) -> str:
@@ -69,12 +86,8 @@ def context_files(workspace: Workspace, today: datetime.date, user: Workspace | 
     Blocks (file I/O): call it from a worker thread. A file that is refused or cannot
     be read gets a note instead of its text.
     """
-    days = [Workspace.daily_name(today), Workspace.daily_name(today - datetime.timedelta(days=1))]
-    places = [(workspace, name, name) for name in [*CONTEXT_FILES, *days]]
-    if user is not None and user != workspace:
-        places += [(user, name, f"{USER_PREFIX}{name}") for name in (USER, MEMORY, *days)]
     files = []
-    for where, name, shown in places:
+    for where, name, shown in _places(workspace, today, user):
         try:
             text = where.read(name).strip()
         except PathRefused as exc:
@@ -84,6 +97,60 @@ def context_files(workspace: Workspace, today: datetime.date, user: Workspace | 
         if text:
             files.append((shown, text))
     return files
+
+
+def _places(workspace: Workspace, today: datetime.date, user: Workspace | None) -> list[tuple[Workspace, str, str]]:
+    """(workspace, file name, name shown in the prompt) of every context file, in prompt order."""
+    days = [Workspace.daily_name(today), Workspace.daily_name(today - datetime.timedelta(days=1))]
+    places = [(workspace, name, name) for name in [*CONTEXT_FILES, *days]]
+    if user is not None and user != workspace:
+        places += [(user, name, f"{USER_PREFIX}{name}") for name in (USER, MEMORY, *days)]
+    return places
+
+
+def _signature(workspace: Workspace, today: datetime.date, user: Workspace | None) -> tuple[object, ...] | None:
+    """What the context files look like on disk now (each one's and its folders' ``lstat``);
+    None when one changed too recently to be told apart from its next change."""
+    paths = dict.fromkeys(
+        path
+        for where, name, _ in _places(workspace, today, user)
+        for path in (where.root, where.root / "memory", where.root / name)
+    )
+    oldest = time.time_ns() - int(RACY_SECONDS * 1e9)
+    signature: list[object] = []
+    for path in paths:
+        try:
+            stat = os.lstat(path)
+        except OSError as exc:
+            signature.append(exc.errno)
+            continue
+        if stat.st_ctime_ns > oldest or stat.st_mtime_ns > oldest:
+            return None
+        signature.append((stat.st_mode, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns))
+    return tuple(signature)
+
+
+@attrs.define
+class _PromptCache:
+    """The last prompt built for each (agent workspace, user workspace), with what it was built from."""
+
+    prompts: OrderedDict[tuple[Path, Path | None], tuple[tuple[object, ...], str]] = attrs.field(factory=OrderedDict)
+
+    def get(self, key: tuple[Path, Path | None], inputs: tuple[object, ...]) -> str | None:
+        kept = self.prompts.get(key)
+        if kept is None or kept[0] != inputs:
+            return None
+        self.prompts.move_to_end(key)
+        return kept[1]
+
+    def put(self, key: tuple[Path, Path | None], inputs: tuple[object, ...], prompt: str) -> None:
+        self.prompts[key] = (inputs, prompt)
+        self.prompts.move_to_end(key)
+        while len(self.prompts) > CACHED_PROMPTS:
+            self.prompts.popitem(last=False)
+
+
+_cache: Final = _PromptCache()
 
 
 def assemble(base: str, workspace: Workspace | None, today: datetime.date, skills: str = "") -> str:
@@ -112,8 +179,8 @@ def assemble_files(base: str, files: list[tuple[str, str]], skills: str = "", *,
 
 
 async def system_prompt(runtime: Runtime, agent_id: str, user_id: str | None = None) -> str:
-    """The agent's system prompt for *user_id* as of now (workspace files are re-read every
-    time); without a user, the agent's files alone."""
+    """The agent's system prompt for *user_id* as of now (workspace files are read again
+    whenever they change); without a user, the agent's files alone."""
     available = await tool_names()
     try:
         skills = await usable_skills(agent_id, available)
@@ -122,9 +189,18 @@ async def system_prompt(runtime: Runtime, agent_id: str, user_id: str | None = N
     workspace = Workspace.of(runtime.data_dir, agent_id)
     single = runtime.config.single_user(agent_id)
     user = user_workspace(runtime.data_dir, agent_id, user_id, single_user=single) if user_id else None
+    today = datetime.date.today()
+    searchable = "memory_search" in available
+    block = prompt_block(skills)
+    signature = _signature(workspace, today, user)
+    key = (workspace.root, user.root if user else None)
+    inputs = (signature, today, runtime.config.system_prompt, block, searchable, obs.held_secret_count())
+    if signature is not None and (prompt := _cache.get(key, inputs)) is not None:
+        return prompt
     # The model writes the workspace: its files are read off the event loop (each capped,
     # none a FIFO), and what comes back is scrubbed like every other text sent out.
-    today = datetime.date.today()
     files = await trio.to_thread.run_sync(context_files, workspace, today, user, abandon_on_cancel=True)
-    searchable = "memory_search" in available
-    return obs.scrub(assemble_files(runtime.config.system_prompt, files, prompt_block(skills), searchable=searchable))
+    prompt = obs.scrub(assemble_files(runtime.config.system_prompt, files, block, searchable=searchable))
+    if signature is not None:
+        _cache.put(key, inputs, prompt)
+    return prompt

@@ -260,7 +260,11 @@ class SessionBound:
     that ended (logout, idle, its token rotated), or a Bearer token that no longer names
     the same principal (its file rotated, or `beamclaw reload` replaced it). A stream
     opened with either (the live log, the tree's events) does not outlive it; the
-    browser's stream then reconnects, is refused, and its page goes to the login."""
+    browser's stream then reconnects, is refused, and its page goes to the login.
+
+    The watch starts with a response of unknown length (no ``Content-Length``: a stream);
+    one whose length is known is sent whole at once, and watching it would only cost a
+    task for every request."""
 
     app: Callable[..., Awaitable[None]]
     sessions: ConsoleSessions
@@ -271,8 +275,13 @@ class SessionBound:
             await self.app(scope, receive, send)
             return
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._end_when_invalid, still_valid, nursery.cancel_scope)
-            await self.app(scope, receive, send)
+
+            async def watching_streams(message: _Message) -> None:
+                if message["type"] == "http.response.start" and not _has_length(message):
+                    nursery.start_soon(self._end_when_invalid, still_valid, nursery.cancel_scope)
+                await send(message)
+
+            await self.app(scope, receive, watching_streams)
             nursery.cancel_scope.cancel()
 
     def _watch(self, scope: _Message) -> Callable[[], bool] | None:
@@ -294,6 +303,11 @@ class SessionBound:
         while still_valid():
             await trio.sleep(_WATCH_SECONDS)
         scope.cancel()
+
+
+def _has_length(start: _Message) -> bool:
+    """Whether a response's start says how long its body is."""
+    return any(name.lower() == b"content-length" for name, _ in start.get("headers", ()))
 
 
 def _credentials(scope: _Message) -> tuple[str | None, str | None]:

@@ -259,7 +259,7 @@ async def _answer(
     if chat.stream:
         include_usage = chat.stream_options is not None and chat.stream_options.include_usage
         return await _stream(handle, text, model, include_usage, kept)
-    channel = core.CollectingChannel()
+    channel = _Collected()
     result = await core.send_message(handle, text, channel, origin=principal().origin("http"))
     failure = turn_failure(result)
     if failure is not None:
@@ -272,6 +272,17 @@ async def _answer(
     if kept is not None:
         await kept.keep(Answer(response.status_code, "application/json", await response.get_data(as_text=True)))
     return response
+
+
+@attrs.define
+class _Collected(core.ReplyOnlyChannel):
+    """A JSON answer's channel: the messages sent during the turn (approval questions,
+    errors) are kept for the answer; no drafts, so the model is asked for its reply whole."""
+
+    sent: list[str] = attrs.field(factory=list)
+
+    async def send(self, text: str) -> None:
+        self.sent.append(text)
 
 
 def _completion(model: str, content: str, usage: dict[str, int]) -> dict[str, Any]:

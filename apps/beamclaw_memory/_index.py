@@ -51,7 +51,7 @@ from ._messages import (
     SearchResult,
     Sync,
 )
-from ._remembered import CHANNEL, SQLITE_FILES, Kept, RememberedStore, open_remembered
+from ._remembered import CHANNEL, SQLITE_FILES, Kept, RememberedStore, check_keepable, open_remembered
 from ._remembered_db import shared_database
 from ._sources import read, scan, workspace_of
 from ._store import ChunkStore, Document
@@ -72,6 +72,8 @@ EMBED_RETRY_SECONDS: Final = 30.0
 WINDOW_TOKENS: Final = 48
 #: Kept exchanges waiting to be indexed together, at most.
 PENDING_LIMIT: Final = 64
+#: Exchanges told (cast) waiting to be kept together, at most (see `_remember`).
+UNKEPT_LIMIT: Final = 32
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
 #: Change sequence numbers read again below the highest indexed: a number is taken when
@@ -110,6 +112,8 @@ class _State:
     embedding_since: float = 0.0
     embed_after: float = 0.0  # the embedder failed: not before this time
     embed_error: str = ""
+    #: Exchanges told and not yet kept, as (doc, owner, text): see `_remember`.
+    unkept: list[tuple[str, str, str]] = attrs.field(factory=list)
     #: Exchanges kept (in the remembered store) and not yet indexed: see `_remember`.
     pending: list[tuple[Document, str]] = attrs.field(factory=list)
     #: The highest change sequence number of the kept documents indexed (see `_catch_up`).
@@ -179,6 +183,11 @@ class AgentIndex(sv.GenServer):
         return state
 
     def terminate(self, reason: Any, state: _State) -> None:
+        if state.unkept:  # told before the stop (or the crash): kept now, indexed at the next start
+            try:
+                state.remembered.put_many([(doc, owner, scrub(text)) for doc, owner, text in state.unkept])
+            except Exception:  # noqa: BLE001 - the store itself failed: said, and the stop goes on
+                logger.opt(exception=True).error("memory: {} exchange(s) not kept", len(state.unkept))
         for part in (state.keywords, state.store, state.remembered):
             with contextlib.suppress(Exception):
                 part.close()
@@ -191,7 +200,7 @@ class AgentIndex(sv.GenServer):
                 return sv.Reply(await self._sync(state), state)
             case Remember(owner, doc, text):
                 try:
-                    await self._remember(state, owner, doc, text)
+                    await self._remember(state, owner, doc, text, now=True)
                 except StoreRefused as exc:  # the text, not this process
                     sv.reply_error(caller, exc)
                     return sv.NoReply(state)
@@ -266,21 +275,37 @@ class AgentIndex(sv.GenServer):
             emit("memory_indexed", agent_id=state.agent, documents=changed)
         return changed
 
-    async def _remember(self, state: _State, owner: str, doc: str, text: str) -> None:
-        """Keep one exchange of *owner*'s conversation (searchable by *owner* alone)."""
+    async def _remember(self, state: _State, owner: str, doc: str, text: str, *, now: bool = False) -> None:
+        """Keep one exchange of *owner*'s conversation (searchable by *owner* alone): at once
+        when *now* (the caller waits for it), else with the others told meanwhile.
+
+        A told exchange is kept (one transaction, one sync to disk for the batch) at the
+        watcher's next tick, before the next call (a search sees it), when `UNKEPT_LIMIT`
+        wait, or when the process stops or crashes (`terminate`): one sync to disk for each
+        turn's exchange cost more than the rest of the memory's work on it.
+        """
         if not owner:  # "" owns the agent's own files, which every user searches
             logger.warning("memory: a conversation without a user ({}) is not kept", doc)
             return
+        check_keepable(doc, owner, text)
+        state.unkept.append((doc, owner, text))
+        if now or len(state.unkept) >= UNKEPT_LIMIT:
+            await self._keep_unkept(state)
 
-        def keep() -> str:
-            scrubbed = scrub(text)
-            state.remembered.put(doc, owner, scrubbed)  # first: this is the only copy
-            return scrubbed
+    async def _keep_unkept(self, state: _State) -> None:
+        """Keep the exchanges told since the last time, and queue them to be indexed."""
+        unkept, state.unkept = state.unkept, []
+        if not unkept:
+            return
 
-        scrubbed = await trio.to_thread.run_sync(keep)
+        def keep() -> list[tuple[Document, str]]:
+            scrubbed = [(doc, owner, scrub(text)) for doc, owner, text in unkept]
+            state.remembered.put_many(scrubbed)  # first: this is the only copy
+            return [(Document(doc, owner, "conversation", _digest(body)), body) for doc, owner, body in scrubbed]
+
         # Indexed with the others kept meanwhile: at the watcher's next tick, before the next
         # search or read, or when enough wait (one keyword commit each would cost every turn).
-        state.pending.append((Document(doc, owner, "conversation", _digest(scrubbed)), scrubbed))
+        state.pending += await trio.to_thread.run_sync(keep)
         if len(state.pending) >= PENDING_LIMIT:
             await self._index_pending(state)
 
@@ -330,7 +355,9 @@ class AgentIndex(sv.GenServer):
         state.vectors = None
 
     async def _index_pending(self, state: _State) -> None:
-        """Index the exchanges kept since the last time, together (see `_remember`)."""
+        """Index the exchanges kept since the last time, together (see `_remember`), those
+        told and not yet kept first."""
+        await self._keep_unkept(state)
         pending, state.pending = state.pending, []
         await self._put_many(state, pending)
 

@@ -91,6 +91,13 @@ CREATE INDEX kept_changed ON kept (agent, changed);
 )
 
 
+def check_keepable(doc: str, owner: str, body: str) -> None:
+    """`StoreRefused` if the document holds NUL, which PostgreSQL cannot store (refused on
+    both backends, so the two agree)."""
+    if any("\x00" in text for text in (doc, owner, body)):
+        raise StoreRefused(f"the memory cannot keep {doc!r}: it holds a NUL character")
+
+
 class RememberedStore:
     """One agent's kept documents; blocking (the index process calls it from worker threads).
 
@@ -108,21 +115,29 @@ class RememberedStore:
     def put(self, doc: str, owner: str, body: str) -> None:
         """Keep *body* as *doc* of *owner* (replacing what *doc* held); `StoreRefused` for
         text holding NUL, which PostgreSQL cannot store (refused on both, so the two agree)."""
-        if any("\x00" in text for text in (doc, owner, body)):
-            raise StoreRefused(f"the memory cannot keep {doc!r}: it holds a NUL character")
-        row = (self._agent, doc, owner, body, time.time())
+        self.put_many([(doc, owner, body)])
+
+    def put_many(self, documents: list[tuple[str, str, str]]) -> None:
+        """Keep each (doc, owner, body) as `put` does, all in one transaction (one sync to
+        disk for them all); `StoreRefused`, and none kept, if one holds NUL."""
+        for doc, owner, body in documents:
+            check_keepable(doc, owner, body)
+        now = time.time()
+        rows = [(self._agent, doc, owner, body, now) for doc, owner, body in documents]
 
         def work(tx: Tx) -> None:
-            tx.execute(
-                "INSERT INTO kept (agent, doc, owner, body, created, changed) "
-                f"VALUES (?, ?, ?, ?, ?, {_NEXT_CHANGE[tx.dialect]}) "
-                "ON CONFLICT (agent, doc) DO UPDATE SET owner = excluded.owner, body = excluded.body, "
-                "created = excluded.created, changed = excluded.changed",
-                row,
-            )
+            for row in rows:
+                tx.execute(
+                    "INSERT INTO kept (agent, doc, owner, body, created, changed) "
+                    f"VALUES (?, ?, ?, ?, ?, {_NEXT_CHANGE[tx.dialect]}) "
+                    "ON CONFLICT (agent, doc) DO UPDATE SET owner = excluded.owner, body = excluded.body, "
+                    "created = excluded.created, changed = excluded.changed",
+                    row,
+                )
             notify(tx, CHANNEL, self._agent)
 
-        self._db.transact(work)
+        if rows:
+            self._db.transact(work)
 
     def body(self, doc: str) -> str:
         def work(tx: Tx) -> str:

@@ -12,7 +12,16 @@ from ._emit import dropped_events, emit
 from ._event import ObsEvent
 from ._log_backend import install_scrubbing_patcher
 from ._metrics_backend import metrics_text
-from ._scrubber import OFF_LOOP_CHARS, REDACTED, register_secret, scrub, scrub_async, scrub_data, valid_unicode
+from ._scrubber import (
+    OFF_LOOP_CHARS,
+    REDACTED,
+    held_secret_count,
+    register_secret,
+    scrub,
+    scrub_async,
+    scrub_data,
+    valid_unicode,
+)
 from ._stream_scrubber import StreamScrubber
 from ._tree import supervision_tree
 
@@ -24,6 +33,7 @@ __all__ = [
     "StreamScrubber",
     "dropped_events",
     "emit",
+    "held_secret_count",
     "install_scrubbing_patcher",
     "metrics_text",
     "register_secret",

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 import supervision as sv
 
-from ._emit import BACKENDS
+from ._emit import BACKENDS, declare_interest
 from ._event import ObsEvent
 
 
@@ -21,8 +21,19 @@ class Backend(sv.GenServer):
     mailbox_overflow: ClassVar[sv.Overflow] = sv.Overflow.DROP
 
     def init(self, *args: Any) -> Any:
+        state = self.setup(*args)
+        declare_interest(sv.self(), self.wants)
         sv.pg.join(BACKENDS)
-        return self.setup(*args)
+        return state
+
+    def wants(self, event: str) -> bool:
+        """Whether events called *event* are worth sending here (asked at every emit, from the
+        emitter's task: it must be cheap and must not block); by default every event is."""
+        return True
+
+    def terminate(self, reason: Any, state: Any) -> Any:
+        declare_interest(sv.self(), None)
+        return None
 
     def setup(self, *args: Any) -> Any:
         """Build the backend's state; by default none."""

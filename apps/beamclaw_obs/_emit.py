@@ -2,10 +2,14 @@
 
 Observability must never slow down or break the code it watches, so an event that
 cannot be delivered (no manager running yet, its mailbox full) is dropped and counted.
+An event no backend wants (`Backend.wants`: a DEBUG event when the log writes INFO and
+up, say) costs a look at the backends and nothing more: it is neither sent, nor
+scrubbed, nor counted.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import supervision as sv
@@ -16,11 +20,28 @@ MANAGER: Final = "beamclaw_obs.manager"
 BACKENDS: Final = "beamclaw_obs.backends"
 
 _dropped = 0
+#: What each backend wants (its `Backend.wants`), by pid; a member of BACKENDS not here wants every event.
+_interests: dict[sv.Pid, Callable[[str], bool]] = {}
+
+
+def declare_interest(pid: sv.Pid, wants: Callable[[str], bool] | None) -> None:
+    """Say which events the backend *pid* wants (None: forget what it said)."""
+    if wants is None:
+        _interests.pop(pid, None)
+    else:
+        _interests[pid] = wants
+
+
+def wanting(event: str) -> list[sv.Pid]:
+    """The backends that want events called *event*."""
+    return [pid for pid in sv.pg.members(BACKENDS) if (wants := _interests.get(pid)) is None or wants(event)]
 
 
 def emit(event: str, /, **data: Any) -> None:
-    """Send *event* with its *data* to every backend; never blocks, never raises."""
+    """Send *event* with its *data* to every backend that wants it; never blocks, never raises."""
     try:
+        if not wanting(event) and sv.whereis(MANAGER) is not None:
+            return  # delivered to every backend that wants it: none
         delivered = sv.cast(MANAGER, ObsEvent(event, data))
     except Exception:  # noqa: BLE001 - no manager, or not inside a running node: drop, as documented
         delivered = False

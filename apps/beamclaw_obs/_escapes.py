@@ -42,6 +42,9 @@ _DECODED: Final = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\
 #: What makes a decoded view worth building: escapes that `unescaped_view` cannot see
 #: through (it blanks ``\\n`` or ``\\"`` as well as decoding would, for the rules' sake).
 _TRIGGERS: Final = ("\\u", "\\x", "\\/", "%", "&#")
+#: The other disguises a decoded view undoes: invisible characters and full-width ASCII.
+#: A text with neither these nor a trigger reads the same decoded, so none is built for it.
+_DISGUISES: Final = re.compile(f"[{_INVISIBLE}\uff01-\uff5e]")
 
 
 def unescaped_view(text: str) -> str:
@@ -120,7 +123,7 @@ def decoded_view(text: str, skip: int = 0) -> tuple[str, Origins] | None:
     """
     part = text[skip:] if skip else text
     ascii_only = part.isascii()
-    if ascii_only and not any(trigger in part for trigger in _TRIGGERS):
+    if not any(trigger in part for trigger in _TRIGGERS) and (ascii_only or _DISGUISES.search(part) is None):
         return None
     folded = part if ascii_only else part.translate(_FULL_WIDTH)
     changed = folded != part

@@ -150,6 +150,12 @@ def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
     return compiled
 
 
+def held_secret_count() -> int:
+    """How many values are held: it grows whenever one is registered, so what was scrubbed
+    before is known to need scrubbing again."""
+    return len(_values)
+
+
 def longest_form() -> int:
     """The length of the longest form of a held value (0 if none): a stream holds back this much."""
     return _longest

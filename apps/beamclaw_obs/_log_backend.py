@@ -30,6 +30,7 @@ _DEBUG_EVENTS: Final = frozenset(
 )
 _ERROR_EVENTS: Final = frozenset({"intensity_exceeded"})
 _WARNING_EVENTS: Final = frozenset({"start_failed", "auto_shutdown", "shutdown_overrun", "history_repaired"})
+_LEVEL_NUMBERS: Final = {name: logger.level(name).no for name in ("DEBUG", "INFO", "WARNING", "ERROR")}
 
 
 #: loguru's default sink: stderr, added when loguru is imported, with ``diagnose=True``.
@@ -100,11 +101,22 @@ def _replace_default_sink() -> None:
 def _level(event: ObsEvent) -> str:
     if event.name == "child_exited":
         return "ERROR" if event.data.get("crashed") else "DEBUG"
-    if event.name in _ERROR_EVENTS:
+    return _level_of(event.name)
+
+
+def _level_of(name: str) -> str:
+    """The level of events called *name* (the highest one, for those whose data decides)."""
+    if name in _ERROR_EVENTS or name == "child_exited":
         return "ERROR"
-    if event.name in _WARNING_EVENTS:
+    if name in _WARNING_EVENTS:
         return "WARNING"
-    return "DEBUG" if event.name in _DEBUG_EVENTS else "INFO"
+    return "DEBUG" if name in _DEBUG_EVENTS else "INFO"
+
+
+def _lowest_written() -> int:
+    """The lowest level any loguru sink writes now (loguru keeps it for its own first check;
+    0, every level, should a loguru version not)."""
+    return int(getattr(getattr(logger, "_core", None), "min_level", 0))
 
 
 def format_event(event: ObsEvent) -> str:
@@ -170,9 +182,15 @@ class LogBackend(Backend):
             opener=_owner_only,  # this file and every rotated one, whatever the umask
         )
 
+    def wants(self, event: str) -> bool:
+        """Events of a level some sink writes (sinks come and go: asked each time)."""
+        return _LEVEL_NUMBERS[_level_of(event)] >= _lowest_written()
+
     def handle_event(self, event: ObsEvent, state: int | None) -> None:
-        logger.bind(event=event.name).log(_level(event), "{}", format_event(event))
+        # Formatted only if a sink writes its level: a child's normal exit is DEBUG.
+        logger.bind(event=event.name).opt(lazy=True).log(_level(event), "{}", lambda: format_event(event))
 
     def terminate(self, reason: Any, state: int | None) -> None:
+        super().terminate(reason, state)
         if state is not None:
             logger.remove(state)

@@ -1,4 +1,4 @@
-"""The manager: scrubs each event once and fans it out to the backends group.
+"""The manager: scrubs each event once and fans it out to the backends that want it.
 
 It also subscribes to the supervision runtime, so every child start, crash (with
 its traceback), restart and give-up becomes an event like any other.
@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 import supervision as sv
 
-from ._emit import BACKENDS, MANAGER, count_dropped
+from ._emit import MANAGER, count_dropped, wanting
 from ._event import ObsEvent
 from ._scrubber import scrub_data
 
@@ -52,7 +52,10 @@ class Manager(sv.GenServer):
 
     @staticmethod
     def _fan_out(event: ObsEvent) -> None:
+        backends = wanting(event.name)
+        if not backends:
+            return
         clean = ObsEvent(event.name, scrub_data(event.data), event.time)
-        for pid in sv.pg.members(BACKENDS):
+        for pid in backends:
             if not sv.cast(pid, clean):
                 count_dropped()

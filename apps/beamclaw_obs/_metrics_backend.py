@@ -21,6 +21,8 @@ from ._emit import dropped_events
 from ._event import ObsEvent
 
 METRICS: Final = "beamclaw_obs.metrics"
+#: The events `MetricsBackend.handle_event` counts.
+_COUNTED: Final = frozenset({"turn_complete", "llm_response", "tool_call_result", "child_restarted", "child_exited"})
 _LATENCY_BUCKETS: Final = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -82,6 +84,9 @@ class MetricsBackend(Backend):
     def setup(self) -> _Metrics:
         sv.register(METRICS)
         return _Metrics.create()
+
+    def wants(self, event: str) -> bool:
+        return event in _COUNTED
 
     def handle_event(self, event: ObsEvent, m: _Metrics) -> None:
         data = event.data

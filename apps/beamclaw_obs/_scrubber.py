@@ -13,10 +13,16 @@ views find is redacted in the original.
 
 Every pattern is RE2: the time to scrub a text is linear in its length, whatever it
 holds. A stream is scrubbed piece by piece with `StreamScrubber`.
+
+The same short texts come back again and again (an event's session id, a turn's text on
+its way to the history, the log and the memory), so `scrub` remembers what the last
+`_MEMO_ENTRIES` texts of up to `_MEMO_CHARS` characters became, and forgets it all when
+a value is registered to be held.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -24,13 +30,14 @@ import trio
 
 from ._detector import Span, default_rules, scan
 from ._escapes import decoded_view, unescaped_view
-from ._held_secrets import MIN_LENGTH, held_spans, register_secret
+from ._held_secrets import MIN_LENGTH, held_secret_count, held_spans, register_secret
 from ._spans import REDACTED, merge, redact, to_token_end
 
 __all__ = [
     "OFF_LOOP_CHARS",
     "REDACTED",
     "find_spans",
+    "held_secret_count",
     "register_secret",
     "scrub",
     "scrub_async",
@@ -46,6 +53,13 @@ OFF_LOOP_CHARS: Final = 65_536
 #: Shorter texts are left as they are: no credential worth a rule fits in them, and
 #: held values are at least this long.
 _SHORTEST: Final = MIN_LENGTH
+#: Texts scrubbed lately (see the module): how many, and how long each may be.
+_MEMO_ENTRIES: Final = 1024
+_MEMO_CHARS: Final = 1024
+_memo: dict[str, str] = {}
+_memo_lock = threading.Lock()
+#: The held values' count `_memo` was filled with.
+_memo_held = 0
 
 
 def find_spans(text: str, start: int = 0) -> tuple[list[Span], list[Span]]:
@@ -99,8 +113,35 @@ def scrub(text: str) -> str:
     text = valid_unicode(text)
     if len(text) < _SHORTEST:
         return text
+    if len(text) > _MEMO_CHARS:
+        return _scrubbed(text)
+    held = held_secret_count()
+    done = _memo.get(text) if held == _memo_held else None
+    if done is not None:
+        return done
+    done = _scrubbed(text)
+    _remember(text, done, held)
+    return done
+
+
+def _scrubbed(text: str) -> str:
     spans, _ = find_spans(text)
     return redact(text, spans) if spans else text
+
+
+def _remember(text: str, scrubbed: str, held: int) -> None:
+    """Remember what *text* became, scrubbed while *held* values were held (forgotten if
+    one came meanwhile: it may be in *text*)."""
+    global _memo_held
+    with _memo_lock:
+        if held != held_secret_count():
+            return
+        if held != _memo_held:
+            _memo.clear()
+            _memo_held = held
+        if len(_memo) >= _MEMO_ENTRIES:
+            del _memo[next(iter(_memo))]  # the oldest
+        _memo[text] = scrubbed
 
 
 def scrub_data(value: Any) -> Any:

@@ -10,11 +10,12 @@ from typing import Any
 
 import httpx
 import pytest
+import trio
 
 import beamclaw_core as core
 from beamclaw_base import Secret
 from tests.support.asgi_server import Receive, Scope, Send, read_body, serve_asgi
-from tests.support.model_server import Call, CutOff, Malformed, Reply, ScriptedModel, Status, scripted_model
+from tests.support.model_server import Call, CutOff, Hold, Malformed, Reply, ScriptedModel, Status, scripted_model
 
 from .conftest import RunCore
 
@@ -46,6 +47,20 @@ async def test_complete_and_stream_give_the_same_reply() -> None:
     assert whole == core.Completion("Hello there, friend.", (expected_call,), core.Usage(7, 5), "tool_calls", "m")
     assert streamed == whole
     assert len(pieces) > 1 and "".join(pieces) == "Hello there, friend."
+
+
+async def test_a_whole_reply_may_take_longer_than_the_read_timeout() -> None:
+    # The model writes the whole reply before it sends a byte: only max_reply_seconds bounds that wait.
+    hold = Hold(then=Reply("worth the wait"))
+    async with provider(hold, timeout_seconds=0.05, max_retries=0) as (p, _), trio.open_nursery() as nursery:
+
+        async def release_later() -> None:
+            await hold.reached.wait()
+            await trio.sleep(0.3)
+            hold.release()
+
+        nursery.start_soon(release_later)
+        assert (await p.complete(USER)).content == "worth the wait"
 
 
 async def test_429_then_success_honours_retry_after() -> None:

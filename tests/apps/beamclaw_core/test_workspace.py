@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import beamclaw_core as core
+from beamclaw_core import _system_prompt as system_prompt_module
 from beamclaw_core._system_prompt import PREAMBLE, assemble, truncate
 from beamclaw_core._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name
 from beamclaw_core._workspace_tool import WorkspaceMemoryTool
@@ -171,6 +172,24 @@ async def test_each_model_call_sees_the_workspace(run_core: RunCore) -> None:
         assert "Name: Ada Lovelace" in second and "Name: Ada Lovelace" not in first
         with pytest.raises(ValueError, match="invalid agent name"):
             await r.open(agent="../../etc")
+
+
+async def test_the_prompt_kept_between_turns_is_rebuilt_after_a_file_changes(
+    run_core: RunCore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file counts as settled at once, so the second and third prompts may come from the cache.
+    monkeypatch.setattr(system_prompt_module, "RACY_SECONDS", 0.0)
+    async with run_core(Reply("hi"), Reply("again"), Reply("and again")) as r:
+        session = await r.open(agent="ada")
+        ws = Workspace.of(r.home, "ada")
+        ws.write("IDENTITY.md", "Name: Ada Lovelace")
+        await core.send_message(session, "hello", core.CollectingChannel())
+        await core.send_message(session, "hello again", core.CollectingChannel())
+        ws.write("IDENTITY.md", "Name: Ada Byron-Kin")  # the same size
+        await core.send_message(session, "who are you?", core.CollectingChannel())
+        first, second, third = (req["messages"][0]["content"] for req in r.model.requests)
+        assert first == second and "Name: Ada Lovelace" in first
+        assert "Name: Ada Byron-Kin" in third and "Lovelace" not in third
 
 
 async def test_only_an_existing_agent_or_the_default_can_be_talked_to(run_core: RunCore) -> None:

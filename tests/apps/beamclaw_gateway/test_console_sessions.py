@@ -10,6 +10,7 @@ import pytest
 import trio
 
 from beamclaw_gateway import CONSOLE_COOKIE, ConsoleSessions, LoginRefused, parse_gateway_config, principals_of
+from beamclaw_gateway import _console_sessions as console_sessions
 from beamclaw_gateway._browser_guard import Refusal, own_origin
 from beamclaw_gateway._config import ConsoleConfig
 from beamclaw_gateway._console_sessions import SessionBound
@@ -151,6 +152,33 @@ async def test_a_cookie_stream_ends_at_logout_whatever_other_cookie_headers_it_s
     headers = [(b"cookie", f"{CONSOLE_COOKIE}={cookie}".encode()), (b"cookie", b"theme=dark")]
     sent = await _until_cut(SessionBound(_stream, sessions), headers, lambda: sessions.logout(cookie))
     assert sent >= 3
+
+
+async def test_a_response_of_known_length_is_not_watched_and_comes_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console_sessions, "_WATCH_SECONDS", 0.01)
+    sessions, token = _sessions(tmp_path, Clock())
+
+    async def answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        token.write_text("new")  # rotated while the answer is being made
+        await trio.sleep(0.2)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok", "more_body": False})
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/v1/status",
+        "headers": [(b"authorization", b"Bearer ops-token-4d2c")],
+    }
+    await SessionBound(answer, sessions)(scope, None, send)
+    assert [message["type"] for message in sent] == ["http.response.start", "http.response.body"]
 
 
 def test_one_principal_logging_in_again_and_again_ends_only_its_own_sessions(tmp_path: Path) -> None:

@@ -30,6 +30,8 @@ async def test_plain_completion_and_history_server_side(run_gateway: RunGateway)
         assert second.choices[0].message.content == "You said hi before." and second.model == "beamclaw/default"
         sent = [m["content"] for m in g.model.requests[1]["messages"][1:]]
         assert sent == ["hi", "Hello from BeamClaw.", "what did I say?"]
+        # Nobody watches a JSON answer grow: the model is asked for its reply whole.
+        assert [request.get("stream", False) for request in g.model.requests] == [False, False]
 
 
 # The official client stops reading at [DONE] and leaves its stream generators (and the
@@ -57,6 +59,7 @@ async def test_streaming_with_a_tool_call(run_gateway: RunGateway) -> None:
         assert len([p for p in pieces if p]) > 1 and finish == "stop"
         gc.collect()  # the client's leftovers are collected here, where their warnings are expected
         assert usage is not None and usage.total_tokens == 30
+        assert all(request["stream"] is True for request in g.model.requests)
 
 
 async def test_models_lists_the_agents(run_gateway: RunGateway) -> None:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import trio
 
 import beamclaw_memory as memory
 from beamclaw_base import StoreConfig, StoreRefused
@@ -185,3 +186,16 @@ async def test_a_kept_db_that_cannot_be_read_stops_the_agents_memory_and_is_left
             await memory.search("default", "anything", owner="local:alice", limit=3)
     assert path.read_bytes() == junk
     assert not list(path.parent.glob("kept.db.corrupt-*"))
+
+
+async def test_exchanges_told_and_not_yet_kept_are_kept_when_the_memory_stops(tmp_path: Path) -> None:
+    workspace(tmp_path)
+    # The watcher never ticks and no search comes: only the stop keeps what was told.
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        await memory.sync("default")  # the index runs
+        for n in range(3):
+            assert memory.remember("default", "local:alice", f"conversations/s/{n}", f"user: locker {n} is green")
+        await trio.testing.wait_all_tasks_blocked()
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        found = await find("default", "locker green", owner="local:alice")
+        assert all(found.has(f"locker {n}") for n in range(3))

@@ -13,6 +13,7 @@ from loguru import logger
 
 import beamclaw_obs as obs
 import supervision as sv
+from beamclaw_obs._manager import Manager
 
 
 class Collect(obs.Backend):
@@ -40,6 +41,25 @@ def test_emit_outside_trio_does_not_raise() -> None:
     before = obs.dropped_events()
     obs.emit("session_start")
     assert obs.dropped_events() == before + 1
+
+
+class Picky(Collect):
+    """A backend that wants one kind of event."""
+
+    def wants(self, event: str) -> bool:
+        return event == "wanted"
+
+
+async def test_an_event_goes_to_the_backends_that_want_it_and_nobody_wanting_it_drops_nothing() -> None:
+    picky: list[obs.ObsEvent] = []
+    tree = sv.Supervisor([sv.ChildSpec("manager", Manager.start), sv.ChildSpec("picky", Picky.start, args=(picky,))])
+    async with sv.open_supervisor(tree):
+        before = obs.dropped_events()
+        obs.emit("unwanted", n=1)
+        obs.emit("wanted", n=2)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [(e.name, e.data) for e in picky] == [("wanted", {"n": 2})]
+        assert obs.dropped_events() == before  # not wanted is not dropped
 
 
 async def test_events_reach_every_backend_scrubbed(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import urllib.parse
 from pathlib import Path
 
@@ -318,3 +319,11 @@ def test_with_no_held_value_the_matcher_finds_nothing() -> None:
         _held_secrets._compiled = None
     if not _held_secrets._values:
         assert _held_secrets.held_spans("x" * 1000) == []
+
+
+def test_a_value_held_after_a_text_was_scrubbed_is_redacted_when_the_text_comes_again() -> None:
+    value = f"quietly{secrets.token_hex(8)}"
+    text = f"the word of the day is {value}, said twice"
+    assert scrub(text) == text  # nothing to redact yet (and remembered so)
+    register_secret(value)
+    assert scrub(text) == "the word of the day is [REDACTED], said twice"
