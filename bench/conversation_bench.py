@@ -84,11 +84,19 @@ async def _echo_model() -> AsyncIterator[str]:
         await process.wait()
 
 
-def _rss_kib(pid: int) -> int:
+#: What /proc/PID/status says of resident memory: all of it, the process's own heap
+#: (anonymous pages), and the pages of mapped files (libraries, the search index's segments).
+_FIELDS: Final = ("VmRSS", "RssAnon", "RssFile")
+
+
+def _resident(pid: int) -> dict[str, int]:
+    """The `_FIELDS` of the process, in KiB."""
+    found = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
+        name, _, value = line.partition(":")
+        if name in _FIELDS:
+            found[name] = int(value.split()[0])
+    return found
 
 
 async def _one_turn_each(http: httpx.AsyncClient, users: list[str]) -> float:
@@ -121,17 +129,18 @@ async def _asleep(http: httpx.AsyncClient, idle: float) -> None:
     await trio.sleep(3)  # the last trees' stops and the list's own garbage settle
 
 
-async def _settled_rss(pid: int) -> int:
-    """VmRSS once it stops moving (three readings a second apart within 64 KiB)."""
-    readings = [_rss_kib(pid)]
+async def _settled(pid: int) -> dict[str, int]:
+    """`_resident` once VmRSS stops moving (three readings a second apart within 64 KiB)."""
+    readings = [_resident(pid)["VmRSS"]]
     while len(readings) < 3 or max(readings[-3:]) - min(readings[-3:]) > 64:
         await trio.sleep(1)
-        readings.append(_rss_kib(pid))
-    return readings[-1]
+        readings.append(_resident(pid)["VmRSS"])
+    return _resident(pid)
 
 
-def _per(delta_kib: int, count: int) -> float:
-    return round(delta_kib / count, 2)
+def _per(after: dict[str, int], before: dict[str, int], count: int) -> dict[str, float]:
+    """KiB per conversation, for each of `_FIELDS`."""
+    return {name: round((after[name] - before[name]) / count, 2) for name in _FIELDS}
 
 
 async def _measure(users: int) -> dict[str, Any]:
@@ -148,18 +157,18 @@ async def _measure(users: int) -> dict[str, Any]:
                 headers = {"Authorization": f"Bearer {_TOKEN}"}
                 async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=120) as http:
                     pid = process.pid
-                    ready = await _settled_rss(pid)
+                    ready = await _settled(pid)
                     await _one_turn_each(http, [f"warm{n}" for n in range(_WARM_UP)])
                     await _asleep(http, idle)
-                    base_rss = await _settled_rss(pid)
+                    base_rss = await _settled(pid)
                     wave_a = await _one_turn_each(http, [f"a{n}" for n in range(users)])
-                    awake_a = await _settled_rss(pid)
+                    awake_a = await _settled(pid)
                     await _asleep(http, idle)
-                    asleep_a = await _settled_rss(pid)
+                    asleep_a = await _settled(pid)
                     wave_b = await _one_turn_each(http, [f"b{n}" for n in range(users)])
-                    awake_b = await _settled_rss(pid)
+                    awake_b = await _settled(pid)
                     await _asleep(http, idle)
-                    asleep_b = await _settled_rss(pid)
+                    asleep_b = await _settled(pid)
             finally:
                 process.terminate()
                 await process.wait()
@@ -167,14 +176,14 @@ async def _measure(users: int) -> dict[str, Any]:
         "users_per_wave": users,
         "idle_seconds": idle,
         "wave_seconds": [round(wave_a, 1), round(wave_b, 1)],
-        "rss_kib": {
+        "resident_kib": {
             "ready": ready, "base": base_rss, "awake_a": awake_a, "asleep_a": asleep_a,
             "awake_b": awake_b, "asleep_b": asleep_b,
         },
-        "awake_kib": _per(awake_a - base_rss, users),
-        "asleep_with_high_water_kib": _per(asleep_a - base_rss, users),
-        "asleep_kib": _per(asleep_b - asleep_a, users),
-        "awake_over_asleep_kib": _per(awake_b - asleep_a, users),
+        "awake_kib": _per(awake_a, base_rss, users),
+        "asleep_with_high_water_kib": _per(asleep_a, base_rss, users),
+        "asleep_kib": _per(asleep_b, asleep_a, users),
+        "awake_over_asleep_kib": _per(awake_b, asleep_a, users),
     }  # fmt: skip
 
 
@@ -186,14 +195,15 @@ def main() -> None:
     result = trio.run(_measure, 500 if args.quick else args.users)
     result["before"] = _BEFORE
     result["targets"] = _TARGETS
-    rss = result["rss_kib"]
-    print(f"{result['users_per_wave']} conversations a wave; VmRSS (KiB): {rss}")
-    print(
-        f"awake: {result['awake_kib']} KiB each (before {_BEFORE['awake_kib']}, target {_TARGETS['awake_kib']})\n"
-        f"asleep, with the high-water mark: {result['asleep_with_high_water_kib']} KiB each\n"
-        f"asleep, past it (wave B): {result['asleep_kib']} KiB each "
-        f"(before {_BEFORE['asleep_kib']}, target {_TARGETS['asleep_kib']})"
-    )
+    print(f"{result['users_per_wave']} conversations a wave; resident memory (KiB): {result['resident_kib']}")
+    print(f"KiB per conversation (VmRSS = RssAnon + RssFile), before this change: {_BEFORE}, targets: {_TARGETS}")
+    for key, what in (
+        ("awake_kib", "awake"),
+        ("asleep_with_high_water_kib", "asleep, with the high-water mark (wave A)"),
+        ("asleep_kib", "asleep, past it (wave B)"),
+        ("awake_over_asleep_kib", "awake, past it (wave B)"),
+    ):
+        print(f"  {what}: {result[key]}")
     save("conversation", result)
 
 
