@@ -21,7 +21,12 @@ its own. Every conversation is a real turn: one ``POST /v1/chat/completions`` wi
             freed, so the delta from wave A asleep to wave B asleep is what a sleeping
             conversation really keeps, past the high-water mark.
 
-Printed, and written to bench/results/conversation.json. Measured only, never asserted.
+  --allocator malloc  runs the daemon with PYTHONMALLOC=malloc: every object from glibc,
+            whose free pages the sleeper's `malloc_trim` gives back (pymalloc keeps an
+            arena while one object in it lives).
+
+Printed, and written to bench/results/conversation.json (conversation-malloc.json with
+``--allocator malloc``). Measured only, never asserted.
 """
 
 from __future__ import annotations
@@ -143,8 +148,8 @@ def _per(after: dict[str, int], before: dict[str, int], count: int) -> dict[str,
     return {name: round((after[name] - before[name]) / count, 2) for name in _FIELDS}
 
 
-async def _measure(users: int) -> dict[str, Any]:
-    idle = max(30.0, users / 25)  # a wave (about 80 turns/s) takes less than this: all of it is awake at once
+async def _measure(users: int, allocator: str) -> dict[str, Any]:
+    idle = max(60.0, users / 10)  # a wave (20 to 80 turns/s) takes less than this: all of it is awake at once
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         port = free_port()
@@ -152,6 +157,8 @@ async def _measure(users: int) -> dict[str, Any]:
             config = base / "config.toml"
             config.write_text(_config_text(model_url, port, idle), encoding="utf-8")
             os.environ[_TOKEN_VARIABLE] = _TOKEN  # the daemon's environment is this one's (`start_daemon`)
+            if allocator:
+                os.environ["PYTHONMALLOC"] = allocator
             process = await start_daemon(config, base / "home", base / "daemon.log", timeout=120)
             try:
                 headers = {"Authorization": f"Bearer {_TOKEN}"}
@@ -174,6 +181,7 @@ async def _measure(users: int) -> dict[str, Any]:
                 await process.wait()
     return {
         "users_per_wave": users,
+        "allocator": allocator or "pymalloc (the default)",
         "idle_seconds": idle,
         "wave_seconds": [round(wave_a, 1), round(wave_b, 1)],
         "resident_kib": {
@@ -191,8 +199,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="500 conversations a wave (a smoke run)")
     parser.add_argument("--users", type=int, default=3000, help="conversations a wave (default 3000)")
+    parser.add_argument("--allocator", default="", help="the daemon's PYTHONMALLOC (malloc: every object from glibc)")
     args = parser.parse_args()
-    result = trio.run(_measure, 500 if args.quick else args.users)
+    result = trio.run(_measure, 500 if args.quick else args.users, args.allocator)
     result["before"] = _BEFORE
     result["targets"] = _TARGETS
     print(f"{result['users_per_wave']} conversations a wave; resident memory (KiB): {result['resident_kib']}")
@@ -204,7 +213,7 @@ def main() -> None:
         ("awake_over_asleep_kib", "awake, past it (wave B)"),
     ):
         print(f"  {what}: {result[key]}")
-    save("conversation", result)
+    save("conversation" + (f"-{args.allocator}" if args.allocator else ""), result)
 
 
 if __name__ == "__main__":
