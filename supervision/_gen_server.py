@@ -103,7 +103,7 @@ async def call(dest: Dest, request: Any, timeout: float | None = 5.0, *, restart
     if proc.task is task:
         raise RuntimeError(f"process {proc.pid!r} called itself; the call could never be answered")
     caller = Caller(task, proc)
-    proc.callers.add(caller)
+    proc.callers[caller] = None
     mailbox = proc.mailbox
     # One scope and no helper coroutines: this is the hot path of every request.
     with trio.move_on_after(math.inf if timeout is None else timeout):

@@ -3,7 +3,8 @@
 A Trio memory channel cannot take a message out of the middle of its buffer, which
 Erlang's selective receive (and the wait for a `Down` of one monitor among many)
 needs, so the mailbox is a deque with two parking lots: one for the receiver waiting
-for a message, one for senders waiting for room.
+for a message, one for senders waiting for room. The senders' lot is made when a
+sender first waits: most mailboxes never fill, and every process has one.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class Mailbox:
         self.closed = False
         self._queue: deque[Any] = deque()
         self._receivers = trio.lowlevel.ParkingLot()
-        self._senders = trio.lowlevel.ParkingLot()
+        self._senders: trio.lowlevel.ParkingLot | None = None
 
     def __len__(self) -> int:
         return len(self._queue)
@@ -98,6 +99,8 @@ class Mailbox:
         """Queue *message*, waiting for room if the policy is WAIT."""
         await trio.lowlevel.checkpoint_if_cancelled()
         while not self.closed and len(self._queue) >= self.capacity and self.overflow is Overflow.WAIT:
+            if self._senders is None:
+                self._senders = trio.lowlevel.ParkingLot()
             await self._senders.park()
         queued = self.put_nowait(message)
         await trio.lowlevel.cancel_shielded_checkpoint()
@@ -146,5 +149,6 @@ class Mailbox:
         """Refuse further messages, drop the queued ones and wake waiting senders."""
         self.closed = True
         self._queue.clear()
-        self._senders.unpark_all()
+        if self._senders:
+            self._senders.unpark_all()
         self._receivers.unpark_all()

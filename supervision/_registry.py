@@ -53,7 +53,8 @@ class Registry:
         self.keys = keys
         self.name = name
         self._entries: dict[Hashable, dict[Process, Any]] = {}
-        self._owned: dict[Process, set[Hashable]] = {}
+        #: Each process's keys: a list (one or two keys; an empty set takes 216 bytes).
+        self._owned: dict[Process, list[Hashable]] = {}
 
     def __repr__(self) -> str:
         return f"<Registry {self.name or hex(id(self))} {self.keys.value}, {len(self._entries)} keys>"
@@ -74,9 +75,10 @@ class Registry:
         entries[proc] = value
         owned = self._owned.get(proc)
         if owned is None:
-            owned = self._owned[proc] = set()
+            owned = self._owned[proc] = []
             proc.exit_hooks.append(self._forget)
-        owned.add(key)
+        if key not in owned:
+            owned.append(key)
         if node().name_waiters:  # someone may wait for this key through a via name
             name_registered(ViaName(self, key))
 
@@ -89,7 +91,7 @@ class Registry:
         del entries[proc]
         if not entries:
             del self._entries[key]
-        self._owned[proc].discard(key)
+        self._owned[proc].remove(key)
 
     def lookup(self, key: Hashable) -> list[tuple[Pid, Any]]:
         """Every (pid, value) under *key*, in registration order."""

@@ -12,7 +12,8 @@ Sessions tell the sleeper when they start and when a turn ends (a message into a
 unbounded mailbox: the sleeper never slows them); it keeps one deadline per session in
 a heap, so a thousand sessions cost nothing until one is due. Every `_RESYNC` seconds,
 and when it restarts, it gives each running session it does not know a deadline, so
-no conversation stays awake for ever whatever was missed.
+no conversation stays awake for ever whatever was missed. Once `TRIM_AFTER` trees have
+stopped, and none is due, it gives the freed heap back to the system (`_heap`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import trio
 import supervision as sv
 from beamclaw_obs import emit
 
+from ._heap import TRIM_AFTER, trim_heap
 from ._runtime import Runtime
 from ._session_messages import IdleCompact, SleepIfIdle
 
@@ -78,6 +80,8 @@ async def sleeper(
     heap: list[tuple[float, str]] = []
     #: Sessions offered an idle compaction since their last activity.
     compacted: set[str] = set()
+    #: Trees stopped since the heap was last trimmed.
+    stopped = 0
 
     def schedule(sid: str, after: float) -> None:
         at = trio.current_time() + after
@@ -137,4 +141,9 @@ async def sleeper(
                 continue
             compacted.discard(sid)
             await stop(sid)
+            stopped += 1
             emit("session_sleep", session_id=sid, idle_seconds=idle)
+        if stopped >= TRIM_AFTER and not (heap and heap[0][0] <= trio.current_time()):
+            released = await trim_heap()
+            emit("heap_trimmed", sessions=stopped, released_kib=released)
+            stopped = 0

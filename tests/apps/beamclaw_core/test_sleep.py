@@ -3,11 +3,13 @@ and all; a conversation at work, or waiting for an approval, is never put to sle
 
 from __future__ import annotations
 
+import pytest
 import trio
 
 import beamclaw_core as core
 import supervision as sv
 from beamclaw_base import StoreConfig
+from beamclaw_core import _idle_sleep
 from tests.support.model_server import Call, Hold, Reply
 
 from .conftest import RunCore, wait_for
@@ -88,3 +90,17 @@ async def test_a_long_history_is_summarised_before_it_sleeps_and_kept_when_the_m
         before = await core.history(ada)
         await wait_for(lambda: [e.name for e in r.events].count("session_sleep") == 2)
         assert await core.history(ada) == before
+
+
+async def test_the_heap_is_given_back_once_a_wave_of_conversations_sleeps(
+    run_core: RunCore, store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_idle_sleep, "TRIM_AFTER", 3)
+    async with run_core(repeat=Reply("hello"), store=store_config, **IDLE) as r:
+        for user in ("local:ada", "local:bob", "local:cy"):
+            await core.send_message(await r.open(user), "hi", core.CollectingChannel())
+        await wait_for(lambda: any(e.name == "heap_trimmed" for e in r.events))
+        trimmed = [e.data for e in r.events if e.name == "heap_trimmed"]
+        assert len(trimmed) == 1 and trimmed[0]["sessions"] == 3
+        assert isinstance(trimmed[0]["released_kib"], int)  # glibc: malloc_trim was called
+        assert sv.count_children(core.SESSIONS_SUP).active == 0
