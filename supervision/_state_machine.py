@@ -215,8 +215,13 @@ class StateMachine:
                         event_timer[0] if event_timer else math.inf,
                     )
                     message: Any = _TIMEOUT
-                    with trio.move_on_at(deadline):
+                    if deadline == math.inf:
+                        # No timer: no cancel scope either (a waiting machine would hold
+                        # one, and its cancel status's two sets, for as long as it waits).
                         message = await proc.mailbox.get()
+                    else:
+                        with trio.move_on_at(deadline):
+                            message = await proc.mailbox.get()
                     if message is _TIMEOUT:
                         if state_timer is not None and state_timer[0] <= deadline:
                             event, state_timer = Event(STATE_TIMEOUT, state_timer[1]), None

@@ -5,10 +5,10 @@ process's: CPython's small-object allocator (pymalloc) returns an arena (1 MiB) 
 once every object in it is gone, which a few survivors of a wave (a log line, a cache
 entry, a grown dict) prevent; glibc's malloc returns only the top of its heap, unless
 `malloc_trim` asks it to give back every free page. So after a wave of conversations
-has fallen asleep the sleeper asks (see `TRIM_AFTER`). With the default allocator this
-returns what the larger objects (above 512 bytes) held, a few percent; with
-``PYTHONMALLOC=malloc`` (every object from glibc) it returns more than half of what
-the wave used (see docs/benchmarks.md). Elsewhere than on glibc it does nothing.
+has fallen asleep the sleeper asks (see `TRIM_AFTER`): what the objects above 512 bytes
+held (buffers, large dicts, the worker threads' allocations), which in the daemon is
+half of what a wave of conversations used (docs/benchmarks.md, "What a conversation
+costs in memory"). Elsewhere than on glibc it does nothing.
 """
 
 from __future__ import annotations
