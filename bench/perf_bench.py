@@ -23,9 +23,10 @@ same request to the same model with httpx. Each figure is measured on both, from
   cli     ``beamclaw --help`` and ``beamclaw status`` (against the running daemon), wall
           time median of 5, beside ``python -c "import httpx"``.
 
-nanobot 0.3.5 cannot be installed on this machine (no network beyond the package
-mirror, which does not carry it): its figures are the ones issue 25 measured side by
-side on the same kind of machine, printed as such. The figures before issue 25's work
+The project's modules are compiled first, as an install compiles them. nanobot 0.3.5
+cannot be installed on this machine (no network beyond the package mirror, which does
+not carry it): its figures are the ones issue 25 measured side by side on the same kind
+of machine, printed as such. The figures before issue 25's work
 are read from ``bench/results/perf_before.json`` (this bench run on commit 3b964ce).
 Figures are printed and written to bench/results/perf.json; measured, never asserted.
 """
@@ -328,7 +329,18 @@ async def _model() -> AsyncIterator[str]:
         await process.wait()
 
 
+def _compile() -> None:
+    """Compile the project's modules, as an install does, so no start measures a compile.
+
+    (This machine sets PYTHONDONTWRITEBYTECODE, under which an editable checkout would
+    compile every module again at every start.)"""
+    root = Path(__file__).parent.parent
+    folders = [str(root / name) for name in ("apps", "beamclaw", "supervision", "bench", "tests/support")]
+    subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True, stdout=subprocess.DEVNULL)
+
+
 async def _main(quick: bool) -> dict[str, Any]:
+    _compile()
     async with _model() as model_url:
         baseline = await _measure(lambda _, url, port: _baseline_command(url, port), model_url, quick, False)
         beamclaw = await _measure(_daemon_command, model_url, quick, True)
