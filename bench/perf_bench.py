@@ -14,8 +14,8 @@ same request to the same model with httpx. Each figure is measured on both, from
   launch  from spawning the process to the first 200 of ``GET /health`` (median of 3
           launches), and resident memory (VmRSS) at that moment;
   idle    CPU per second of wall time at rest, after start-up has settled;
-  turn    sequential non-streaming ``POST /v1/chat/completions``, each client turn a new
-          message in one conversation: the server's CPU per turn, and the latency p50
+  turn    sequential non-streaming ``POST /v1/chat/completions``, conversations of 20
+          turns one after another: the server's CPU per turn, and the latency p50
           beside the model's own (the same request sent straight to it), whose
           difference is the added latency;
   load    10 and 100 concurrent clients (each its own user and conversation): turns per
@@ -127,6 +127,10 @@ async def _launched(command: list[str], env: dict[str, str], url: str) -> AsyncI
             await process.wait()
 
 
+#: Turns of a conversation in the sequential run before the next one starts: a
+#: conversation's history is sent to the model at every turn, so one endless conversation
+#: would measure a history no user has (the baseline forwards one message).
+_CONVERSATION_TURNS: Final = 20
 _QUESTION: Final = {"role": "user", "content": "q"}
 
 
@@ -149,7 +153,8 @@ async def _turns(server: _Server, model_url: str, count: int) -> dict[str, float
         for i in range(count):
             before = server.cpu_seconds()
             started = time.perf_counter()
-            response = await http.post(f"{server.url}/v1/chat/completions", json=_body("bench-seq", f"question {i}"))
+            user = f"bench-seq-{i // _CONVERSATION_TURNS}"
+            response = await http.post(f"{server.url}/v1/chat/completions", json=_body(user, f"question {i}"))
             through.append(time.perf_counter() - started)
             cpu += server.cpu_seconds() - before
             assert response.status_code == 200, response.text
