@@ -39,8 +39,9 @@ def docs(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """The benchmarks; figures go to stdout and bench/results/."""
+    """The benchmarks; figures go to stdout and bench/results/ (conversation_bench, 10 minutes, apart)."""
     session.install("-e", ".[test]")  # the turn benchmark serves the scripted model with hypercorn
     session.run("python", "-m", "bench.supervision_bench", *session.posargs)
     session.run("python", "-m", "bench.turn_bench", *session.posargs)
     session.run("python", "-m", "bench.gateway_bench", *session.posargs)
+    session.run("python", "-m", "bench.perf_bench", *session.posargs)
