@@ -11,9 +11,16 @@ web framework and the MCP SDK, which only the daemon and a few commands need.
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from ._version import __version__
+
+# httpx imports its own command-line tool (click, rich's console, table and syntax
+# highlighting, pygments) whenever click is installed, as quart makes it: about a tenth of
+# a second at every daemon and CLI start for a tool nothing here runs. A None entry makes
+# that import fail, and httpx falls back to its stub ``main`` (only its CLI is lost).
+sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 if TYPE_CHECKING:
     from beamclaw_control import SOCKET_NAME as CONTROL_SOCKET

@@ -4,6 +4,10 @@ A loop (or a Telegram reply in flight) may be killed at any moment; if it owned 
 client, the pooled sockets would leak, and a restart would cut off what was still
 being sent. The owner outlives its users (it starts before them, under
 rest_for_one), hands out its client on request, and closes the pool when it stops.
+
+The client is built on the first request for it, not when the owner starts: building
+one imports httpcore (and h2) and loads the CA bundle, a quarter of a second of CPU
+that a daemon's start-up need not pay before it answers /health.
 """
 
 from __future__ import annotations
@@ -31,21 +35,36 @@ class OwnedClient(sv.Request[httpx.AsyncClient]):
     """The owner's client (the owner alone closes it)."""
 
 
+@attrs.define
+class _Pool:
+    """The owner's state: its client once a user has asked for it."""
+
+    trust_env: bool
+    client: httpx.AsyncClient | None = None
+
+    def built(self) -> httpx.AsyncClient:
+        """The client, built now if nobody has asked for it yet."""
+        if self.client is None:
+            self.client = httpx.AsyncClient(verify=_ssl_context(), trust_env=self.trust_env)
+        return self.client
+
+
 class HttpClientOwner(sv.GenServer):
     """Start it with the name to register; ``trust_env`` as httpx has it."""
 
-    def init(self, name: str, trust_env: bool = True) -> httpx.AsyncClient:
+    def init(self, name: str, trust_env: bool = True) -> _Pool:
         sv.register(name)
-        return httpx.AsyncClient(verify=_ssl_context(), trust_env=trust_env)
+        return _Pool(trust_env)
 
-    def handle_call(self, request: OwnedClient, caller: sv.Caller, client: httpx.AsyncClient) -> sv.Reply:
+    def handle_call(self, request: OwnedClient, caller: sv.Caller, pool: _Pool) -> sv.Reply:
         match request:
             case OwnedClient():
-                return sv.Reply(client, client)
+                return sv.Reply(pool.built(), pool)
         raise ValueError(f"unknown request {request!r}")
 
-    async def terminate(self, reason: Any, client: httpx.AsyncClient) -> None:
-        await client.aclose()
+    async def terminate(self, reason: Any, pool: _Pool) -> None:
+        if pool.client is not None:
+            await pool.client.aclose()
 
 
 async def owned_http_client(name: str) -> httpx.AsyncClient:

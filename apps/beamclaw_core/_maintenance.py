@@ -23,7 +23,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 import attrs
-import httpx
 import trio
 from loguru import logger
 
@@ -61,7 +60,6 @@ class _Scanner:
     store's positions make a second nightly pass flush only what is new)."""
 
     runtime: Runtime
-    client: httpx.AsyncClient
     clock: Callable[[], float]
     flushed_night: datetime.date | None = None
 
@@ -78,9 +76,8 @@ class _Scanner:
             workspace = user_workspace(
                 self.runtime.data_dir, info.agent_id, info.user_id, single_user=config.single_user(info.agent_id)
             )
-            if not await flush_memory(
-                info, workspace, self.runtime.summariser(self.client, info.agent_id), part.messages, where
-            ):
+            summariser = self.runtime.summariser(await owned_http_client(HTTP_CLIENT), info.agent_id)
+            if not await flush_memory(info, workspace, summariser, part.messages, where):
                 return False
         await store_call(MarkFlushed(session_id, part.epoch, part.end))
         return True
@@ -122,7 +119,7 @@ async def maintenance(
     """The maintenance process: a scan every ``scan_interval_seconds`` (read anew each
     time, so a reload applies); *clock* is the wall clock (UTC seconds)."""
     sv.register(MAINTENANCE)
-    scanner = _Scanner(runtime, await owned_http_client(HTTP_CLIENT), clock)
+    scanner = _Scanner(runtime, clock)  # the HTTP client asked for by the first flush
     task_status.started()
     while True:
         await trio.sleep(runtime.config.maintenance.scan_interval_seconds)

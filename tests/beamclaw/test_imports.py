@@ -1,7 +1,8 @@
 """The daemon imports what its apps use at start, and the rest on first use: the MCP SDK
 (by the first MCP server, or the first request to ``/mcp``), the local embedding model and
 numpy (by the first vector), PyYAML (by the first SKILL.md) and jsonschema (by the first
-tool call) are not imported by building the daemon's tree."""
+tool call) are not imported by building the daemon's tree; httpx's own command-line tool
+(rich, pygments) never is."""
 
 from __future__ import annotations
 
@@ -24,4 +25,5 @@ def test_the_daemon_imports_neither_the_mcp_sdk_nor_the_embedding_model() -> Non
     imported = {name.split(".")[0] for name in json.loads(done.stdout)}
     assert "beamclaw_mcp" in imported and "beamclaw_gateway" in imported  # the apps are there
     unused = {"mcp", "mcp_types", "pydantic", "wordllama", "numpy", "yaml", "jsonschema", "docker", "selenium"}
+    unused |= {"rich", "pygments"}  # what httpx's command-line tool imports
     assert imported & unused == set()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from beamclaw_obs import REDACTED, _held_secrets, register_secret, scrub, scrub_data
-from beamclaw_obs._detector import default_rules
+from beamclaw_obs._detector import default_rules, scan, subject
 from beamclaw_obs._escapes import decoded_view, unescaped_view
 from beamclaw_obs._held_secrets import WINDOW, forms_of
 from tests.support.credentials import FORMATS, VARIANTS, Credential, credential_corpus, with_variants
@@ -47,6 +47,19 @@ def test_the_gitleaks_rules_compile_under_re2() -> None:
     assert rules.disabled == ("curl-auth-user",)
     assert len([i for i in ids if i not in _OURS]) == 220
     assert ids >= _OURS
+    for rule in rules.rules:  # each compiled now (else on its first use), and its secretGroup is one of its groups
+        assert rule.secret_group <= rule.regex.groups, rule.id
+
+
+def test_a_rule_is_compiled_when_a_text_first_needs_it() -> None:
+    rules = default_rules.__wrapped__()  # loaded afresh: no rule used yet
+    assert all(rule._regex is None for rule in rules.rules)
+    text = "the token is ghp_" + "a1B2c3D4e5" * 4
+    _, lowered = subject(text)
+    needed = {rule.id for rule in rules.candidates(lowered)}
+    assert scan(text, rules).secrets  # found, with the rules compiled on the way
+    assert {rule.id for rule in rules.rules if rule._regex is not None} == needed
+    assert 0 < len(needed) < 10
 
 
 _OURS = {
