@@ -4,7 +4,7 @@ A reservation covers the prompt's estimated tokens plus a completion allowance;
 after the call it is settled to the tokens actually used. When the store cannot be
 asked, the call is refused: an unknown spend is not a free one. Every call's tokens
 are also recorded per agent and day, prompt and completion apart, budget or not
-(`record_usage`): what the usage report shows.
+(`usage_record`, saved with the reply it wrote): what the usage report shows.
 """
 
 from __future__ import annotations
@@ -71,8 +71,14 @@ async def used_today(agent_id: str) -> int:
     return await store_call(TokensUsed(agent_id, today()))
 
 
-async def record_usage(agent_id: str, prompt_tokens: int, completion_tokens: int) -> None:
-    """Add one model call's tokens to the agent's day; a store that cannot be reached
-    loses this record, never the turn (the budget's own count is `settle`'s)."""
+def usage_record(agent_id: str, prompt_tokens: int, completion_tokens: int) -> RecordTokens:
+    """One model call's tokens for the agent's day, to be saved with the reply the call
+    wrote (`Append`), or alone by `record_tokens` when that reply is not saved."""
+    return RecordTokens(agent_id, today(), prompt_tokens, completion_tokens)
+
+
+async def record_tokens(record: RecordTokens) -> None:
+    """Save *record* alone; a store that cannot be reached loses it, never the turn (the
+    budget's own count is `settle`'s)."""
     with contextlib.suppress(*_FAILURES):
-        await store_call(RecordTokens(agent_id, today(), prompt_tokens, completion_tokens))
+        await store_call(record)

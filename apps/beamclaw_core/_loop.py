@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,7 +30,7 @@ from beamclaw_sandbox import session_jails
 from beamclaw_tools import Autonomy, Tool, ToolContext, ToolResult, ToolSession, list_tools, refusal_reason, run_tool
 
 from ._approval import Decision, allow_keys, decide, describe_keys
-from ._budget import BudgetExceeded, Reservation, record_usage, reserve, settle
+from ._budget import BudgetExceeded, Reservation, record_tokens, reserve, settle, usage_record
 from ._channel import ReplyOnlyChannel
 from ._compaction import compact, context_window
 from ._config import ProviderConfig
@@ -56,6 +56,7 @@ from ._session_messages import (
     TakeTurn,
     TurnAvailable,
 )
+from ._store_requests import RecordTokens
 from ._system_prompt import system_prompt
 from ._tool_parsing import parse_text_tool_calls, strip_thinking
 from ._turn import Turn, TurnError, TurnResult
@@ -104,6 +105,8 @@ class _Progress:
     tool_calls: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: The last model call's tokens, saved with the reply it wrote.
+    usage: RecordTokens | None = None
     pending: list[ToolCall] = attrs.field(factory=list)
     decisions: dict[str, tuple[bool, str]] = attrs.field(factory=dict)
     tools: dict[str, Tool] = attrs.field(factory=dict)
@@ -123,6 +126,20 @@ class _Data:
     progress: _Progress | None = None
     _provider: Provider | None = None
     _chosen: tuple[str, ProviderConfig] | None = None
+    #: The tools offered to the model last, their schemas and JSON's length: kept while the
+    #: same tools are offered, so the provider sends the same list (serialised once).
+    _schemas: tuple[tuple[Tool, ...], list[dict[str, Any]], int] = ((), [], 2)
+
+    def tool_schemas(self, tools: Iterable[Tool]) -> tuple[list[dict[str, Any]], int]:
+        """The schemas of the *tools* the agent's autonomy allows, and their JSON's length."""
+        autonomy = self.autonomy
+        offered = tuple(t for t in tools if t.min_autonomy <= autonomy)
+        kept, schemas, chars = self._schemas
+        if len(kept) != len(offered) or any(a is not b for a, b in zip(kept, offered, strict=True)):
+            schemas = [t.definition.to_openai() for t in offered]
+            chars = len(json.dumps(schemas))
+            self._schemas = (offered, schemas, chars)
+        return schemas, chars
 
     @property
     def session(self) -> sv.ViaName:
@@ -379,13 +396,8 @@ class Loop(sv.StateMachine):
             *history,
         ]
         await self._load_tools(progress)
-        autonomy = data.autonomy
-        tools = (
-            []
-            if final_round
-            else [t.definition.to_openai() for t in progress.tools.values() if t.min_autonomy <= autonomy]
-        )
-        estimate = estimate_tokens(messages) + len(json.dumps(tools)) // 4 + config.budget_completion_reserve
+        tools, tool_chars = ([], 0) if final_round else data.tool_schemas(progress.tools.values())
+        estimate = estimate_tokens(messages) + tool_chars // 4 + config.budget_completion_reserve
         try:
             reservation = await reserve(data.info.agent_id, estimate, config.budget_for(data.info.agent_id))
         except BudgetExceeded as exc:
@@ -427,9 +439,10 @@ class Loop(sv.StateMachine):
         used = usage.total if usage else estimate_tokens(messages) + len(completion.content) // 4
         await settle(reservation, used)
         if usage:  # else estimated, as the budget does
-            await record_usage(data.info.agent_id, usage.prompt_tokens, usage.completion_tokens)
+            progress.usage = usage_record(data.info.agent_id, usage.prompt_tokens, usage.completion_tokens)
         else:
-            await record_usage(data.info.agent_id, used - len(completion.content) // 4, len(completion.content) // 4)
+            written = len(completion.content) // 4
+            progress.usage = usage_record(data.info.agent_id, used - written, written)
         progress.prompt_tokens += usage.prompt_tokens if usage else 0
         progress.completion_tokens += usage.completion_tokens if usage else 0
         emit(
@@ -454,10 +467,8 @@ class Loop(sv.StateMachine):
             calls, visible, refused = list(written.calls), written.text, written.refused
         if calls and not final_round:
             message = Message("assistant", visible, tool_calls=tuple(calls))
-            try:
-                await sv.call(data.session, Append([message]))
-            except PersistError as exc:
-                return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
+            if failed := await self._save_reply(data, message):
+                return failed
             progress.pending = calls
             # A call written as text that could not be read is answered with why, never run.
             progress.decisions = {call_id: (False, reason) for call_id, reason in refused.items()}
@@ -470,12 +481,23 @@ class Loop(sv.StateMachine):
                 if final_round and progress.rounds
                 else "The model returned an empty reply."
             )
-        try:
-            await sv.call(data.session, Append([Message("assistant", visible)]))
-        except PersistError as exc:
-            return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
+        if failed := await self._save_reply(data, Message("assistant", visible)):
+            return failed
         progress.reply = visible
         return sv.NextState(LoopState.FINALIZING, data, sv.NextEvent(_Step.FINALIZE))
+
+    async def _save_reply(self, data: _Data, message: Message) -> Any:
+        """Append the model's *message* with the call's tokens; None when saved, else the failure."""
+        progress = data.progress
+        assert progress is not None
+        usage, progress.usage = progress.usage, None
+        try:
+            await sv.call(data.session, Append([message], usage))
+        except PersistError as exc:
+            if usage is not None:  # the tokens were spent even if the reply is lost
+                await record_tokens(usage)
+            return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
+        return None
 
     # --- awaiting_approval ----------------------------------------------------------------
 

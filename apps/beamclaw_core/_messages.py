@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from typing import Any, Final, Literal, final
@@ -53,6 +54,12 @@ class Message:
         if self.name is not None:
             out["name"] = self.name
         return out
+
+    @functools.cached_property
+    def openai_json(self) -> str:
+        """`to_openai` as JSON text, made once: a message never changes, and the whole
+        history is sent to the model at every call."""
+        return json.dumps(self.to_openai())
 
     def to_record(self) -> str:
         """The JSON text stored for this message (versioned)."""

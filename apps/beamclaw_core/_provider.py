@@ -218,6 +218,7 @@ class OpenAICompatProvider:
         self.config = config
         self._client = client
         self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self._tools_cache: tuple[list[dict[str, Any]], str] | None = None
 
     @property
     def name(self) -> str:
@@ -243,21 +244,35 @@ class OpenAICompatProvider:
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
-    def _body(self, messages: list[Message], tools: list[dict[str, Any]], stream: bool) -> dict[str, Any]:
+    def _body(self, messages: list[Message], tools: list[dict[str, Any]], stream: bool) -> bytes:
+        """The request's JSON, what ``json.dumps`` of it would give, made from each message's
+        JSON (`Message.openai_json`, made once) and the tools' (made once per list)."""
         # The last line of the tool-call invariant: whatever a crash left in a history,
         # no request goes out with a call unanswered (a strict API would refuse it).
         answered = answered_history(messages)
         if answered != messages:
             logger.warning("provider {}: closed unanswered tool calls in a history before sending it", self.name)
-        body: dict[str, Any] = {"model": self.config.model, "messages": [m.to_openai() for m in answered]}
-        if tools:
-            body["tools"] = tools
+        rest: dict[str, Any] = {}
         if self.config.max_tokens is not None:
-            body["max_tokens"] = self.config.max_tokens
+            rest["max_tokens"] = self.config.max_tokens
         if stream:
-            body["stream"] = True
-            body["stream_options"] = {"include_usage": True}
-        return body
+            rest["stream"] = True
+            rest["stream_options"] = {"include_usage": True}
+        messages_json = ", ".join(m.openai_json for m in answered)
+        parts = [f'{{"model": {json.dumps(self.config.model)}, "messages": [{messages_json}]']
+        if tools:
+            parts.append(f', "tools": {self._tools_json(tools)}')
+        parts.extend(f", {json.dumps(key)}: {json.dumps(value)}" for key, value in rest.items())
+        parts.append("}")
+        return "".join(parts).encode()
+
+    def _tools_json(self, tools: list[dict[str, Any]]) -> str:
+        """*tools* as JSON; the same list (the loop keeps one until the tool set changes)
+        is not serialised again."""
+        cached = self._tools_cache
+        if cached is None or cached[0] is not tools:
+            cached = self._tools_cache = (tools, json.dumps(tools))
+        return cached[1]
 
     async def complete(self, messages: list[Message], tools: list[dict[str, Any]] | None = None) -> Completion:
         """One whole reply."""
@@ -274,11 +289,8 @@ class OpenAICompatProvider:
         each retry (so a user waiting sees why)."""
         return await self._request(self._body(messages, tools or [], stream=True), on_text, on_retry)
 
-    async def _request(
-        self, body: dict[str, Any], on_text: OnText | None, on_retry: OnRetry | None = None
-    ) -> Completion:
+    async def _request(self, content: bytes, on_text: OnText | None, on_retry: OnRetry | None = None) -> Completion:
         headers = self._headers()
-        content = json.dumps(body).encode()
         attempts = self.config.max_retries + 1
 
         async def once() -> Completion:

@@ -27,6 +27,7 @@ import supervision as sv
 from beamclaw_base import StoreError
 from beamclaw_obs import emit, scrub
 
+from ._budget import record_tokens
 from ._history import answered_history
 from ._idle_sleep import tell_moved, tell_sleeper
 from ._messages import Message, scrubbed_all
@@ -54,7 +55,7 @@ from ._session_messages import (
     TurnAvailable,
 )
 from ._store import store_call
-from ._store_requests import AppendMessages, LoadSession, ReplaceHistory, TouchSession
+from ._store_requests import AppendMessages, LoadSession, RecordTokens, ReplaceHistory, TouchSession
 from ._turn import Turn, TurnError, TurnResult
 from ._workspace import Workspace
 
@@ -132,14 +133,19 @@ class Session(sv.GenServer):
         tell_sleeper(info.id)
         return state
 
-    async def _save(self, state: _State, messages: list[Message], *, replace: bool = False) -> None:
+    async def _save(
+        self, state: _State, messages: list[Message], *, replace: bool = False, tokens: RecordTokens | None = None
+    ) -> None:
         if not state.persist:
+            if tokens is not None:
+                await record_tokens(tokens)
             return
         try:
             if replace:
                 await store_call(ReplaceHistory(state.info, frozenset(state.allowlist), messages))
             else:
-                await store_call(AppendMessages(state.info, frozenset(state.allowlist), len(state.history), messages))
+                start = len(state.history)
+                await store_call(AppendMessages(state.info, frozenset(state.allowlist), start, messages, tokens))
         except cluster.LeaseLost as exc:
             # Another node owns the conversation now: nothing more is written or answered
             # here. The session refuses every later call as if it were gone (their senders
@@ -175,10 +181,10 @@ class Session(sv.GenServer):
                     state.current = None
                 tell_sleeper(state.info.id)
                 return sv.Reply(bool(state.queue), state)
-            case Append(messages):
+            case Append(messages, tokens):
                 messages = await scrubbed_all(messages)
                 try:
-                    await self._save(state, messages)
+                    await self._save(state, messages, tokens=tokens)
                 except PersistError as exc:
                     sv.reply_error(caller, exc)
                     return sv.NoReply(state)

@@ -12,8 +12,9 @@ import supervision as sv
 from ._messages import Message
 from ._turn import Turn, TurnResult
 
-if TYPE_CHECKING:  # the session module answers these: its info is only a type here
-    from ._session import SessionInfo
+if TYPE_CHECKING:
+    from ._session import SessionInfo  # the session module answers these: its info is only a type here
+    from ._store_requests import RecordTokens
 
 #: What became of a submitted turn: queued, taken as an answer to the waiting approval,
 #: or refused as an answer when nothing waits (for the sender's channel).
@@ -67,9 +68,12 @@ class FinishTurn(sv.Request[bool]):
 
 @attrs.frozen
 class Append(sv.Request[int]):
-    """Add *messages* (scrubbed, then saved) to the history; the reply is its new length."""
+    """Add *messages* (scrubbed, then saved) to the history; the reply is its new length.
+
+    *tokens* is the model call that wrote them, recorded with them (`AppendMessages`)."""
 
     messages: list[Message]
+    tokens: RecordTokens | None = None
 
 
 @attrs.frozen

@@ -133,7 +133,9 @@ class TouchSession(StoreRequest[None]):
 
 @attrs.frozen
 class AppendMessages(StoreRequest[None]):
-    """Add *messages* to the history from position *start* (a clash is a `StoreError`)."""
+    """Add *messages* to the history from position *start* (a clash is a `StoreError`),
+    and *tokens*, the model call that wrote them, to its agent's day in the same
+    transaction: one store call where a reply took two."""
 
     inline: ClassVar[bool] = True
 
@@ -141,10 +143,13 @@ class AppendMessages(StoreRequest[None]):
     allowlist: frozenset[str]
     start: int
     messages: list[Message]
+    tokens: RecordTokens | None = None
 
     def run(self, tx: Tx) -> None:
         _upsert(tx, self.info, self.allowlist)
         _insert_messages(tx, self.info.id, self.start, self.messages)
+        if self.tokens is not None:
+            self.tokens.run(tx)
 
 
 @attrs.frozen

@@ -1,7 +1,7 @@
 """The usage report: each agent's tokens per UTC day, and today's spend against its budget.
 
 What the management API's usage route and the console's Usage page show. The days come
-from what every model call records (`_budget.record_usage`, the ``token_days`` table);
+from what every model call records (`_budget.usage_record`, the ``token_days`` table);
 the budget's spend is the budget's own count (reservations included), the one a call
 is checked against.
 """

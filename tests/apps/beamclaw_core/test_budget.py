@@ -5,10 +5,14 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 import beamclaw_core as core
-from beamclaw_base import StoreConfig
-from beamclaw_core._store_requests import AdjustTokens, ReserveTokens, TokensUsed
-from tests.support.model_server import Reply
+from beamclaw_base import StoreConfig, StoreError
+from beamclaw_core._messages import Message
+from beamclaw_core._session import SessionInfo
+from beamclaw_core._store_requests import AdjustTokens, AppendMessages, RecordTokens, ReserveTokens, TokensUsed
+from tests.support.model_server import Call, Reply
 from tests.support.stores import sql
 
 from .conftest import RunCore, session_store
@@ -86,3 +90,31 @@ def test_a_settled_reservation_never_goes_below_nothing(tmp_path: Path, store_co
         assert db.transact(TokensUsed("default", "2026-11-27").run, write=False) == 0
         assert db.transact(ReserveTokens("default", "2026-11-27", 1001, 1000).run) is None  # alone past it
         assert sql(db, "SELECT tokens FROM token_usage") == [(0,)]
+
+
+@pytest.mark.parametrize("persist", [True, False])
+async def test_every_model_calls_tokens_are_recorded_with_the_reply_it_wrote(
+    run_core: RunCore, store_config: StoreConfig, persist: bool
+) -> None:
+    """A tool-call round and the final reply each count, kept conversation or not."""
+    steps = (
+        Reply(tool_calls=(Call("jq", {"filter": ".", "input": "1"}),), prompt_tokens=100, completion_tokens=20),
+        Reply("done", prompt_tokens=300, completion_tokens=4),
+    )
+    async with run_core(*steps, store=store_config, session_persistence=persist) as r:
+        session = await r.open()
+        assert (await core.send_message(session, "go", core.CollectingChannel())).ok
+        days = await core.token_days(1)
+    assert [(d.agent_id, d.prompt_tokens, d.completion_tokens) for d in days] == [("default", 400, 24)]
+
+
+def test_a_replys_tokens_are_saved_in_the_replys_transaction(tmp_path: Path, store_config: StoreConfig) -> None:
+    """An append that clashes saves neither the messages nor their tokens (the loop then
+    records the tokens alone): the one transaction holds both."""
+    info = SessionInfo("s1", "u", "default", "test")
+    tokens = RecordTokens("default", "2026-11-27", 10, 5)
+    with session_store(tmp_path, store_config) as db:
+        db.transact(AppendMessages(info, frozenset(), 0, [Message("user", "hi")], tokens).run)
+        with pytest.raises(StoreError):
+            db.transact(AppendMessages(info, frozenset(), 0, [Message("assistant", "again")], tokens).run)
+        assert sql(db, "SELECT prompt_tokens, completion_tokens FROM token_days") == [(10, 5)]

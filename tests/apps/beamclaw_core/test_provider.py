@@ -223,3 +223,23 @@ async def test_a_stream_that_breaks_off_mid_event_is_cut_off() -> None:
     async with raw_stream([f'data: {_event({"content": "Hi"})}\n\ndata: {{"choi'.encode()]) as p:
         with pytest.raises(core.ProviderError, match="cut off before it finished"):
             await p.stream(USER, [], _ignore)
+
+
+async def test_the_request_is_the_history_tools_and_options_as_json() -> None:
+    """The body is put together from each message's JSON, made once, and the tools' JSON,
+    made once per list: it reads as the whole request serialised at once would."""
+    history = [
+        core.Message("system", "be brief"),
+        core.Message("user", "héllo", images=("data:image/png;base64,AAAA",)),
+        core.Message("assistant", "", tool_calls=(core.ToolCall("c1", "jq", '{"filter": "."}'),)),
+        core.Message("tool", "1", tool_call_id="c1", name="jq"),
+    ]
+    tools = [{"type": "function", "function": {"name": "jq", "description": "d", "parameters": {"type": "object"}}}]
+    async with provider(Reply("a"), Reply("b"), max_tokens=99) as (p, model):
+        await p.complete(history, tools)
+        await p.stream(history, tools, _ignore)
+    whole, streamed = model.requests
+    expected = {"model": "m", "messages": [m.to_openai() for m in history], "tools": tools, "max_tokens": 99}
+    assert whole == expected
+    assert streamed == {**expected, "stream": True, "stream_options": {"include_usage": True}}
+    assert history[1].openai_json == json.dumps(history[1].to_openai())
