@@ -13,7 +13,8 @@ unbounded mailbox: the sleeper never slows them); it keeps one deadline per sess
 a heap, so a thousand sessions cost nothing until one is due. Every `_RESYNC` seconds,
 and when it restarts, it gives each running session it does not know a deadline, so
 no conversation stays awake for ever whatever was missed. Once `TRIM_AFTER` trees have
-stopped, and none is due, it gives the freed heap back to the system (`_heap`).
+stopped and none is due, and when the last awake one has, it gives the freed heap back to
+the system (`_heap`).
 """
 
 from __future__ import annotations
@@ -143,7 +144,8 @@ async def sleeper(
             await stop(sid)
             stopped += 1
             emit("session_sleep", session_id=sid, idle_seconds=idle)
-        if stopped >= TRIM_AFTER and not (heap and heap[0][0] <= trio.current_time()):
+        # After a wave (TRIM_AFTER trees, none due now), and when the last awake one sleeps.
+        if (stopped >= TRIM_AFTER and not (heap and heap[0][0] <= trio.current_time())) or (stopped and not heap):
             released = await trim_heap()
             emit("heap_trimmed", sessions=stopped, released_kib=released)
             stopped = 0

@@ -104,3 +104,12 @@ async def test_the_heap_is_given_back_once_a_wave_of_conversations_sleeps(
         assert len(trimmed) == 1 and trimmed[0]["sessions"] == 3
         assert isinstance(trimmed[0]["released_kib"], int)  # glibc: malloc_trim was called
         assert sv.count_children(core.SESSIONS_SUP).active == 0
+
+
+async def test_the_heap_is_given_back_when_the_last_awake_conversation_sleeps(
+    run_core: RunCore, store_config: StoreConfig
+) -> None:
+    async with run_core(repeat=Reply("hello"), store=store_config, **IDLE) as r:
+        await core.send_message(await r.open("local:ada"), "hi", core.CollectingChannel())
+        await wait_for(lambda: any(e.name == "heap_trimmed" for e in r.events))
+        assert [e.data["sessions"] for e in r.events if e.name == "heap_trimmed"] == [1]  # far fewer than TRIM_AFTER
