@@ -48,6 +48,7 @@ from tests.support.browser import CHROMEDRIVER, CHROMIUM, WINDOW
 from tests.support.model_server import Reply, scripted_model
 
 from ._cli import quick_flag, save
+from ._processes import cpu_seconds
 
 _TOKEN_VARIABLE: Final = "BEAMCLAW_BENCH_CONSOLE_TOKEN"
 _TOKEN: Final = "console-bench-admin-token-0123456789"
@@ -56,7 +57,6 @@ _ANSWER: Final = "The answer, with a sentence or two of text, as a short model r
 _CONVERSATIONS: Final = 4
 #: Seconds between kills: with four conversations, one kill of each every 4 s (its supervisor allows 5 in 10 s).
 _KILL_SPACING: Final = 1.0
-_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
 _T = TypeVar("_T")
 
 #: Installed in the Tree page before a kill: reads the restart count the page shows for
@@ -97,8 +97,7 @@ class _Daemon:
 
     def cpu_seconds(self) -> float:
         """User + system time of the daemon's process so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return cpu_seconds(self.process.pid)
 
 
 @asynccontextmanager

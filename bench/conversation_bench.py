@@ -33,12 +33,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
 
@@ -48,6 +44,7 @@ import trio
 from tests.beamclaw.daemon import free_port, start_daemon
 
 from ._cli import save
+from ._processes import echo_model, memory_kib
 
 _TOKEN_VARIABLE: Final = "BEAMCLAW_BENCH_CONVERSATION_TOKEN"
 _TOKEN: Final = "conversation-bench-admin-token-0123456789"
@@ -68,27 +65,6 @@ def _config_text(model_url: str, port: int, idle: float) -> str:
     )
 
 
-@asynccontextmanager
-async def _echo_model() -> AsyncIterator[str]:
-    """The echo model in a process of its own (its memory is not the daemon's); its base URL."""
-    port = free_port()
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "tests.support.model_server", "--port", str(port)], stdout=subprocess.DEVNULL
-    )
-    try:
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await trio.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        await process.wait()
-
-
 #: What /proc/PID/status says of resident memory: all of it, the process's own heap
 #: (anonymous pages), and the pages of mapped files (libraries, the search index's segments).
 _FIELDS: Final = ("VmRSS", "RssAnon", "RssFile")
@@ -96,12 +72,7 @@ _FIELDS: Final = ("VmRSS", "RssAnon", "RssFile")
 
 def _resident(pid: int) -> dict[str, int]:
     """The `_FIELDS` of the process, in KiB."""
-    found = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        name, _, value = line.partition(":")
-        if name in _FIELDS:
-            found[name] = int(value.split()[0])
-    return found
+    return memory_kib(pid, *_FIELDS)
 
 
 async def _one_turn_each(http: httpx.AsyncClient, users: list[str]) -> float:
@@ -153,7 +124,7 @@ async def _measure(users: int, allocator: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         port = free_port()
-        async with _echo_model() as model_url:
+        async with echo_model() as model_url:
             config = base / "config.toml"
             config.write_text(_config_text(model_url, port, idle), encoding="utf-8")
             os.environ[_TOKEN_VARIABLE] = _TOKEN  # the daemon's environment is this one's (`start_daemon`)

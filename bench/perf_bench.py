@@ -53,8 +53,8 @@ import trio
 from tests.beamclaw.daemon import free_port
 
 from ._cli import RESULTS, quick_flag, save
+from ._processes import cpu_seconds, echo_model, memory_kib
 
-_CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
 #: nanobot 0.3.5 beside the daemon on commit 3b964ce, as issue 25 measured it.
 NANOBOT: Final = {"cpu_ms_per_turn": 87.0, "turns_per_s": 12.6, "launch_s": 1.23, "rss_mib": 99.0, "awake_kib": 10.0}
 
@@ -68,14 +68,10 @@ class _Server:
 
     def cpu_seconds(self) -> float:
         """User + system time of the process so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+        return cpu_seconds(self.process.pid)
 
     def rss_mib(self) -> float:
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        raise LookupError("no VmRSS")
+        return memory_kib(self.process.pid)["VmRSS"] / 1024
 
 
 def _daemon_config(base: Path, model_url: str, port: int) -> Path:
@@ -314,26 +310,6 @@ def _report(beamclaw: dict[str, Any], baseline: dict[str, Any], before: dict[str
         row(what, cli[key], cli["import_httpx_s"], was("cli", key), "s", "<= 2x python -c 'import httpx'")
 
 
-@asynccontextmanager
-async def _model() -> AsyncIterator[str]:
-    """The echoing scripted model in a process of its own; its base URL (ending in /v1)."""
-    port = free_port()
-    command = [sys.executable, "-m", "tests.support.model_server", "--port", str(port)]
-    process = await trio.lowlevel.open_process(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        with trio.fail_after(60):
-            while True:
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await trio.sleep(0.02)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.kill()
-        await process.wait()
-
-
 def _compile() -> None:
     """Compile the project's modules, as an install does, so no start measures a compile.
 
@@ -346,7 +322,7 @@ def _compile() -> None:
 
 async def _main(quick: bool) -> dict[str, Any]:
     _compile()
-    async with _model() as model_url:
+    async with echo_model() as model_url:
         baseline = await _measure(lambda _, url, port: _baseline_command(url, port), model_url, quick, False)
         beamclaw = await _measure(_daemon_command, model_url, quick, True)
     return {"beamclaw": beamclaw, "baseline": baseline, "nanobot_issue_25": NANOBOT}

@@ -22,18 +22,15 @@ Figures are printed and written to bench/results/scheduler.json.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import ctypes
 import gc
 import json
-import socket
 import sqlite3
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -47,43 +44,14 @@ import beamclaw_tools as tools
 import supervision as sv
 
 from ._cli import save
-
-
-@contextlib.asynccontextmanager
-async def _echo_model() -> AsyncIterator[str]:
-    """The echo model in a process of its own (its memory and CPU are not the daemon's); its base URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = await trio.lowlevel.open_process(
-        [sys.executable, "-m", "tests.support.model_server", "--port", str(port)], stdout=subprocess.DEVNULL
-    )
-    try:
-        with trio.fail_after(30):
-            while True:
-                try:
-                    await (await trio.open_tcp_stream("127.0.0.1", port)).aclose()
-                    break
-                except OSError:
-                    await trio.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        process.terminate()
-        await process.wait()
-
-
-def _rss_kib() -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS in /proc/self/status")
+from ._processes import echo_model, memory_kib
 
 
 def _settled_rss() -> int:
     """Resident memory after a full collection, with freed heap given back to the system."""
     gc.collect()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
-    return _rss_kib()
+    return memory_kib()["VmRSS"]
 
 
 def _tree(home: Path, base_url: str, idle: float, jobs: bool) -> sv.Supervisor:
@@ -127,7 +95,7 @@ async def _one_turn_each(users: list[str], concurrency: int = 20) -> list[core.S
 
 async def _memory_and_wake(sessions: int, idle: float) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
-        async with _echo_model() as base_url, sv.open_supervisor(_tree(Path(home), base_url, idle, jobs=False)):
+        async with echo_model() as base_url, sv.open_supervisor(_tree(Path(home), base_url, idle, jobs=False)):
             await _one_turn_each(["warm-up"])
             await trio.sleep(idle + 1 if idle else 0.5)
             idle_rss = _settled_rss()
@@ -171,7 +139,7 @@ async def _wake(handles: list[core.SessionHandle]) -> dict[str, Any]:
 
 async def _jobs(count: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as home:
-        async with _echo_model() as base_url, sv.open_supervisor(_tree(Path(home), base_url, 600, jobs=True)):
+        async with echo_model() as base_url, sv.open_supervisor(_tree(Path(home), base_url, 600, jobs=True)):
             chat = await core.open_session("chatter", "default")
 
             async def chat_turn() -> float:
