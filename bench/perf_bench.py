@@ -26,8 +26,9 @@ same request to the same model with httpx. Each figure is measured on both, from
 The project's modules are compiled first, as an install compiles them. nanobot 0.3.5
 cannot be installed on this machine (no network beyond the package mirror, which does
 not carry it): its figures are the ones issue 25 measured side by side on the same kind
-of machine, printed as such. The figures before issue 25's work
-are read from ``bench/results/perf_before.json`` (this bench run on commit 3b964ce).
+of machine, printed as such. The figures before issue 25's work are read from
+``bench/perf_before.json``: this bench run on the code of commit 3b964ce, the last
+before that work, just before the figures in docs/benchmarks.md on the same machine.
 Figures are printed and written to bench/results/perf.json; measured, never asserted.
 """
 
@@ -52,7 +53,7 @@ import trio
 
 from tests.beamclaw.daemon import free_port
 
-from ._cli import RESULTS, quick_flag, save
+from ._cli import quick_flag, save
 from ._processes import cpu_seconds, echo_model, memory_kib
 
 #: nanobot 0.3.5 beside the daemon on commit 3b964ce, as issue 25 measured it.
@@ -269,7 +270,7 @@ async def _measure(launcher: Launcher, model_url: str, quick: bool, with_cli: bo
 
 
 def _before() -> dict[str, Any]:
-    path = RESULTS / "perf_before.json"
+    path = Path(__file__).with_name("perf_before.json")
     before: dict[str, Any] = json.loads(path.read_text())["beamclaw"] if path.exists() else {}
     return before
 
