@@ -340,3 +340,14 @@ def test_a_value_held_after_a_text_was_scrubbed_is_redacted_when_the_text_comes_
     assert scrub(text) == text  # nothing to redact yet (and remembered so)
     register_secret(value)
     assert scrub(text) == "the word of the day is [REDACTED], said twice"
+
+
+def test_a_held_value_with_json_special_characters_is_found_escaped_twice_and_thrice() -> None:
+    """JSON inside JSON (a tool call's arguments in a stored message), in any text."""
+    value = f'q"{secrets.token_hex(4)}\\z"k'
+    register_secret(value)
+    twice = json.dumps(json.dumps(value)[1:-1])[1:-1]
+    thrice = json.dumps(twice)[1:-1]
+    for form in (twice, thrice):
+        for text in (f"args: {form} end", f"café: {form} end"):
+            assert scrub(text) == text.replace(form, REDACTED), text
