@@ -66,6 +66,8 @@ _longest = 0
 #: (alternations, base64 forms), rebuilt on first use after a value was added: a
 #: daemon registers its secrets one by one at start, and compiles them once.
 _compiled: tuple[tuple[Any, ...], frozenset[str]] | None = ((), frozenset())
+#: Counts registrations, each once its matcher is dropped (see `held_secrets_generation`).
+_generation = 0
 
 
 def _base64_forms_of(raw: bytes) -> set[str]:
@@ -132,7 +134,7 @@ def register_secret(value: str) -> None:
     characters, are ignored. Thread-safe and cheap: the matcher is rebuilt once, when
     next used.
     """
-    global _longest, _compiled
+    global _longest, _compiled, _generation
     if len(value) < MIN_LENGTH or len(set(value)) < _MIN_DISTINCT:
         return
     with _lock:
@@ -146,6 +148,7 @@ def register_secret(value: str) -> None:
         _encoded_forms.update(encoded)
         _longest = max(_longest, *map(len, literal | encoded))
         _compiled = None
+        _generation += 1  # last: a scrub that reads the new generation uses a matcher with the value
 
 
 def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
@@ -160,10 +163,12 @@ def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
     return compiled
 
 
-def held_secret_count() -> int:
-    """How many values are held: it grows whenever one is registered, so what was scrubbed
-    before is known to need scrubbing again."""
-    return len(_values)
+def held_secrets_generation() -> int:
+    """A number that grows whenever a value is registered, so what was scrubbed before is
+    known to need scrubbing again. Read it before scrubbing and keep the result under it:
+    it grows only once the new value's matcher is in place, so a scrub racing a
+    registration (in another thread) is kept under the older number, never the newer."""
+    return _generation
 
 
 def longest_form() -> int:

@@ -30,14 +30,14 @@ import trio
 
 from ._detector import Span, default_rules, scan
 from ._escapes import decoded_view, unescaped_view
-from ._held_secrets import MIN_LENGTH, held_secret_count, held_spans, register_secret
+from ._held_secrets import MIN_LENGTH, held_secrets_generation, held_spans, register_secret
 from ._spans import REDACTED, merge, redact, to_token_end
 
 __all__ = [
     "OFF_LOOP_CHARS",
     "REDACTED",
     "find_spans",
-    "held_secret_count",
+    "held_secrets_generation",
     "register_secret",
     "scrub",
     "scrub_async",
@@ -58,7 +58,7 @@ _MEMO_ENTRIES: Final = 1024
 _MEMO_CHARS: Final = 1024
 _memo: dict[str, str] = {}
 _memo_lock = threading.Lock()
-#: The held values' count `_memo` was filled with.
+#: The held values' generation `_memo` was filled under.
 _memo_held = 0
 
 
@@ -115,7 +115,7 @@ def scrub(text: str) -> str:
         return text
     if len(text) > _MEMO_CHARS:
         return _scrubbed(text)
-    held = held_secret_count()
+    held = held_secrets_generation()
     done = _memo.get(text) if held == _memo_held else None
     if done is not None:
         return done
@@ -134,7 +134,7 @@ def _remember(text: str, scrubbed: str, held: int) -> None:
     one came meanwhile: it may be in *text*)."""
     global _memo_held
     with _memo_lock:
-        if held != held_secret_count():
+        if held != held_secrets_generation():
             return
         if held != _memo_held:
             _memo.clear()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import threading
 import urllib.parse
 from pathlib import Path
 
@@ -351,3 +352,31 @@ def test_a_held_value_with_json_special_characters_is_found_escaped_twice_and_th
     for form in (twice, thrice):
         for text in (f"args: {form} end", f"café: {form} end"):
             assert scrub(text) == text.replace(form, REDACTED), text
+
+
+def test_a_text_scrubbed_while_a_value_is_being_registered_is_not_kept_unredacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registration in a worker thread caught half done by a scrub: what that scrub made
+    of the text (the value not known yet) is not served once the registration is over."""
+    value = f"racing{secrets.token_hex(8)}"
+    text = f"the word is {value} again"
+    halfway, go_on = threading.Event(), threading.Event()
+    forms = _held_secrets.forms_of
+
+    def paused_forms_of(held: str) -> tuple[set[str], set[str]]:
+        halfway.set()
+        go_on.wait(10)
+        return forms(held)
+
+    scrub("the matcher is compiled by this first scrub")
+    monkeypatch.setattr(_held_secrets, "forms_of", paused_forms_of)
+    worker = threading.Thread(target=register_secret, args=(value,))
+    worker.start()
+    try:
+        assert halfway.wait(10)
+        scrub(text)  # racing the registration: either result is right for now
+    finally:
+        go_on.set()
+        worker.join()
+    assert scrub(text) == "the word is [REDACTED] again"
