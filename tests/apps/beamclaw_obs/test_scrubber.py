@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from beamclaw_obs import REDACTED, _held_secrets, register_secret, scrub, scrub_data
+from beamclaw_obs import REDACTED, _held_secrets, _scrubber, register_secret, scrub, scrub_data
 from beamclaw_obs._detector import default_rules, scan, subject
 from beamclaw_obs._escapes import decoded_view, unescaped_view
 from beamclaw_obs._held_secrets import WINDOW, forms_of
@@ -380,3 +380,12 @@ def test_a_text_scrubbed_while_a_value_is_being_registered_is_not_kept_unredacte
         go_on.set()
         worker.join()
     assert scrub(text) == "the word is [REDACTED] again"
+
+
+def test_the_memo_of_scrubbed_texts_keeps_no_credential() -> None:
+    value = f"memoised{secrets.token_hex(8)}"
+    register_secret(value)
+    text = f"a short text with {value} in it"
+    assert scrub(text) == scrub(text) == f"a short text with {REDACTED} in it"
+    kept = [str(key) for key in _scrubber._memo] + list(_scrubber._memo.values())
+    assert kept and not any(value in item for item in kept)
