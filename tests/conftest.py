@@ -55,3 +55,4 @@ def _held_secrets_of_this_test_only() -> Iterator[None]:
             target.update(source)  # type: ignore[attr-defined]
         _held_secrets._longest = longest
         _held_secrets._compiled = None
+        _held_secrets._generation += 1  # what was scrubbed with this test's values is forgotten

@@ -194,7 +194,7 @@ async def system_prompt(runtime: Runtime, agent_id: str, user_id: str | None = N
     block = prompt_block(skills)
     signature = _signature(workspace, today, user)
     key = (workspace.root, user.root if user else None)
-    inputs = (signature, today, runtime.config.system_prompt, block, searchable, obs.held_secret_count())
+    inputs = (signature, today, runtime.config.system_prompt, block, searchable, obs.held_secrets_generation())
     if signature is not None and (prompt := _cache.get(key, inputs)) is not None:
         return prompt
     # The model writes the workspace: its files are read off the event loop (each capped,

@@ -15,7 +15,7 @@ from ._metrics_backend import metrics_text
 from ._scrubber import (
     OFF_LOOP_CHARS,
     REDACTED,
-    held_secret_count,
+    held_secrets_generation,
     register_secret,
     scrub,
     scrub_async,
@@ -33,7 +33,7 @@ __all__ = [
     "StreamScrubber",
     "dropped_events",
     "emit",
-    "held_secret_count",
+    "held_secrets_generation",
     "install_scrubbing_patcher",
     "metrics_text",
     "register_secret",

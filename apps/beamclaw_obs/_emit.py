@@ -34,7 +34,19 @@ def declare_interest(pid: sv.Pid, wants: Callable[[str], bool] | None) -> None:
 
 def wanting(event: str) -> list[sv.Pid]:
     """The backends that want events called *event*."""
-    return [pid for pid in sv.pg.members(BACKENDS) if (wants := _interests.get(pid)) is None or wants(event)]
+    return [pid for pid in sv.pg.members(BACKENDS) if _wants(pid, event)]
+
+
+def _wants(pid: sv.Pid, event: str) -> bool:
+    """Whether the backend *pid* wants *event*: yes if it said nothing, or if asking it fails
+    (a backend's bug must cost a look at the event, never every event nor the manager)."""
+    wants = _interests.get(pid)
+    if wants is None:
+        return True
+    try:
+        return wants(event)
+    except Exception:  # noqa: BLE001 - see the docstring
+        return True
 
 
 def emit(event: str, /, **data: Any) -> None:

@@ -2,11 +2,12 @@
 
 A key read from the environment (`register_secret`) may have no recognisable shape,
 and a tool may print it base64- or hex-encoded (``env | base64``, an HTTP Basic
-header, ``xxd``). Each value is redacted as itself, JSON-escaped, percent-encoded (as
-a URL would carry it, and every byte as ``%XX``), in lower and upper case hex, and in
-standard and URL-safe base64 at each of the three alignments it can have inside a
-longer base64 run: for an alignment, the base64 characters that depend on the
-value's bytes alone, so the value is found whatever comes before or after it.
+header, ``xxd``). Each value is redacted as itself, JSON-escaped (up to three times
+over), percent-encoded (as a URL would carry it, and every byte as ``%XX``), in lower
+and upper case hex, and in standard and URL-safe base64 at each of the three
+alignments it can have inside a longer base64 run: for an alignment, the base64
+characters that depend on the value's bytes alone, so the value is found whatever
+comes before or after it.
 
 A value cut short still gives it away (31 characters of a 32-character token): any
 `WINDOW` characters in a row of a value longer than that are redacted too, as are
@@ -47,6 +48,11 @@ _BASE64_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 #: with its neighbours', and padding after it; they go too.
 _BASE64_EDGE: Final = 2
 _GROUP_CHARS: Final = 12_000
+#: A value is redacted JSON-escaped up to this many times (JSON inside JSON, and again: a
+#: tool call's arguments in a stored message), whatever else the text holds. The decoded
+#: view, built only for a text with a ``\u``, ``%``... in it, undoes one level more.
+#: A value with none of ``"``, ``\`` or a control character has no such form of its own.
+_ESCAPE_DEPTH: Final = 3
 
 Span = tuple[int, int]
 
@@ -60,6 +66,8 @@ _longest = 0
 #: (alternations, base64 forms), rebuilt on first use after a value was added: a
 #: daemon registers its secrets one by one at start, and compiles them once.
 _compiled: tuple[tuple[Any, ...], frozenset[str]] | None = ((), frozenset())
+#: Counts registrations, each once its matcher is dropped (see `held_secrets_generation`).
+_generation = 0
 
 
 def _base64_forms_of(raw: bytes) -> set[str]:
@@ -77,9 +85,13 @@ def forms_of(value: str) -> tuple[set[str], set[str]]:
     raw = value.encode("utf-8", "surrogatepass")
     every_byte = "".join(f"%{byte:02X}" for byte in raw)
     literal = {
-        value, json.dumps(value, ensure_ascii=False)[1:-1], raw.hex(), raw.hex().upper(),
+        raw.hex(), raw.hex().upper(),
         urllib.parse.quote(value, safe=""), urllib.parse.quote(value), every_byte, every_byte.lower(),
     }  # fmt: skip
+    escaped = value
+    for _ in range(_ESCAPE_DEPTH + 1):
+        literal.add(escaped)
+        escaped = json.dumps(escaped, ensure_ascii=False)[1:-1]
     literal |= set(_windows_of(value))
     return literal, _base64_forms_of(raw)
 
@@ -122,7 +134,7 @@ def register_secret(value: str) -> None:
     characters, are ignored. Thread-safe and cheap: the matcher is rebuilt once, when
     next used.
     """
-    global _longest, _compiled
+    global _longest, _compiled, _generation
     if len(value) < MIN_LENGTH or len(set(value)) < _MIN_DISTINCT:
         return
     with _lock:
@@ -136,6 +148,7 @@ def register_secret(value: str) -> None:
         _encoded_forms.update(encoded)
         _longest = max(_longest, *map(len, literal | encoded))
         _compiled = None
+        _generation += 1  # last: a scrub that reads the new generation uses a matcher with the value
 
 
 def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
@@ -150,10 +163,12 @@ def _matcher() -> tuple[tuple[Any, ...], frozenset[str]]:
     return compiled
 
 
-def held_secret_count() -> int:
-    """How many values are held: it grows whenever one is registered, so what was scrubbed
-    before is known to need scrubbing again."""
-    return len(_values)
+def held_secrets_generation() -> int:
+    """A number that grows whenever a value is registered, so what was scrubbed before is
+    known to need scrubbing again. Read it before scrubbing and keep the result under it:
+    it grows only once the new value's matcher is in place, so a scrub racing a
+    registration (in another thread) is kept under the older number, never the newer."""
+    return _generation
 
 
 def longest_form() -> int:

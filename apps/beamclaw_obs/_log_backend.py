@@ -113,10 +113,11 @@ def _level_of(name: str) -> str:
     return "DEBUG" if name in _DEBUG_EVENTS else "INFO"
 
 
-def _lowest_written() -> int:
+def _lowest_written() -> float:
     """The lowest level any loguru sink writes now (loguru keeps it for its own first check;
-    0, every level, should a loguru version not)."""
-    return int(getattr(getattr(logger, "_core", None), "min_level", 0))
+    0, every level, should a loguru version not): infinite when there is no sink at all
+    (a TUI running its own daemon removes loguru's, and ``log_file = false`` adds none)."""
+    return float(getattr(getattr(logger, "_core", None), "min_level", 0))
 
 
 def format_event(event: ObsEvent) -> str:

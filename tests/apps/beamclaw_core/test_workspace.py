@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import datetime
+import secrets
+import threading
 from pathlib import Path
 
 import pytest
 
 import beamclaw_core as core
+import beamclaw_obs as obs
 from beamclaw_core import _system_prompt as system_prompt_module
 from beamclaw_core._system_prompt import PREAMBLE, assemble, truncate
 from beamclaw_core._workspace import CONTEXT_FILES, SEEDED_FILES, InvalidAgentName, Workspace, check_agent_name
 from beamclaw_core._workspace_tool import WorkspaceMemoryTool
+from beamclaw_obs import _held_secrets
 from beamclaw_tools import Autonomy, ToolContext, ToolSession, run_tool
 from tests.support.model_server import Reply
 
@@ -190,6 +194,39 @@ async def test_the_prompt_kept_between_turns_is_rebuilt_after_a_file_changes(
         first, second, third = (req["messages"][0]["content"] for req in r.model.requests)
         assert first == second and "Name: Ada Lovelace" in first
         assert "Name: Ada Byron-Kin" in third and "Lovelace" not in third
+
+
+async def test_a_prompt_built_while_a_secret_is_being_registered_is_not_kept_unredacted(
+    run_core: RunCore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A registration in a worker thread caught half done by a turn: the prompt that turn
+    built (the value not known yet) is not sent again once the registration is over."""
+    monkeypatch.setattr(system_prompt_module, "RACY_SECONDS", 0.0)
+    value = f"racing{secrets.token_hex(8)}"
+    halfway, go_on = threading.Event(), threading.Event()
+    forms = _held_secrets.forms_of
+
+    def paused_forms_of(held: str) -> tuple[set[str], set[str]]:
+        halfway.set()
+        go_on.wait(10)
+        return forms(held)
+
+    async with run_core(Reply("hi"), Reply("again")) as r:
+        session = await r.open(agent="ada")
+        Workspace.of(r.home, "ada").write("IDENTITY.md", f"Name: {value}")
+        obs.scrub("the matcher is compiled by this first scrub")
+        monkeypatch.setattr(_held_secrets, "forms_of", paused_forms_of)
+        worker = threading.Thread(target=obs.register_secret, args=(value,))
+        worker.start()
+        try:
+            assert halfway.wait(10)
+            await core.send_message(session, "hello", core.CollectingChannel())  # racing: either prompt is right
+        finally:
+            go_on.set()
+            worker.join()
+        await core.send_message(session, "hello again", core.CollectingChannel())
+        second = r.model.requests[1]["messages"][0]["content"]
+        assert value not in second and f"Name: {obs.REDACTED}" in second
 
 
 async def test_only_an_existing_agent_or_the_default_can_be_talked_to(run_core: RunCore) -> None:

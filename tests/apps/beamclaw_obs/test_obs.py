@@ -213,3 +213,34 @@ def test_the_first_record_scrubbed_may_be_the_one_that_loads_the_rules() -> None
     )
     assert done.stdout.splitlines() == ["key [REDACTED]"]
     assert "RecursionError" not in done.stderr
+
+
+async def test_with_no_loguru_sink_events_still_reach_the_other_backends(tmp_path: Path) -> None:
+    """A TUI running its own daemon removes loguru's sinks; with ``log_file = false`` none is left."""
+    sink: list[obs.ObsEvent] = []
+    tree = obs.supervision_tree({"log_file": False}, tmp_path)
+    tree = sv.Supervisor([*tree.children, sv.ChildSpec("collect", Collect.start, args=(sink,))], name="obs")
+    logger.remove()
+    try:
+        async with sv.open_supervisor(tree):
+            obs.emit("turn_complete", outcome="ok")
+            await trio.testing.wait_all_tasks_blocked()
+            assert [e.name for e in sink if e.name == "turn_complete"] == ["turn_complete"]
+    finally:
+        logger.add(sys.stderr, level="DEBUG", diagnose=False, backtrace=True)
+
+
+class Unsure(Collect):
+    """A backend whose `wants` fails."""
+
+    def wants(self, event: str) -> bool:
+        raise RuntimeError("no idea")
+
+
+async def test_a_backend_whose_wants_fails_gets_every_event() -> None:
+    unsure: list[obs.ObsEvent] = []
+    tree = sv.Supervisor([sv.ChildSpec("manager", Manager.start), sv.ChildSpec("unsure", Unsure.start, args=(unsure,))])
+    async with sv.open_supervisor(tree):
+        obs.emit("anything", n=1)
+        await trio.testing.wait_all_tasks_blocked()
+        assert [e.data for e in unsure if e.name == "anything"] == [{"n": 1}]

@@ -5,12 +5,13 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import threading
 import urllib.parse
 from pathlib import Path
 
 import pytest
 
-from beamclaw_obs import REDACTED, _held_secrets, register_secret, scrub, scrub_data
+from beamclaw_obs import REDACTED, _held_secrets, _scrubber, register_secret, scrub, scrub_data
 from beamclaw_obs._detector import default_rules, scan, subject
 from beamclaw_obs._escapes import decoded_view, unescaped_view
 from beamclaw_obs._held_secrets import WINDOW, forms_of
@@ -340,3 +341,51 @@ def test_a_value_held_after_a_text_was_scrubbed_is_redacted_when_the_text_comes_
     assert scrub(text) == text  # nothing to redact yet (and remembered so)
     register_secret(value)
     assert scrub(text) == "the word of the day is [REDACTED], said twice"
+
+
+def test_a_held_value_with_json_special_characters_is_found_escaped_twice_and_thrice() -> None:
+    """JSON inside JSON (a tool call's arguments in a stored message), in any text."""
+    value = f'q"{secrets.token_hex(4)}\\z"k'
+    register_secret(value)
+    twice = json.dumps(json.dumps(value)[1:-1])[1:-1]
+    thrice = json.dumps(twice)[1:-1]
+    for form in (twice, thrice):
+        for text in (f"args: {form} end", f"café: {form} end"):
+            assert scrub(text) == text.replace(form, REDACTED), text
+
+
+def test_a_text_scrubbed_while_a_value_is_being_registered_is_not_kept_unredacted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A registration in a worker thread caught half done by a scrub: what that scrub made
+    of the text (the value not known yet) is not served once the registration is over."""
+    value = f"racing{secrets.token_hex(8)}"
+    text = f"the word is {value} again"
+    halfway, go_on = threading.Event(), threading.Event()
+    forms = _held_secrets.forms_of
+
+    def paused_forms_of(held: str) -> tuple[set[str], set[str]]:
+        halfway.set()
+        go_on.wait(10)
+        return forms(held)
+
+    scrub("the matcher is compiled by this first scrub")
+    monkeypatch.setattr(_held_secrets, "forms_of", paused_forms_of)
+    worker = threading.Thread(target=register_secret, args=(value,))
+    worker.start()
+    try:
+        assert halfway.wait(10)
+        scrub(text)  # racing the registration: either result is right for now
+    finally:
+        go_on.set()
+        worker.join()
+    assert scrub(text) == "the word is [REDACTED] again"
+
+
+def test_the_memo_of_scrubbed_texts_keeps_no_credential() -> None:
+    value = f"memoised{secrets.token_hex(8)}"
+    register_secret(value)
+    text = f"a short text with {value} in it"
+    assert scrub(text) == scrub(text) == f"a short text with {REDACTED} in it"
+    kept = [str(key) for key in _scrubber._memo] + list(_scrubber._memo.values())
+    assert kept and not any(value in item for item in kept)
