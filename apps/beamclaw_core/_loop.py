@@ -178,6 +178,10 @@ def _model_failure(exc: ProviderError) -> TurnResult:
     return TurnResult("", ok=False, error=error, model_status=exc.status, retry_after=exc.retry_after)
 
 
+async def _unwatched(text: str) -> None:
+    """Nothing: a piece of a reply nobody watches grow (the turn's result carries it whole)."""
+
+
 #: How long a step's end gives the store to record tokens no reply carried (shielded:
 #: the loop may be stopping).
 _RECORD_GRACE: Final = 5.0
@@ -441,10 +445,11 @@ class Loop(sv.StateMachine):
             await tell(progress.turn.channel.progress, note)
 
         try:
-            if isinstance(progress.turn.channel, ReplyOnlyChannel):  # nobody watches the reply grow
-                completion = await data.provider.complete(messages, tools)
-            else:
-                completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
+            # Streamed even when nobody watches the reply grow (its pieces then go nowhere): a
+            # whole reply sends nothing until the model has written all of it, so only a
+            # stream's read timeout tells a stalled server (asked again) from a slow model.
+            on_text = _unwatched if isinstance(progress.turn.channel, ReplyOnlyChannel) else drafter.feed
+            completion = await data.provider.stream(messages, tools, on_text, retrying)
         except ProviderError as exc:
             await drafter.finish()
             await settle(reservation, 0)
