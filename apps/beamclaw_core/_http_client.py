@@ -6,8 +6,11 @@ being sent. The owner outlives its users (it starts before them, under
 rest_for_one), hands out its client on request, and closes the pool when it stops.
 
 The client is built on the first request for it, not when the owner starts: building
-one imports httpcore (and h2) and loads the CA bundle, a quarter of a second of CPU
-that a daemon's start-up need not pay before it answers /health.
+one imports httpcore (and h2), a quarter of a second of CPU that a daemon's start-up
+need not pay before it answers /health. The CA bundle is loaded when the owner starts
+(about 30 ms, once a process): a bad CA setup (SSL_CERT_FILE naming no file) then fails
+the start, where at the first request it would crash the owner and, under rest_for_one,
+everything started after it, at every model call.
 """
 
 from __future__ import annotations
@@ -40,12 +43,13 @@ class _Pool:
     """The owner's state: its client once a user has asked for it."""
 
     trust_env: bool
+    verify: ssl.SSLContext
     client: httpx.AsyncClient | None = None
 
     def built(self) -> httpx.AsyncClient:
         """The client, built now if nobody has asked for it yet."""
         if self.client is None:
-            self.client = httpx.AsyncClient(verify=_ssl_context(), trust_env=self.trust_env)
+            self.client = httpx.AsyncClient(verify=self.verify, trust_env=self.trust_env)
         return self.client
 
 
@@ -54,7 +58,7 @@ class HttpClientOwner(sv.GenServer):
 
     def init(self, name: str, trust_env: bool = True) -> _Pool:
         sv.register(name)
-        return _Pool(trust_env)
+        return _Pool(trust_env, _ssl_context())
 
     def handle_call(self, request: OwnedClient, caller: sv.Caller, pool: _Pool) -> sv.Reply:
         match request:

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import attrs
 import httpx
+import trio
 from loguru import logger
 
 import supervision as sv
@@ -177,6 +178,24 @@ def _model_failure(exc: ProviderError) -> TurnResult:
     return TurnResult("", ok=False, error=error, model_status=exc.status, retry_after=exc.retry_after)
 
 
+async def _unwatched(text: str) -> None:
+    """Nothing: a piece of a reply nobody watches grow (the turn's result carries it whole)."""
+
+
+#: How long a step's end gives the store to record tokens no reply carried (shielded:
+#: the loop may be stopping).
+_RECORD_GRACE: Final = 5.0
+
+
+async def _record_unsaved_tokens(progress: _Progress) -> None:
+    """Record alone the tokens of a model call whose reply never reached the session (the
+    turn stopped or the loop crashed in between, the session gone): they were spent."""
+    usage, progress.usage = progress.usage, None
+    if usage is not None:
+        with trio.move_on_after(_RECORD_GRACE, shield=True):
+            await record_tokens(usage)
+
+
 #: The most of a call's arguments a preview reads (it shows far less).
 _PREVIEW_INPUT: Final = 10_000
 
@@ -269,8 +288,11 @@ class Loop(sv.StateMachine):
                 return await step(data)
             if progress.turn.stop_requested:
                 return await self._stopped(data)
-            with progress.turn.working() as work:  # /stop cancels it: the turn ends where it stands
-                result = await step(data)
+            try:
+                with progress.turn.working() as work:  # /stop cancels it: the turn ends where it stands
+                    result = await step(data)
+            finally:
+                await _record_unsaved_tokens(progress)
             return await self._stopped(data) if work.cancelled_caught else result
         if state is LoopState.AWAITING_APPROVAL:
             match content:
@@ -423,10 +445,11 @@ class Loop(sv.StateMachine):
             await tell(progress.turn.channel.progress, note)
 
         try:
-            if isinstance(progress.turn.channel, ReplyOnlyChannel):  # nobody watches the reply grow
-                completion = await data.provider.complete(messages, tools)
-            else:
-                completion = await data.provider.stream(messages, tools, drafter.feed, retrying)
+            # Streamed even when nobody watches the reply grow (its pieces then go nowhere): a
+            # whole reply sends nothing until the model has written all of it, so only a
+            # stream's read timeout tells a stalled server (asked again) from a slow model.
+            on_text = _unwatched if isinstance(progress.turn.channel, ReplyOnlyChannel) else drafter.feed
+            completion = await data.provider.stream(messages, tools, on_text, retrying)
         except ProviderError as exc:
             await drafter.finish()
             await settle(reservation, 0)
@@ -490,13 +513,19 @@ class Loop(sv.StateMachine):
         """Append the model's *message* with the call's tokens; None when saved, else the failure."""
         progress = data.progress
         assert progress is not None
-        usage, progress.usage = progress.usage, None
+        usage = progress.usage
         try:
             await sv.call(data.session, Append([message], usage))
+        except trio.Cancelled:
+            progress.usage = None  # sent: the session saves the tokens with the reply
+            raise
         except PersistError as exc:
+            progress.usage = None
             if usage is not None:  # the tokens were spent even if the reply is lost
                 await record_tokens(usage)
             return self._fail(data, f"The model's reply could not be saved: {exc}", _STORAGE)
+        # Any other failure (the session gone) leaves them to _record_unsaved_tokens.
+        progress.usage = None
         return None
 
     # --- awaiting_approval ----------------------------------------------------------------

@@ -277,7 +277,7 @@ async def _answer(
 @attrs.define
 class _Collected(core.ReplyOnlyChannel):
     """A JSON answer's channel: the messages sent during the turn (approval questions,
-    errors) are kept for the answer; no drafts, so the model is asked for its reply whole."""
+    errors) are kept for the answer; no drafts (the reply's streamed pieces go nowhere)."""
 
     sent: list[str] = attrs.field(factory=list)
 

@@ -6,9 +6,11 @@ import threading
 from pathlib import Path
 
 import pytest
+import trio
 
 import beamclaw_core as core
 from beamclaw_base import StoreConfig, StoreError
+from beamclaw_core import _loop
 from beamclaw_core._messages import Message
 from beamclaw_core._session import SessionInfo
 from beamclaw_core._store_requests import AdjustTokens, AppendMessages, RecordTokens, ReserveTokens, TokensUsed
@@ -118,3 +120,27 @@ def test_a_replys_tokens_are_saved_in_the_replys_transaction(tmp_path: Path, sto
         with pytest.raises(StoreError):
             db.transact(AppendMessages(info, frozenset(), 0, [Message("assistant", "again")], tokens).run)
         assert sql(db, "SELECT prompt_tokens, completion_tokens FROM token_days") == [(10, 5)]
+
+
+@pytest.mark.parametrize("cut", ["stopped", "crashed"])
+async def test_a_calls_tokens_count_when_the_turn_ends_before_its_reply_is_saved(
+    run_core: RunCore, store_config: StoreConfig, monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """The model answered (its tokens are spent), then the turn was stopped or the loop
+    crashed before the reply reached the session: the tokens are recorded alone."""
+    handles: list[core.SessionHandle] = []
+
+    async def cut_off(text: str) -> str:
+        if cut == "crashed":
+            raise RuntimeError("the loop crashed before the reply was saved")
+        await core.stop_turn(handles[0])
+        await trio.sleep(0)  # the stop cancels the step here
+        raise AssertionError("not stopped")
+
+    monkeypatch.setattr(_loop, "scrub_async", cut_off)
+    async with run_core(Reply("never saved", prompt_tokens=30, completion_tokens=7), store=store_config) as r:
+        handles.append(await r.open())
+        result = await core.send_message(handles[0], "go", core.CollectingChannel())
+        assert not result.ok
+        days = await core.token_days(1)
+    assert [(d.agent_id, d.prompt_tokens, d.completion_tokens) for d in days] == [("default", 30, 7)]

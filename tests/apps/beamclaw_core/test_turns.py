@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+import attrs
+
 import beamclaw_core as core
-from tests.support.model_server import Call, Reply
+from tests.support.model_server import Call, Hold, Reply
 
 from .conftest import RunCore
 
@@ -140,3 +142,23 @@ async def test_sessions_are_per_user_and_agent_or_per_channel(run_core: RunCore)
         a = await r.open("u1", "default", "tui")
         b = await r.open("u1", "default", "telegram")
         assert a.id != b.id and b.id == core.session_id("u1", "default", "telegram", per_channel=True)
+
+
+@attrs.define
+class _Unwatched(core.ReplyOnlyChannel):
+    """A channel nobody watches the reply grow in (as a JSON answer's, the scheduler's)."""
+
+    sent: list[str] = attrs.field(factory=list)
+
+    async def send(self, text: str) -> None:
+        self.sent.append(text)
+
+
+async def test_a_stalled_model_server_is_asked_again_when_nobody_watches_the_reply(run_core: RunCore) -> None:
+    """A server that takes the request and never answers is given up on after the read
+    timeout and asked again, not waited on for the whole max_reply_seconds."""
+    provider = {"timeout_seconds": 0.2, "max_retries": 1, "max_reply_seconds": 5.0}
+    async with run_core(Hold(), Reply("answered"), provider=provider) as r:
+        result = await core.send_message(await r.open(), "hi", _Unwatched())
+        assert (result.ok, result.text) == (True, "answered")
+        assert len(r.model.requests) == 2
