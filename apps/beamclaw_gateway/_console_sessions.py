@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,6 +61,9 @@ CSRF_HEADER: Final = "X-CSRF-Token"
 #: static files. Every other /ui path is a page, which needs a session.
 LOGIN_PATH: Final = "/ui/login"
 STATIC_PREFIX: Final = "/ui/static/"
+#: The requests that end their own session (a login ends the one it came with): their
+#: answers are not refused for it (see `SessionBound`).
+_ENDING_THEIR_OWN: Final = frozenset({LOGIN_PATH, "/ui/logout"})
 #: Methods that change something: a cookie request with one needs the CSRF token.
 _CHANGING: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 #: Sessions kept at most; past it the least recently used ends (logins are rate limited,
@@ -70,6 +74,8 @@ _MAX_SESSIONS: Final = 1000
 _PER_PRINCIPAL: Final = 16
 #: How often a response streaming to a console session looks whether the session still is.
 _WATCH_SECONDS: Final = 2.0
+#: Why an answer is refused whose credential ended while it was made.
+_ENDED: Final = "the session or token this request was made with ended before its answer (log in again)"
 #: What every response carries (the web console's contract): no inline script or style,
 #: nothing loaded or sent anywhere but this origin, never framed.
 SECURITY_HEADERS: Final = {
@@ -262,9 +268,11 @@ class SessionBound:
     opened with either (the live log, the tree's events) does not outlive it; the
     browser's stream then reconnects, is refused, and its page goes to the login.
 
-    The watch starts with a response of unknown length (no ``Content-Length``: a stream);
-    one whose length is known is sent whole at once, and watching it would only cost a
-    task for every request."""
+    The credential is looked at again when the response starts: one that ended while the
+    answer was being made (a turn of minutes) is refused (401) instead of the answer. The
+    watch itself starts with a response of unknown length (no ``Content-Length``: a
+    stream); one whose length is known is sent whole at once, and watching it would only
+    cost a task for every request."""
 
     app: Callable[..., Awaitable[None]]
     sessions: ConsoleSessions
@@ -274,19 +282,29 @@ class SessionBound:
         if still_valid is None or not still_valid():
             await self.app(scope, receive, send)
             return
+        refused = False
         async with trio.open_nursery() as nursery:
 
-            async def watching_streams(message: _Message) -> None:
-                if message["type"] == "http.response.start" and not _has_length(message):
-                    nursery.start_soon(self._end_when_invalid, still_valid, nursery.cancel_scope)
+            async def watching(message: _Message) -> None:
+                nonlocal refused
+                if refused:
+                    return  # the rest of the answer refused
+                if message["type"] == "http.response.start":
+                    if not still_valid():
+                        refused = True
+                        await _refuse(send)
+                        nursery.cancel_scope.cancel()  # the answer refused: no need to finish it
+                        return
+                    if not _has_length(message):
+                        nursery.start_soon(self._end_when_invalid, still_valid, nursery.cancel_scope)
                 await send(message)
 
-            await self.app(scope, receive, watching_streams)
+            await self.app(scope, receive, watching)
             nursery.cancel_scope.cancel()
 
     def _watch(self, scope: _Message) -> Callable[[], bool] | None:
         """What tells whether the request's credential still holds, or None (nothing to watch)."""
-        if scope["type"] != "http":
+        if scope["type"] != "http" or scope["path"] in _ENDING_THEIR_OWN:
             return None
         authorization, cookie = _credentials(scope)
         principals = self.sessions.principals
@@ -303,6 +321,18 @@ class SessionBound:
         while still_valid():
             await trio.sleep(_WATCH_SECONDS)
         scope.cancel()
+
+
+async def _refuse(send: Any) -> None:
+    """Answer 401 in the API's error shape, in place of a response not yet started."""
+    body = json.dumps({"error": {"message": _ENDED, "type": "invalid_request_error", "code": "unauthorized"}}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"www-authenticate", b"Bearer"),
+    ]
+    await send({"type": "http.response.start", "status": 401, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 def _has_length(start: _Message) -> bool:

@@ -20,7 +20,7 @@ import datetime
 import gc
 import hashlib
 import itertools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -74,6 +74,9 @@ WINDOW_TOKENS: Final = 48
 PENDING_LIMIT: Final = 64
 #: Exchanges told (cast) waiting to be kept together, at most (see `_remember`).
 UNKEPT_LIMIT: Final = 32
+#: Seconds the stop (or a kill) waits for the store to keep the exchanges told: a store
+#: that is down (PostgreSQL's pool waits 30 s for a connection) must not hold the stop.
+EXIT_KEEP_SECONDS: Final = 3.0
 #: Candidates taken from each side per result asked for, before the merge.
 _WIDEN: Final = 4
 #: Change sequence numbers read again below the highest indexed: a number is taken when
@@ -182,17 +185,56 @@ class AgentIndex(sv.GenServer):
         self._want_vectors(state)
         return state
 
-    def terminate(self, reason: Any, state: _State) -> None:
-        if state.unkept:  # told before the stop (or the crash): kept now, indexed at the next start
-            try:
-                state.remembered.put_many([(doc, owner, scrub(text)) for doc, owner, text in state.unkept])
-            except Exception:  # noqa: BLE001 - the store itself failed: said, and the stop goes on
-                logger.opt(exception=True).error("memory: {} exchange(s) not kept", len(state.unkept))
-        for part in (state.keywords, state.store, state.remembered):
+    async def terminate(self, reason: Any, state: _State) -> None:
+        parts = [state.keywords, state.store]
+        if await self._keep_at_exit(state):
+            parts.append(state.remembered)  # else a worker thread still writes to it: left open
+        for part in parts:
             with contextlib.suppress(Exception):
                 part.close()
 
+    async def _keep_at_exit(self, state: _State) -> bool:
+        """Keep the exchanges told before the stop, the crash or the kill (indexed at the
+        next start), waiting at most `EXIT_KEEP_SECONDS` for the store, in a worker thread
+        (a store that is down never freezes the daemon's loop) and shielded (a kill cannot
+        cut it short); whether the store is free to close (no write left running)."""
+        unkept, state.unkept = state.unkept, []
+        if not unkept:
+            return True
+
+        def keep() -> None:
+            state.remembered.put_many([(doc, owner, scrub(text)) for doc, owner, text in unkept])
+
+        with trio.CancelScope(shield=True), trio.move_on_after(EXIT_KEEP_SECONDS):
+            try:
+                await trio.to_thread.run_sync(keep, abandon_on_cancel=True)
+            except Exception:  # noqa: BLE001 - the store itself failed: said, and the stop goes on
+                logger.opt(exception=True).error("memory: {} exchange(s) not kept", len(unkept))
+            return True
+        logger.error(
+            "memory: {} exchange(s) not kept: the store did not answer in {} s", len(unkept), EXIT_KEEP_SECONDS
+        )
+        return False
+
+    @contextlib.asynccontextmanager
+    async def _kept_if_killed(self, state: _State) -> AsyncIterator[None]:
+        """Keep the exchanges told when the process is killed (cancelled) in a callback,
+        busy past its stop's grace: `terminate` does not run then. A kill during a worker
+        thread's work is seen when the thread is done: looked for before the callback ends.
+        (A stop of an idle index runs `terminate`; only a kill of an idle one, which
+        nothing but an operator's `sv.kill` does, loses what was told since the last tick.)"""
+        try:
+            yield
+            await trio.lowlevel.checkpoint_if_cancelled()
+        except trio.Cancelled:
+            await self._keep_at_exit(state)
+            raise
+
     async def handle_call(self, request: IndexRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
+        async with self._kept_if_killed(state):
+            return await self._answer(request, caller, state)
+
+    async def _answer(self, request: IndexRequest, caller: sv.Caller, state: _State) -> sv.Reply | sv.NoReply:
         if not isinstance(request, Remember):
             await self._index_pending(state)  # every answer sees every exchange kept before it
         match request:
@@ -220,6 +262,12 @@ class AgentIndex(sv.GenServer):
         raise ValueError(f"unknown memory request {request!r}")
 
     async def handle_cast(self, message: Sync | Remember, state: _State) -> sv.NoReply:
+        async with self._kept_if_killed(state):
+            await self._told(message, state)
+        self._want_vectors(state)
+        return sv.NoReply(state)
+
+    async def _told(self, message: Sync | Remember, state: _State) -> None:
         match message:
             case Sync():  # the watcher's tick
                 await self._index_pending(state)
@@ -229,10 +277,14 @@ class AgentIndex(sv.GenServer):
                     await self._remember(state, owner, doc, text)
                 except StoreRefused as exc:
                     logger.warning("memory: not kept: {}", exc)
+
+    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
+        async with self._kept_if_killed(state):
+            await self._informed(message, state)
         self._want_vectors(state)
         return sv.NoReply(state)
 
-    async def handle_info(self, message: object, state: _State) -> sv.NoReply:
+    async def _informed(self, message: object, state: _State) -> None:
         match message:
             case Embedded(token, model, vectors) if state.embedding:
                 await self._embedded(state, token, model, vectors)
@@ -243,8 +295,6 @@ class AgentIndex(sv.GenServer):
                     state.embed_error = why
             case Notified(_, payload) if payload is None or payload == state.agent:
                 await self._catch_up(state)
-        self._want_vectors(state)
-        return sv.NoReply(state)
 
     # --- keeping up with the files --------------------------------------------------------
 
@@ -281,8 +331,8 @@ class AgentIndex(sv.GenServer):
 
         A told exchange is kept (one transaction, one sync to disk for the batch) at the
         watcher's next tick, before the next call (a search sees it), when `UNKEPT_LIMIT`
-        wait, or when the process stops or crashes (`terminate`): one sync to disk for each
-        turn's exchange cost more than the rest of the memory's work on it.
+        wait, or when the process stops, crashes or is killed (`_keep_at_exit`): one sync
+        to disk for each turn's exchange cost more than the rest of the memory's work on it.
         """
         if not owner:  # "" owns the agent's own files, which every user searches
             logger.warning("memory: a conversation without a user ({}) is not kept", doc)
@@ -305,7 +355,12 @@ class AgentIndex(sv.GenServer):
 
         # Indexed with the others kept meanwhile: at the watcher's next tick, before the next
         # search or read, or when enough wait (one keyword commit each would cost every turn).
-        state.pending += await trio.to_thread.run_sync(keep)
+        try:
+            kept = await trio.to_thread.run_sync(keep)
+        except BaseException:
+            state.unkept[:0] = unkept  # not kept: tried again at the next keep, or at the exit
+            raise
+        state.pending += kept
         if len(state.pending) >= PENDING_LIMIT:
             await self._index_pending(state)
 

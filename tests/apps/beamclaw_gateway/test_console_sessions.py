@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -154,14 +155,13 @@ async def test_a_cookie_stream_ends_at_logout_whatever_other_cookie_headers_it_s
     assert sent >= 3
 
 
-async def test_a_response_of_known_length_is_not_watched_and_comes_whole(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(console_sessions, "_WATCH_SECONDS", 0.01)
-    sessions, token = _sessions(tmp_path, Clock())
+async def _answered(sessions: ConsoleSessions, rotate: Path | None) -> list[dict[str, Any]]:
+    """What a Bearer request through `SessionBound` sends: an answer of known length made
+    in 0.2 s (more than the watch's period here), its token rewritten meanwhile if *rotate*."""
 
     async def answer(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        token.write_text("new")  # rotated while the answer is being made
+        if rotate is not None:
+            rotate.write_text("new")  # rotated while the answer is being made (a turn)
         await trio.sleep(0.2)
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
         await send({"type": "http.response.body", "body": b"ok", "more_body": False})
@@ -173,12 +173,33 @@ async def test_a_response_of_known_length_is_not_watched_and_comes_whole(
 
     scope = {
         "type": "http",
-        "method": "GET",
-        "path": "/v1/status",
+        "method": "POST",
+        "path": "/v1/chat/completions",
         "headers": [(b"authorization", b"Bearer ops-token-4d2c")],
     }
     await SessionBound(answer, sessions)(scope, None, send)
+    return sent
+
+
+async def test_a_response_of_known_length_comes_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(console_sessions, "_WATCH_SECONDS", 0.01)
+    sessions, _ = _sessions(tmp_path, Clock())
+    sent = await _answered(sessions, None)
+    assert [(message["type"], message.get("status"), message.get("body")) for message in sent] == [
+        ("http.response.start", 200, None),
+        ("http.response.body", None, b"ok"),
+    ]
+
+
+async def test_an_answer_made_while_its_token_was_rotated_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(console_sessions, "_WATCH_SECONDS", 0.01)
+    sessions, token = _sessions(tmp_path, Clock())
+    sent = await _answered(sessions, token)
     assert [message["type"] for message in sent] == ["http.response.start", "http.response.body"]
+    assert sent[0]["status"] == 401
+    assert json.loads(sent[1]["body"])["error"]["code"] == "unauthorized"
 
 
 def test_one_principal_logging_in_again_and_again_ends_only_its_own_sessions(tmp_path: Path) -> None:

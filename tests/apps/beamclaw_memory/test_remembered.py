@@ -6,6 +6,7 @@ with its documents as they were."""
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,8 +15,12 @@ import pytest
 import trio
 
 import beamclaw_memory as memory
-from beamclaw_base import StoreConfig, StoreRefused
-from beamclaw_memory._remembered import RememberedStore, open_remembered, open_shared
+import supervision as sv
+from beamclaw_base import Notified, StoreConfig, StoreRefused, StoreUnavailable
+from beamclaw_memory import _index as index_module
+from beamclaw_memory._index import index_name
+from beamclaw_memory._messages import Sync
+from beamclaw_memory._remembered import CHANNEL, Kept, RememberedStore, open_remembered, open_shared
 
 from .conftest import eventually, find, finds, memory_config, running_memory, workspace
 
@@ -199,3 +204,99 @@ async def test_exchanges_told_and_not_yet_kept_are_kept_when_the_memory_stops(tm
     async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
         found = await find("default", "locker green", owner="local:alice")
         assert all(found.has(f"locker {n}") for n in range(3))
+
+
+async def _tell_lockers(agent: str = "default") -> None:
+    """Three exchanges told (cast) to the running memory, and not kept yet (no tick comes)."""
+    await memory.sync(agent)  # the index runs
+    for n in range(3):
+        assert memory.remember(agent, "local:alice", f"conversations/s/{n}", f"user: locker {n} is green")
+    await trio.testing.wait_all_tasks_blocked()
+
+
+async def _all_lockers_found(data_dir: Path) -> None:
+    async with running_memory(data_dir, memory_config(provider="none", watch=3600)):
+        found = await find("default", "locker green", owner="local:alice")
+        assert all(found.has(f"locker {n}") for n in range(3))
+
+
+async def test_exchanges_told_are_kept_when_the_index_is_killed_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace(tmp_path)
+    release = threading.Event()
+    reading = threading.Event()
+    changed_since = RememberedStore.changed_since
+
+    def slow(store: RememberedStore, after: int) -> list[Kept]:
+        reading.set()
+        release.wait(30)  # busy past its stop's grace: the kill comes meanwhile
+        return changed_since(store, after)
+
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        await _tell_lockers()
+        pid = sv.whereis(index_name("default"))
+        assert pid is not None
+        monkeypatch.setattr(RememberedStore, "changed_since", slow)
+        sv.send(pid, Notified(CHANNEL, "default"))  # another node kept one: the index reads them
+        await trio.to_thread.run_sync(reading.wait)
+        sv.kill(pid)  # terminate does not run
+        release.set()
+
+        async def gone() -> bool:
+            return sv.whereis(index_name("default")) is None
+
+        await eventually(gone, "the index gone")
+        monkeypatch.setattr(RememberedStore, "changed_since", changed_since)
+    await _all_lockers_found(tmp_path)
+
+
+async def test_exchanges_whose_keeping_failed_are_kept_at_the_crash_it_causes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace(tmp_path)
+    put_many = RememberedStore.put_many
+    failures = []
+
+    def failing_once(store: RememberedStore, documents: list[tuple[str, str, str]]) -> None:
+        if not failures:
+            failures.append(len(documents))
+            raise StoreUnavailable("the database is restarting")
+        put_many(store, documents)
+
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        await _tell_lockers()
+        pid = sv.whereis(index_name("default"))
+        monkeypatch.setattr(RememberedStore, "put_many", failing_once)
+        sv.cast(index_name("default"), Sync())  # the watcher's tick: the keep fails, the index crashes
+
+        async def gone() -> bool:
+            return sv.whereis(index_name("default")) != pid
+
+        await eventually(gone, "the index crashed")
+        monkeypatch.setattr(RememberedStore, "put_many", put_many)
+    assert failures == [3]
+    await _all_lockers_found(tmp_path)
+
+
+async def test_a_store_that_hangs_at_the_stop_neither_freezes_the_loop_nor_holds_the_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace(tmp_path)
+    monkeypatch.setattr(index_module, "EXIT_KEEP_SECONDS", 0.2)
+    release = threading.Event()
+    unfreeze = threading.Timer(30, release.set)  # if the loop's own thread waits for the store
+    unfreeze.daemon = True
+    unfreeze.start()
+    put_many = RememberedStore.put_many
+
+    def hanging(store: RememberedStore, documents: list[tuple[str, str, str]]) -> None:
+        release.wait()
+        put_many(store, documents)
+
+    async with running_memory(tmp_path, memory_config(provider="none", watch=3600)):
+        await _tell_lockers()
+        monkeypatch.setattr(RememberedStore, "put_many", hanging)
+    assert not release.is_set()  # stopped while the store still hung
+    unfreeze.cancel()
+    release.set()
