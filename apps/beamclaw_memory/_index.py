@@ -186,12 +186,12 @@ class AgentIndex(sv.GenServer):
         return state
 
     async def terminate(self, reason: Any, state: _State) -> None:
-        parts = [state.keywords, state.store]
+        closers: list[Callable[[], object]] = [state.keywords.close, state.store.close]
         if await self._keep_at_exit(state):
-            parts.append(state.remembered)  # else a worker thread still writes to it: left open
-        for part in parts:
+            closers.append(state.remembered.close)  # else a worker thread still writes to it: left open
+        for close in closers:
             with contextlib.suppress(Exception):
-                part.close()
+                close()
 
     async def _keep_at_exit(self, state: _State) -> bool:
         """Keep the exchanges told before the stop, the crash or the kill (indexed at the
