@@ -6,7 +6,7 @@ endpoint and agent card, /health, /metrics, the live supervision tree, and an
 OpenAPI document of it all.
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from ._app import create_app
 from ._cluster_trees import node_trees
@@ -24,11 +24,11 @@ from ._telegram_ledger import SCHEMA
 from ._tree import supervision_tree
 from ._turns import BadRequest
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from ._agents_server import agents_server
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """`agents_server`, imported when first used: it imports the MCP SDK (a second), which
     only `beamclaw mcp serve` and the first request to ``/mcp`` need."""
     if name == "agents_server":
